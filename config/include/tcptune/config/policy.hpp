@@ -1,0 +1,120 @@
+// The policy as pure data: what the TOML file says, validated and with units resolved.
+// Nothing here knows about file descriptors or the kernel.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tcptune::config {
+
+using Duration = std::chrono::nanoseconds;
+
+// Where a value came from, for messages ("policy.toml:12:5").
+struct SourcePos {
+  std::string file;
+  std::uint32_t line = 0;
+  std::uint32_t column = 0;
+};
+
+enum class NodelayMode {
+  keep,   // leave the app and the kernel alone
+  on,     // set TCP_NODELAY; the app may turn it off again
+  force,  // set TCP_NODELAY and veto the app's TCP_NODELAY=0 and TCP_CORK
+  off,    // clear TCP_NODELAY (Nagle on)
+};
+
+enum class Role { any, client, server };
+
+// An address prefix. IPv4 prefixes are stored as IPv4 (family 4); a v4-mapped
+// IPv6 peer is matched against them after unmapping.
+struct Cidr {
+  int family = 4;                        // 4 or 6
+  std::array<std::uint8_t, 16> bytes{};  // network byte order, first 4 used for v4
+  int prefix_len = 0;
+};
+
+struct PortRange {
+  std::uint16_t first = 0;
+  std::uint16_t last = 0;
+};
+
+struct Match {
+  std::vector<Cidr> peers;            // empty: any peer
+  std::vector<PortRange> ports;       // peer port for clients, local port for servers; empty: any
+  Role role = Role::any;
+  std::vector<std::string> programs;  // globs on the program name; empty: any
+};
+
+// Socket buffer sizing: either from a bandwidth-delay product or explicit sizes.
+struct BufferSpec {
+  std::optional<std::uint64_t> bandwidth_bytes_per_s;
+  std::optional<Duration> rtt;  // unset with rtt_auto: measured once established
+  bool rtt_auto = false;
+  std::optional<std::uint64_t> sndbuf;  // explicit sizes, bytes as given to setsockopt
+  std::optional<std::uint64_t> rcvbuf;
+};
+
+struct Keepalive {
+  Duration idle{};
+  Duration interval{};
+  int count = 0;
+};
+
+// A raw setsockopt the policy asks for: `sockopt = [{level=..., name=..., value=...}]`.
+struct RawSockopt {
+  int level = 0;
+  int name = 0;
+  int value = 0;
+  std::string level_name;
+  std::string option_name;
+};
+
+// Every tunable. Unset means "do not touch"; a rule's unset keys inherit [defaults].
+struct Tuning {
+  std::optional<NodelayMode> nodelay;
+  std::optional<BufferSpec> buffers;
+  std::optional<bool> override_app_buffers;
+  std::optional<std::string> congestion;
+  std::optional<Keepalive> keepalive;
+  std::optional<Duration> user_timeout;
+  std::optional<std::uint32_t> notsent_lowat;
+  std::optional<bool> thin_linear_timeouts;
+  std::optional<bool> quickack;
+  std::optional<int> tos;
+  std::vector<RawSockopt> sockopts;
+};
+
+struct Rule {
+  std::string name;
+  Match match;
+  Tuning tuning;     // as written in the rule
+  Tuning effective;  // [defaults] overlaid with the rule: what the shim applies
+  SourcePos pos;
+};
+
+enum class LogLevel { trace, debug, info, warn, error, off };
+
+struct LogSettings {
+  std::string path;  // may contain {pid} and {program}; empty: no log file
+  LogLevel level = LogLevel::info;
+};
+
+struct Policy {
+  int version = 1;
+  std::string source;  // file path, "TCPTUNE_POLICY_TOML", or "built-in default"
+  Tuning defaults;
+  LogSettings log;
+  std::vector<Rule> rules;
+};
+
+// The policy used when none is found: TCP_NODELAY on for every TCP socket, nothing else.
+Policy builtin_default_policy();
+
+// Overlay: every key set in `rule` replaces the one in `base`; sockopts are appended.
+Tuning overlay(const Tuning& base, const Tuning& rule);
+
+}  // namespace tcptune::config

@@ -1,0 +1,41 @@
+// TOML text -> Policy. Errors are one line: "FILE:LINE:COLUMN: what is wrong".
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "tcptune/config/policy.hpp"
+
+namespace tcptune::config {
+
+struct PolicyError {
+  SourcePos pos;
+  std::string message;  // without the position
+  // "FILE:LINE:COLUMN: message" (LINE/COLUMN omitted when unknown).
+  [[nodiscard]] std::string to_string() const;
+};
+
+struct LoadResult {
+  std::variant<Policy, PolicyError> policy_or_error;
+  [[nodiscard]] bool ok() const { return policy_or_error.index() == 0; }
+  [[nodiscard]] const Policy& policy() const { return std::get<0>(policy_or_error); }
+  [[nodiscard]] Policy& policy() { return std::get<0>(policy_or_error); }
+  [[nodiscard]] const PolicyError& error() const { return std::get<1>(policy_or_error); }
+};
+
+// `source_name` is used in messages and in Policy::source.
+LoadResult load_policy_text(std::string_view toml_text, const std::string& source_name);
+LoadResult load_policy_file(const std::string& path);
+
+// Where the policy comes from, in order: TCPTUNE_POLICY (path), TCPTUNE_POLICY_TOML (inline),
+// /etc/tcptune/policy.toml, the built-in default. Environment variables are ignored when
+// `secure_execution` (AT_SECURE) is true.
+struct PolicySource {
+  enum class Kind { env_path, env_inline, system_file, builtin } kind = Kind::builtin;
+  std::string path_or_text;
+};
+PolicySource discover_policy_source(bool secure_execution, const char* system_path = "/etc/tcptune/policy.toml");
+LoadResult load_discovered(const PolicySource& source);
+
+}  // namespace tcptune::config

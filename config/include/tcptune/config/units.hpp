@@ -1,0 +1,34 @@
+// Parsing of the policy's quantities: sizes ("64KiB", "4MB"), durations ("500us", "2s")
+// and rates ("100Mbit", "12.5MB/s"). Each returns the value or a one-line reason.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "tcptune/config/policy.hpp"
+
+namespace tcptune::config {
+
+template <typename T>
+struct Parsed {
+  std::variant<T, std::string> value_or_error;
+  [[nodiscard]] bool ok() const { return value_or_error.index() == 0; }
+  [[nodiscard]] const T& value() const { return std::get<0>(value_or_error); }
+  [[nodiscard]] const std::string& error() const { return std::get<1>(value_or_error); }
+};
+
+// Bytes. Suffixes: B, KB/MB/GB (powers of 1000), KiB/MiB/GiB (powers of 1024); bare numbers are bytes.
+Parsed<std::uint64_t> parse_size(std::string_view text);
+// Suffixes: ns, us, ms, s, m, h. A bare number is rejected (ambiguous).
+Parsed<Duration> parse_duration(std::string_view text);
+// Bytes per second. Suffixes: bit/Kbit/Mbit/Gbit (and bps forms) or B/s, KB/s, MB/s, GB/s, KiB/s...
+Parsed<std::uint64_t> parse_rate(std::string_view text);
+
+// Human forms for messages: "22.5 MB", "180 ms", "1 Gbit/s".
+std::string format_size(std::uint64_t bytes);
+std::string format_duration(Duration d);
+std::string format_rate(std::uint64_t bytes_per_s);
+
+}  // namespace tcptune::config

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tcptune needs, when they are missing. As root it runs apt-get;
+# otherwise it prints the apt-get line to run and fails.
+set -euo pipefail
+packages=(build-essential cmake pkg-config g++ python3 libtomlplusplus-dev libspdlog-dev libfmt-dev
+  libunwind-dev libgtest-dev libgmock-dev libbenchmark-dev iproute2 curl util-linux binutils)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "tcptune needs: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

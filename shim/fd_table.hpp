@@ -1,0 +1,41 @@
+// SocketSlots indexed by fd number. Two levels: a fixed array of chunk pointers and chunks of
+// slots allocated with mmap on first need and installed with a compare-and-swap, so lookups
+// and growth take no locks, never call malloc, and are async-signal-safe.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "socket_slot.hpp"
+
+namespace tcptune::shim {
+
+class FdTable {
+ public:
+  static constexpr int kChunkBits = 10;
+  static constexpr std::size_t kChunkSlots = std::size_t{1} << kChunkBits;
+  static constexpr std::size_t kMaxChunks = 4096;  // fds 0 .. 4M-1 are tracked
+  static constexpr int kMaxFd = static_cast<int>(kChunkSlots * kMaxChunks) - 1;
+
+  // The slot if its chunk exists; nullptr for fds never seen (they are unknown).
+  SocketSlot* find(int fd) noexcept;
+  // The slot, creating its chunk if needed; nullptr if fd is out of range or mmap failed.
+  SocketSlot* get(int fd) noexcept;
+
+  // Forget everything about fd: its next use classifies it again.
+  void retire(int fd) noexcept;
+  // Retire every fd in [first, last] whose chunk exists.
+  void retire_range(unsigned int first, unsigned int last) noexcept;
+  // `to` now names the same open file as `from` (dup family).
+  void copy(int from, int to) noexcept;
+
+ private:
+  struct Chunk {
+    SocketSlot slots[kChunkSlots];
+  };
+  std::atomic<Chunk*> chunks_[kMaxChunks]{};
+};
+
+FdTable& fd_table() noexcept;
+
+}  // namespace tcptune::shim

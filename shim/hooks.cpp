@@ -1,0 +1,243 @@
+// The exported libc symbols: the only file that defines them. Each hook is thin: call the
+// core around the next definition. errno is preserved by the core; a hook never adds
+// failures of its own.
+#include <fcntl.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+
+#include "errno_saver.hpp"
+#include "next_symbols.hpp"
+#include "process_runtime.hpp"
+#include "socket_events.hpp"
+
+using tcptune::shim::next;
+using tcptune::shim::SocketSlot;
+namespace core = tcptune::shim;
+
+#define TCPTUNE_HOOK extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// Runs when the shim is loaded, before the program's own constructors.
+[[gnu::constructor]] void load_shim() {
+  core::ensure_initialized();
+  core::adopt_inherited_sockets();
+}
+
+// Timing and counting around one write-family call on a tracked TCP socket.
+template <typename Call>
+auto tracked_write(int fd, Call call) -> decltype(call()) {
+  SocketSlot* slot = core::tcp_slot_for_io(fd);
+  if (slot == nullptr) [[likely]] {
+    return call();
+  }
+  core::before_write(*slot, fd);
+  const auto result = call();
+  core::after_write(*slot, static_cast<ssize_t>(result));
+  return result;
+}
+
+template <typename Call>
+ssize_t tracked_read(int fd, Call call) {
+  const ssize_t result = call();
+  SocketSlot* slot = core::fd_table().find(fd);
+  if (slot != nullptr && slot->is_tcp()) {
+    core::after_read(*slot, fd, result);
+  }
+  return result;
+}
+
+}  // namespace
+
+TCPTUNE_HOOK int socket(int domain, int type, int protocol) {
+  const int fd = next().socket.get()(domain, type, protocol);
+  if (fd >= 0) {
+    const core::ErrnoSaver saver;
+    core::on_socket_created(fd, domain, type, protocol);
+  }
+  return fd;
+}
+
+TCPTUNE_HOOK int connect(int fd, const sockaddr* addr, socklen_t len) {
+  core::before_connect(fd, addr, len);
+  const int result = next().connect.get()(fd, addr, len);
+  core::after_connect(fd, result);
+  return result;
+}
+
+TCPTUNE_HOOK int listen(int fd, int backlog) {
+  core::before_listen(fd);
+  return next().listen.get()(fd, backlog);
+}
+
+TCPTUNE_HOOK int accept(int fd, sockaddr* addr, socklen_t* len) {
+  const int accepted = next().accept.get()(fd, addr, len);
+  core::after_accept(fd, accepted);
+  return accepted;
+}
+
+TCPTUNE_HOOK int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  const int accepted = next().accept4.get()(fd, addr, len, flags);
+  core::after_accept(fd, accepted);
+  return accepted;
+}
+
+TCPTUNE_HOOK int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
+  if (core::on_app_setsockopt(fd, level, name, value, len) == core::SockoptVerdict::swallow) {
+    return 0;
+  }
+  return next().setsockopt.get()(fd, level, name, value, len);
+}
+
+TCPTUNE_HOOK int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
+  if (core::answer_app_getsockopt(fd, level, name, value, len)) {
+    return 0;
+  }
+  return next().getsockopt.get()(fd, level, name, value, len);
+}
+
+TCPTUNE_HOOK ssize_t write(int fd, const void* buf, size_t count) {
+  return tracked_write(fd, [&] { return next().write.get()(fd, buf, count); });
+}
+
+TCPTUNE_HOOK ssize_t send(int fd, const void* buf, size_t count, int flags) {
+  return tracked_write(fd, [&] { return next().send.get()(fd, buf, count, flags); });
+}
+
+TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, const sockaddr* addr, socklen_t len) {
+  if ((flags & MSG_FASTOPEN) != 0 && addr != nullptr) {
+    core::before_connect(fd, addr, len);  // TCP Fast Open: this call sends the SYN
+  }
+  return tracked_write(fd, [&] { return next().sendto.get()(fd, buf, count, flags, addr, len); });
+}
+
+TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {
+  if ((flags & MSG_FASTOPEN) != 0 && message != nullptr && message->msg_name != nullptr) {
+    core::before_connect(fd, static_cast<const sockaddr*>(message->msg_name), message->msg_namelen);
+  }
+  return tracked_write(fd, [&] { return next().sendmsg.get()(fd, message, flags); });
+}
+
+TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int flags) {
+  SocketSlot* slot = core::tcp_slot_for_io(fd);
+  if (slot == nullptr) [[likely]] {
+    return next().sendmmsg.get()(fd, messages, count, flags);
+  }
+  core::before_write(*slot, fd);
+  const int sent = next().sendmmsg.get()(fd, messages, count, flags);
+  for (int i = 0; i < sent; ++i) {
+    core::after_write(*slot, static_cast<ssize_t>(messages[i].msg_len));
+  }
+  return sent;
+}
+
+TCPTUNE_HOOK ssize_t writev(int fd, const iovec* iov, int count) {
+  return tracked_write(fd, [&] { return next().writev.get()(fd, iov, count); });
+}
+
+TCPTUNE_HOOK ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
+  return tracked_write(out_fd, [&] { return next().sendfile.get()(out_fd, in_fd, offset, count); });
+}
+
+TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t count) {
+  return tracked_write(out_fd, [&] { return next().sendfile64.get()(out_fd, in_fd, offset, count); });
+}
+
+TCPTUNE_HOOK ssize_t read(int fd, void* buf, size_t count) {
+  return tracked_read(fd, [&] { return next().read.get()(fd, buf, count); });
+}
+
+TCPTUNE_HOOK ssize_t recv(int fd, void* buf, size_t count, int flags) {
+  return tracked_read(fd, [&] { return next().recv.get()(fd, buf, count, flags); });
+}
+
+TCPTUNE_HOOK ssize_t recvfrom(int fd, void* buf, size_t count, int flags, sockaddr* addr, socklen_t* len) {
+  return tracked_read(fd, [&] { return next().recvfrom.get()(fd, buf, count, flags, addr, len); });
+}
+
+TCPTUNE_HOOK ssize_t recvmsg(int fd, msghdr* message, int flags) {
+  return tracked_read(fd, [&] { return next().recvmsg.get()(fd, message, flags); });
+}
+
+TCPTUNE_HOOK ssize_t readv(int fd, const iovec* iov, int count) {
+  return tracked_read(fd, [&] { return next().readv.get()(fd, iov, count); });
+}
+
+TCPTUNE_HOOK int close(int fd) {
+  core::before_close(fd);
+  return next().close.get()(fd);
+}
+
+TCPTUNE_HOOK int close_range(unsigned int first, unsigned int last, int flags) {
+  core::before_close_range(first, last, flags);
+  return next().close_range.get()(first, last, flags);
+}
+
+TCPTUNE_HOOK void closefrom(int lowest) {
+  if (lowest >= 0) {
+    core::before_close_range(static_cast<unsigned int>(lowest), ~0U, 0);
+  }
+  next().closefrom.get()(lowest);
+}
+
+TCPTUNE_HOOK int dup(int fd) {
+  const int copy = next().dup.get()(fd);
+  core::after_dup(fd, copy);
+  return copy;
+}
+
+TCPTUNE_HOOK int dup2(int fd, int target) {
+  const int copy = next().dup2.get()(fd, target);
+  core::after_dup(fd, copy);
+  return copy;
+}
+
+TCPTUNE_HOOK int dup3(int fd, int target, int flags) {
+  const int copy = next().dup3.get()(fd, target, flags);
+  core::after_dup(fd, copy);
+  return copy;
+}
+
+namespace {
+int fcntl_with(core::NextSymbol<core::FcntlFn>& real, int fd, int cmd, unsigned long argument) {
+  const int result = real.get()(fd, cmd, argument);
+  if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+    core::after_dup(fd, result);
+  }
+  return result;
+}
+}  // namespace
+
+// fcntl's third argument is an int, a long or a pointer depending on cmd; on this ABI all of
+// them travel in one register, so it is forwarded as an unsigned long.
+TCPTUNE_HOOK int fcntl(int fd, int cmd, ...) {
+  va_list args;
+  va_start(args, cmd);
+  const unsigned long argument = va_arg(args, unsigned long);
+  va_end(args);
+  return fcntl_with(next().fcntl, fd, cmd, argument);
+}
+
+TCPTUNE_HOOK int fcntl64(int fd, int cmd, ...) {
+  va_list args;
+  va_start(args, cmd);
+  const unsigned long argument = va_arg(args, unsigned long);
+  va_end(args);
+  return fcntl_with(next().fcntl64, fd, cmd, argument);
+}
+
+TCPTUNE_HOOK int fclose(FILE* stream) {
+  if (stream != nullptr) {
+    const core::ErrnoSaver saver;
+    const int fd = fileno(stream);
+    if (fd >= 0) {
+      core::before_close(fd);
+    }
+  }
+  return next().fclose.get()(stream);
+}

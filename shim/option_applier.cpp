@@ -1,0 +1,341 @@
+#include "option_applier.hpp"
+
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "errno_saver.hpp"
+#include "next_symbols.hpp"
+#include "process_runtime.hpp"
+#include "socket_probe.hpp"
+#include "tcptune/config/buffer_plan.hpp"
+#include "tcptune/config/units.hpp"
+
+namespace tcptune::shim {
+
+namespace {
+
+std::string effective_int(int fd, int level, int name) {
+  const auto value = get_int_option(fd, level, name);
+  return value.has_value() ? std::to_string(*value) : "?";
+}
+
+// setsockopt with an int; empty string on success, the reason otherwise.
+std::string set_int(int fd, int level, int name, int value) {
+  if (next_setsockopt(fd, level, name, &value, sizeof value) == 0) {
+    return {};
+  }
+  return std::string("refused: ") + std::strerror(errno);
+}
+
+int seconds_rounded_up(config::Duration d) {
+  const auto s = std::chrono::ceil<std::chrono::seconds>(d).count();
+  return static_cast<int>(s < 1 ? 1 : s);
+}
+
+class Applier {
+ public:
+  Applier(int fd, SocketSlot& slot, ApplyPhase phase)
+      : fd_(fd), slot_(slot), phase_(phase), app_options_(slot.app_options.load(std::memory_order_relaxed)) {}
+
+  ApplyReport take() { return std::move(report_); }
+
+  bool app_set(AppOption option) const { return (app_options_ & option) != 0; }
+  void add(std::string name, std::string requested, std::string effective, std::string note = {}) {
+    report_.options.push_back({std::move(name), std::move(requested), std::move(effective), std::move(note)});
+  }
+  void skip_app_owned(const char* name, const std::string& requested, int level, int option) {
+    add(name, requested, effective_int(fd_, level, option), "the app set it itself; left alone");
+  }
+
+  void nodelay(config::NodelayMode mode) {
+    using config::NodelayMode;
+    if (mode == NodelayMode::keep) {
+      return;
+    }
+    const char* requested = mode == NodelayMode::on ? "on" : mode == NodelayMode::force ? "force" : "off";
+    if (mode == NodelayMode::force) {
+      slot_.set_flag(flag_nodelay_forced);
+    } else if (app_set(app_nodelay)) {
+      skip_app_owned("nodelay", requested, IPPROTO_TCP, TCP_NODELAY);
+      return;
+    }
+    const std::string error = set_int(fd_, IPPROTO_TCP, TCP_NODELAY, mode == NodelayMode::off ? 0 : 1);
+    add("nodelay", requested, effective_int(fd_, IPPROTO_TCP, TCP_NODELAY), error);
+  }
+
+  void buffers(const config::Tuning& tuning) {
+    const bool override_app = tuning.override_app_buffers.value_or(false);
+    if (override_app) {
+      slot_.set_flag(flag_override_buffers);
+    }
+    const config::BufferSpec spec = tuning.buffers.value_or(config::BufferSpec{});
+    if (phase_ == ApplyPhase::accepted_inherited) {
+      if (tuning.buffers.has_value()) {
+        add("rcvbuf", "inherited", effective_int(fd_, SOL_SOCKET, SO_RCVBUF), "set on the listener");
+      }
+      return;
+    }
+    std::optional<std::uint64_t> bdp;
+    if (spec.bandwidth_bytes_per_s.has_value() && spec.rtt.has_value() && !spec.rtt_auto) {
+      bdp = config::bdp_target(*spec.bandwidth_bytes_per_s, *spec.rtt);
+    }
+    const HostBufferFacts& host = host_buffer_facts();
+    direction("rcvbuf", SO_RCVBUF, SO_RCVBUFFORCE, slot_.held_rcvbuf, spec.rcvbuf, bdp, host.rcvbuf,
+              host.cap_net_admin, override_app);
+    if (spec.rtt_auto && !spec.sndbuf.has_value()) {
+      slot_.set_flag(flag_rtt_auto_pending);
+      add("sndbuf", "bandwidth x measured rtt", effective_int(fd_, SOL_SOCKET, SO_SNDBUF),
+          "sized once the connection is established");
+      drop_or_apply_held("sndbuf", SO_SNDBUF, slot_.held_sndbuf, override_app, /*policy_sizes_it=*/true);
+      return;
+    }
+    direction("sndbuf", SO_SNDBUF, SO_SNDBUFFORCE, slot_.held_sndbuf, spec.sndbuf, bdp, host.sndbuf,
+              host.cap_net_admin, override_app);
+  }
+
+  // Pins one direction per config::plan_buffer, trying the FORCE variant when it plans to.
+  void pin(const char* name, int option, int force_option, std::uint64_t target, bool explicit_size,
+           const config::BufferLimits& limits, bool cap_net_admin) {
+    config::BufferDecision decision = config::plan_buffer(target, explicit_size, limits, cap_net_admin, name);
+    std::string note = decision.reason;
+    if (decision.action == config::BufferAction::pin_forced) {
+      const std::string error = set_int(fd_, SOL_SOCKET, force_option, static_cast<int>(decision.value));
+      if (error.empty()) {
+        add(name, config::format_size(target), effective_int(fd_, SOL_SOCKET, option), note);
+        return;
+      }
+      decision = config::plan_buffer(target, explicit_size, limits, false, name);
+      note = std::string(option == SO_RCVBUF ? "SO_RCVBUFFORCE " : "SO_SNDBUFFORCE ") + error + "; " +
+             decision.reason;
+    }
+    if (decision.action == config::BufferAction::pin) {
+      const std::string error = set_int(fd_, SOL_SOCKET, option, static_cast<int>(decision.value));
+      if (!error.empty()) {
+        note += "; " + error;
+      }
+    }
+    if (option == SO_RCVBUF && (phase_ == ApplyPhase::adopted_connected || phase_ == ApplyPhase::accepted ||
+                                phase_ == ApplyPhase::adopted_listener)) {
+      note += "; applied too late for the window scale, which was chosen at the handshake";
+    }
+    add(name, config::format_size(target), effective_int(fd_, SOL_SOCKET, option), note);
+  }
+
+  void direction(const char* name, int option, int force_option, std::atomic<std::int32_t>& held,
+                 std::optional<std::uint64_t> explicit_size, std::optional<std::uint64_t> bdp,
+                 const config::BufferLimits& limits, bool cap_net_admin, bool override_app) {
+    const bool policy_sizes_it = explicit_size.has_value() || bdp.has_value();
+    if (!drop_or_apply_held(name, option, held, override_app, policy_sizes_it)) {
+      return;  // the app's own value stands
+    }
+    if (explicit_size.has_value()) {
+      pin(name, option, force_option, *explicit_size, true, limits, cap_net_admin);
+    } else if (bdp.has_value()) {
+      pin(name, option, force_option, *bdp, false, limits, cap_net_admin);
+    }
+  }
+
+  // The app's held-back SO_*BUF: dropped when the policy overrides it, applied otherwise.
+  // Returns whether the policy may size this direction.
+  bool drop_or_apply_held(const char* name, int option, std::atomic<std::int32_t>& held, bool override_app,
+                          bool policy_sizes_it) {
+    const std::int32_t app_value = held.exchange(kNoHeldBuffer, std::memory_order_relaxed);
+    if (app_value == kNoHeldBuffer) {
+      return true;
+    }
+    const std::string requested = "app " + std::to_string(app_value);
+    if (override_app) {
+      add(name, requested, effective_int(fd_, SOL_SOCKET, option),
+          policy_sizes_it ? "the app's value was dropped (override_app_buffers); the policy sizes it"
+                          : "the app's value was dropped (override_app_buffers); autotuning stays on");
+      return true;
+    }
+    const std::string error = set_int(fd_, SOL_SOCKET, option, app_value);
+    add(name, requested, effective_int(fd_, SOL_SOCKET, option),
+        error.empty() ? "the app's own value, applied before the handshake" : error);
+    return false;
+  }
+
+  void congestion(const std::string& algorithm) {
+    if (app_set(app_congestion)) {
+      add("congestion", algorithm, get_congestion(fd_), "the app set it itself; left alone");
+      return;
+    }
+    std::string note;
+    if (next_setsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, algorithm.data(),
+                        static_cast<socklen_t>(algorithm.size())) != 0) {
+      const int error = errno;
+      const std::string current = get_congestion(fd_);
+      if (error == EPERM) {
+        note = algorithm + " is not in net.ipv4.tcp_allowed_congestion_control and this process lacks "
+                           "CAP_NET_ADMIN; keeping " + current;
+      } else if (error == ENOENT) {
+        note = algorithm + " is not available in this kernel (module not loaded); keeping " + current;
+      } else {
+        note = std::string("refused: ") + std::strerror(error) + "; keeping " + current;
+      }
+    }
+    add("congestion", algorithm, get_congestion(fd_), note);
+  }
+
+  void keepalive(const config::Keepalive& keepalive) {
+    const std::string requested = config::format_duration(keepalive.idle);
+    if (app_set(app_keepalive)) {
+      skip_app_owned("keepalive", requested, SOL_SOCKET, SO_KEEPALIVE);
+      return;
+    }
+    std::string note = set_int(fd_, SOL_SOCKET, SO_KEEPALIVE, 1);
+    auto also = [&](int option, int value) {
+      const std::string error = set_int(fd_, IPPROTO_TCP, option, value);
+      if (!error.empty()) {
+        note += (note.empty() ? "" : "; ") + error;
+      }
+    };
+    also(TCP_KEEPIDLE, seconds_rounded_up(keepalive.idle));
+    if (keepalive.interval.count() > 0) {
+      also(TCP_KEEPINTVL, seconds_rounded_up(keepalive.interval));
+    }
+    if (keepalive.count > 0) {
+      also(TCP_KEEPCNT, keepalive.count);
+    }
+    add("keepalive",
+        "idle=" + std::to_string(seconds_rounded_up(keepalive.idle)) + "s interval=" +
+            (keepalive.interval.count() > 0 ? std::to_string(seconds_rounded_up(keepalive.interval)) + "s" : "kernel") +
+            " count=" + (keepalive.count > 0 ? std::to_string(keepalive.count) : "kernel"),
+        "on=" + effective_int(fd_, SOL_SOCKET, SO_KEEPALIVE) + " idle=" + effective_int(fd_, IPPROTO_TCP, TCP_KEEPIDLE) +
+            "s interval=" + effective_int(fd_, IPPROTO_TCP, TCP_KEEPINTVL) +
+            "s count=" + effective_int(fd_, IPPROTO_TCP, TCP_KEEPCNT),
+        note);
+  }
+
+  void int_option(const char* name, AppOption owner, int level, int option, int value, std::string requested) {
+    if (app_set(owner)) {
+      skip_app_owned(name, requested, level, option);
+      return;
+    }
+    const std::string error = set_int(fd_, level, option, value);
+    add(name, std::move(requested), effective_int(fd_, level, option), error);
+  }
+
+  void tos(int value) {
+    const int family = socket_family(fd_);
+    const int level = family == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP;
+    const int option = family == AF_INET6 ? IPV6_TCLASS : IP_TOS;
+    int_option("tos", app_tos, level, option, value, std::to_string(value));
+    if (family == AF_INET6) {
+      // A dual-stack socket talking to a v4-mapped peer sends IPv4 packets.
+      (void)set_int(fd_, IPPROTO_IP, IP_TOS, value);
+    }
+  }
+
+  void raw(const config::RawSockopt& opt) {
+    const std::string error = set_int(fd_, opt.level, opt.name, opt.value);
+    add(opt.option_name, std::to_string(opt.value), effective_int(fd_, opt.level, opt.name), error);
+  }
+
+ private:
+  int fd_;
+  SocketSlot& slot_;
+  ApplyPhase phase_;
+  std::uint16_t app_options_;
+  ApplyReport report_;
+};
+
+}  // namespace
+
+const char* phase_name(ApplyPhase phase) {
+  switch (phase) {
+    case ApplyPhase::before_connect: return "before_connect";
+    case ApplyPhase::before_listen: return "before_listen";
+    case ApplyPhase::accepted: return "accepted";
+    case ApplyPhase::accepted_inherited: return "accepted_inherited";
+    case ApplyPhase::adopted_connected: return "adopted_connected";
+    case ApplyPhase::adopted_listener: return "adopted_listener";
+  }
+  return "?";
+}
+
+std::string ApplyReport::to_string() const {
+  std::string out;
+  for (const OptionReport& option : options) {
+    if (!out.empty()) {
+      out += " |";
+    }
+    out += " " + option.name + " requested=\"" + option.requested + "\" effective=\"" + option.effective + "\"";
+    if (!option.note.empty()) {
+      out += " note=\"" + option.note + "\"";
+    }
+  }
+  return out;
+}
+
+ApplyReport apply_tuning(int fd, SocketSlot& slot, const config::Tuning& tuning, ApplyPhase phase) {
+  const ErrnoSaver saver;
+  Applier applier(fd, slot, phase);
+  if (tuning.nodelay.has_value()) {
+    applier.nodelay(*tuning.nodelay);
+  }
+  if (tuning.buffers.has_value() || tuning.override_app_buffers.value_or(false) ||
+      slot.held_rcvbuf.load(std::memory_order_relaxed) != kNoHeldBuffer ||
+      slot.held_sndbuf.load(std::memory_order_relaxed) != kNoHeldBuffer) {
+    applier.buffers(tuning);
+  }
+  if (tuning.congestion.has_value()) {
+    applier.congestion(*tuning.congestion);
+  }
+  if (tuning.keepalive.has_value()) {
+    applier.keepalive(*tuning.keepalive);
+  }
+  if (tuning.user_timeout.has_value()) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*tuning.user_timeout).count();
+    applier.int_option("user_timeout", app_user_timeout, IPPROTO_TCP, TCP_USER_TIMEOUT, static_cast<int>(ms),
+                       std::to_string(ms) + "ms");
+  }
+  if (tuning.notsent_lowat.has_value()) {
+    applier.int_option("notsent_lowat", app_notsent_lowat, IPPROTO_TCP, TCP_NOTSENT_LOWAT,
+                       static_cast<int>(*tuning.notsent_lowat), std::to_string(*tuning.notsent_lowat));
+  }
+  if (tuning.thin_linear_timeouts.has_value()) {
+    applier.int_option("thin_linear_timeouts", app_thin_linear, IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS,
+                       *tuning.thin_linear_timeouts ? 1 : 0, *tuning.thin_linear_timeouts ? "1" : "0");
+  }
+  if (tuning.quickack.value_or(false)) {
+    slot.set_flag(flag_quickack);
+    applier.int_option("quickack", AppOption{}, IPPROTO_TCP, TCP_QUICKACK, 1, "1 (re-armed after each read)");
+  }
+  if (tuning.tos.has_value()) {
+    applier.tos(*tuning.tos);
+  }
+  for (const config::RawSockopt& opt : tuning.sockopts) {
+    applier.raw(opt);
+  }
+  return applier.take();
+}
+
+ApplyReport apply_measured_rtt_sndbuf(int fd, SocketSlot& slot, const config::Tuning& tuning) {
+  const ErrnoSaver saver;
+  const auto info = get_tcp_info(fd);
+  if (!info.has_value() || info->tcpi_rtt == 0 || !tuning.buffers.has_value() ||
+      !tuning.buffers->bandwidth_bytes_per_s.has_value()) {
+    return {};
+  }
+  slot.clear_flag(flag_rtt_auto_pending);
+  const config::Duration rtt = std::chrono::microseconds(info->tcpi_rtt);
+  const std::uint64_t target = config::bdp_target(*tuning.buffers->bandwidth_bytes_per_s, rtt);
+  Applier applier(fd, slot, ApplyPhase::adopted_connected);
+  const HostBufferFacts& host = host_buffer_facts();
+  applier.pin("sndbuf", SO_SNDBUF, SO_SNDBUFFORCE, target, false, host.sndbuf, host.cap_net_admin);
+  ApplyReport report = applier.take();
+  for (OptionReport& option : report.options) {
+    option.note = "measured rtt " + config::format_duration(rtt) + "; " + option.note;
+  }
+  return report;
+}
+
+}  // namespace tcptune::shim

@@ -1,0 +1,42 @@
+// Applies a rule's Tuning to one socket at one moment of its life, reads every option back,
+// and reports requested and effective values for the log.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "socket_slot.hpp"
+#include "tcptune/config/policy.hpp"
+
+namespace tcptune::shim {
+
+enum class ApplyPhase {
+  before_connect,     // client, before the SYN leaves: everything, window scale included
+  before_listen,      // listener: accepted sockets inherit most of it
+  accepted,           // accepted socket whose rule differs from its listener's
+  accepted_inherited, // accepted socket with its listener's rule: only what is not inherited
+  adopted_connected,  // connected before we saw it: buffers come too late for the window scale
+  adopted_listener,   // listening before we saw it (inherited, socket activation)
+};
+const char* phase_name(ApplyPhase phase);
+
+struct OptionReport {
+  std::string name;
+  std::string requested;
+  std::string effective;
+  std::string note;  // plain words: why it differs, why it was skipped
+};
+
+struct ApplyReport {
+  std::vector<OptionReport> options;
+  // "nodelay requested=on effective=1; rcvbuf ..." for the connection's log line.
+  [[nodiscard]] std::string to_string() const;
+};
+
+ApplyReport apply_tuning(int fd, SocketSlot& slot, const config::Tuning& tuning, ApplyPhase phase);
+
+// rtt = "auto": size the send buffer from the RTT measured on the established connection.
+// Returns an empty report when the RTT is not known yet (call again later).
+ApplyReport apply_measured_rtt_sndbuf(int fd, SocketSlot& slot, const config::Tuning& tuning);
+
+}  // namespace tcptune::shim

@@ -1,0 +1,153 @@
+#include "process_runtime.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "errno_saver.hpp"
+#include "next_symbols.hpp"
+#include "shim_log.hpp"
+#include "tcptune/config/host_sysctl.hpp"
+#include "tcptune/config/policy_loader.hpp"
+
+namespace tcptune::shim {
+
+namespace {
+
+enum class InitState : int { not_started, running, done };
+std::atomic<InitState> g_state{InitState::not_started};
+thread_local bool t_initializing = false;
+// Heap-allocated and never freed: hooks keep running during exit handlers.
+Runtime* g_runtime = nullptr;
+std::atomic<const Runtime*> g_active{nullptr};
+
+constexpr int kStrictExitStatus = 78;  // EX_CONFIG
+
+const char* env(const char* name, bool secure) { return secure ? nullptr : std::getenv(name); }
+
+std::optional<config::LogLevel> parse_level(const char* text) {
+  if (text == nullptr) {
+    return std::nullopt;
+  }
+  static constexpr std::pair<const char*, config::LogLevel> kLevels[] = {
+      {"trace", config::LogLevel::trace}, {"debug", config::LogLevel::debug}, {"info", config::LogLevel::info},
+      {"warn", config::LogLevel::warn},   {"error", config::LogLevel::error}, {"off", config::LogLevel::off},
+  };
+  for (const auto& [name, level] : kLevels) {
+    if (std::strcmp(text, name) == 0) {
+      return level;
+    }
+  }
+  return std::nullopt;
+}
+
+void open_configured_log(const config::Policy* policy, const std::string& program, bool secure) {
+  const char* env_path = env("TCPTUNE_LOG", secure);
+  std::string pattern = env_path != nullptr ? env_path : (policy != nullptr ? policy->log.path : "");
+  config::LogLevel level = policy != nullptr ? policy->log.level : config::LogLevel::info;
+  if (auto from_env = parse_level(env("TCPTUNE_LOG_LEVEL", secure))) {
+    level = *from_env;
+  }
+  const std::string error = open_log(expand_log_path(pattern, program, getpid()), level);
+  if (!error.empty()) {
+    std::fprintf(stderr, "tcptune: %s; logging disabled\n", error.c_str());
+  }
+}
+
+void initialize() {
+  resolve_all_next_symbols();
+  auto* runtime = new Runtime;
+  runtime->program = program_invocation_short_name != nullptr ? program_invocation_short_name : "";
+  const bool secure = getauxval(AT_SECURE) != 0;
+
+  const config::PolicySource source = config::discover_policy_source(secure);
+  config::LoadResult loaded = config::load_discovered(source);
+  if (loaded.ok()) {
+    runtime->policy = new config::Policy(std::move(loaded.policy()));
+  } else {
+    const char* strict = env("TCPTUNE_STRICT", secure);
+    const std::string message = loaded.error().to_string();
+    if (strict != nullptr && std::strcmp(strict, "1") == 0) {
+      std::fprintf(stderr, "tcptune: %s; exiting (TCPTUNE_STRICT=1)\n", message.c_str());
+      _exit(kStrictExitStatus);
+    }
+    std::fprintf(stderr, "tcptune: %s; running untuned\n", message.c_str());
+  }
+  open_configured_log(runtime->policy, runtime->program, secure);
+  if (runtime->policy != nullptr) {
+    log_message(config::LogLevel::info, "start program=" + runtime->program + " pid=" + std::to_string(getpid()) +
+                                            " policy=\"" + runtime->policy->source + "\" rules=" +
+                                            std::to_string(runtime->policy->rules.size()));
+  } else {
+    log_message(config::LogLevel::error, "start program=" + runtime->program + " policy_error=\"" +
+                                             loaded.error().to_string() + "\" running untuned");
+  }
+  pthread_atfork(log_prepare_fork, log_after_fork, log_after_fork);
+  g_runtime = runtime;
+  if (runtime->policy != nullptr) {
+    g_active.store(runtime, std::memory_order_release);
+  }
+}
+
+}  // namespace
+
+void ensure_initialized() noexcept {
+  if (g_state.load(std::memory_order_acquire) == InitState::done || t_initializing) {
+    return;
+  }
+  InitState expected = InitState::not_started;
+  if (g_state.compare_exchange_strong(expected, InitState::running, std::memory_order_acq_rel)) {
+    const ErrnoSaver saver;
+    t_initializing = true;
+    try {
+      initialize();
+    } catch (...) {
+      // Out of memory while loading: stay untuned rather than take the app down.
+    }
+    t_initializing = false;
+    g_state.store(InitState::done, std::memory_order_release);
+    return;
+  }
+  while (g_state.load(std::memory_order_acquire) != InitState::done) {
+    sched_yield();  // another thread is loading the policy; it takes milliseconds
+  }
+}
+
+const Runtime* active_runtime() noexcept {
+  if (const Runtime* runtime = g_active.load(std::memory_order_acquire)) [[likely]] {
+    return runtime;
+  }
+  ensure_initialized();
+  return g_active.load(std::memory_order_acquire);
+}
+
+const HostBufferFacts& host_buffer_facts() {
+  static const HostBufferFacts* facts = [] {
+    const ErrnoSaver saver;
+    auto* read = new HostBufferFacts;
+    read->rcvbuf = config::read_rcvbuf_limits();
+    read->sndbuf = config::read_sndbuf_limits();
+    read->cap_net_admin = config::has_cap_net_admin();
+    return read;
+  }();
+  return *facts;
+}
+
+void install_runtime_for_testing(const config::Policy* policy, std::string program) {
+  auto* runtime = new Runtime;
+  runtime->policy = policy;
+  runtime->program = std::move(program);
+  g_runtime = runtime;
+  g_state.store(InitState::done, std::memory_order_release);
+  g_active.store(policy != nullptr ? runtime : nullptr, std::memory_order_release);
+}
+
+}  // namespace tcptune::shim

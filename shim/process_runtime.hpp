@@ -1,0 +1,35 @@
+// Process lifecycle: the one-time initialisation (policy, log, fork handlers) that either the
+// constructor or the first hook triggers, whichever comes first.
+#pragma once
+
+#include <string>
+
+#include "tcptune/config/buffer_plan.hpp"
+#include "tcptune/config/policy.hpp"
+
+namespace tcptune::shim {
+
+struct Runtime {
+  const config::Policy* policy = nullptr;  // immutable after initialisation
+  std::string program;
+};
+
+// Idempotent and thread-safe; a recursive call from inside initialisation returns at once.
+void ensure_initialized() noexcept;
+
+// The runtime when the shim is tuning, or nullptr: while this thread is initialising it,
+// or when the policy failed to load (fail-open: the process runs untuned).
+const Runtime* active_runtime() noexcept;
+
+// Host buffer limits, read from /proc/sys once, on the first socket that needs them.
+struct HostBufferFacts {
+  config::BufferLimits rcvbuf;
+  config::BufferLimits sndbuf;
+  bool cap_net_admin = false;
+};
+const HostBufferFacts& host_buffer_facts();
+
+// Initialise from an explicit policy instead of the environment (unit tests of the core).
+void install_runtime_for_testing(const config::Policy* policy, std::string program);
+
+}  // namespace tcptune::shim

@@ -1,0 +1,25 @@
+// The shim's log file. spdlog lives behind this interface only (it is slow to compile and
+// must stay out of widely included headers). Nothing here is called on the write path.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "tcptune/config/policy.hpp"
+
+namespace tcptune::shim {
+
+// Opens (appending) the log at `path`; an empty path disables logging. Returns an error
+// message on failure, empty on success.
+std::string open_log(const std::string& path, config::LogLevel level);
+bool log_enabled(config::LogLevel level) noexcept;
+void log_message(config::LogLevel level, std::string_view message) noexcept;
+
+// "{program}" and "{pid}" in a configured path.
+std::string expand_log_path(std::string_view pattern, std::string_view program, long pid);
+
+// Fork safety: no thread may be inside the logger while the process forks.
+void log_prepare_fork() noexcept;
+void log_after_fork() noexcept;
+
+}  // namespace tcptune::shim

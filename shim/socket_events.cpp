@@ -1,0 +1,446 @@
+#include "socket_events.hpp"
+
+#include <dirent.h>
+#include <linux/close_range.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "errno_saver.hpp"
+#include "next_symbols.hpp"
+#include "option_applier.hpp"
+#include "process_runtime.hpp"
+#include "shim_log.hpp"
+#include "socket_probe.hpp"
+#include "tcptune/config/rule_matcher.hpp"
+
+namespace tcptune::shim {
+
+namespace {
+
+using config::LogLevel;
+
+const char* role_name(SocketRole role) {
+  switch (role) {
+    case SocketRole::client: return "client";
+    case SocketRole::listener: return "listener";
+    case SocketRole::server: return "server";
+    case SocketRole::unknown: return "unknown";
+  }
+  return "?";
+}
+
+// A refused option is worth a warning once per rule and option, not once per connection.
+void warn_refusals_once(const config::Policy& policy, int rule, const ApplyReport& report) {
+  static auto* mutex = new std::mutex;
+  static auto* warned = new std::set<std::string>;
+  for (const OptionReport& option : report.options) {
+    if (option.note.find("refused") == std::string::npos && option.note.find("not available") == std::string::npos &&
+        option.note.find("lacks CAP_NET_ADMIN") == std::string::npos) {
+      continue;
+    }
+    const std::string key = std::string(config::rule_name(policy, rule)) + "/" + option.name;
+    {
+      const std::lock_guard lock(*mutex);
+      if (!warned->insert(key).second) {
+        continue;
+      }
+    }
+    log_message(LogLevel::warn, "rule=\"" + std::string(config::rule_name(policy, rule)) + "\" " + option.name +
+                                    ": " + option.note + " (logged once per rule)");
+  }
+}
+
+void log_connection(const char* event, int fd, const SocketSlot& slot, const config::Policy& policy, int rule,
+                    ApplyPhase phase, const ApplyReport& report) {
+  warn_refusals_once(policy, rule, report);
+  if (!log_enabled(LogLevel::debug)) {
+    return;
+  }
+  const SocketRole role = slot.role.load(std::memory_order_relaxed);
+  std::string line = std::string(event) + " fd=" + std::to_string(fd) + " role=" + role_name(role) + " rule=\"" +
+                     std::string(config::rule_name(policy, rule)) + "\" phase=" + phase_name(phase);
+  const config::Endpoint local = local_endpoint(fd);
+  if (local.family != 0) {
+    line += " local=" + config::format_endpoint(local);
+  }
+  const config::Endpoint peer = peer_endpoint(fd);
+  if (peer.family != 0) {
+    line += " peer=" + config::format_endpoint(peer);
+  }
+  line += " |" + report.to_string();
+  log_message(LogLevel::debug, line);
+}
+
+// Picks the rule for `facts`, records it in the slot, applies it and logs what happened.
+void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::ConnectionFacts facts,
+                      SocketRole role, ApplyPhase phase) {
+  facts.program = runtime.program;
+  const bool is_listener = role == SocketRole::listener;
+  const int rule = config::match_rule(*runtime.policy, facts, is_listener);
+  slot.rule_index.store(static_cast<std::int16_t>(rule), std::memory_order_relaxed);
+  slot.role.store(role, std::memory_order_relaxed);
+  const ApplyReport report = apply_tuning(fd, slot, config::tuning_for(*runtime.policy, rule), phase);
+  log_connection("conn_open", fd, slot, *runtime.policy, rule, phase, report);
+}
+
+// A socket we find already listening or connected (inherited, created by raw system call).
+void adopt_if_established(int fd, SocketSlot& slot, const Runtime& runtime) {
+  if (slot.rule_index.load(std::memory_order_relaxed) != kRuleUnchosen) {
+    return;
+  }
+  config::ConnectionFacts facts;
+  facts.local_port = local_endpoint(fd).port;
+  if (is_listening(fd)) {
+    facts.role = config::Role::server;
+    choose_and_apply(fd, slot, runtime, facts, SocketRole::listener, ApplyPhase::adopted_listener);
+  } else if (is_connected(fd)) {
+    facts.peer = peer_endpoint(fd);  // role unknown: only rules without `role` match
+    choose_and_apply(fd, slot, runtime, facts, SocketRole::unknown, ApplyPhase::adopted_connected);
+  }
+}
+
+// The slot of a TCP socket for the setup hooks, classifying and adopting a never-seen fd.
+SocketSlot* tcp_slot_for_setup(int fd, const Runtime& runtime) {
+  SocketSlot* slot = fd_table().find(fd);
+  if (slot != nullptr) {
+    const FdKind kind = slot->kind.load(std::memory_order_acquire);
+    if (kind == FdKind::tcp) {
+      return slot;
+    }
+    if (kind == FdKind::other) {
+      return nullptr;
+    }
+  }
+  const FdKind kind = classify_fd(fd);
+  if (kind == FdKind::unknown || (slot = fd_table().get(fd)) == nullptr) {
+    return nullptr;
+  }
+  slot->kind.store(kind, std::memory_order_release);
+  if (kind != FdKind::tcp) {
+    return nullptr;
+  }
+  adopt_if_established(fd, *slot, runtime);
+  return slot;
+}
+
+bool rule_chosen(const SocketSlot& slot) { return slot.rule_index.load(std::memory_order_relaxed) != kRuleUnchosen; }
+
+const config::Tuning& slot_tuning(const SocketSlot& slot, const Runtime& runtime) {
+  return config::tuning_for(*runtime.policy, slot.rule_index.load(std::memory_order_relaxed));
+}
+
+void resolve_rtt_auto(int fd, SocketSlot& slot, const Runtime& runtime) {
+  const int rule = slot.rule_index.load(std::memory_order_relaxed);
+  const ApplyReport report = apply_measured_rtt_sndbuf(fd, slot, config::tuning_for(*runtime.policy, rule));
+  if (!report.options.empty()) {
+    log_connection("conn_rtt_auto", fd, slot, *runtime.policy, rule, ApplyPhase::adopted_connected, report);
+  }
+}
+
+std::optional<int> int_value(const void* value, socklen_t len) {
+  if (value == nullptr || len < static_cast<socklen_t>(sizeof(int))) {
+    return std::nullopt;
+  }
+  int result = 0;
+  std::memcpy(&result, value, sizeof result);
+  return result;
+}
+
+AppOption app_option_for(int level, int name) {
+  if (level == IPPROTO_TCP) {
+    switch (name) {
+      case TCP_NODELAY: return app_nodelay;
+      case TCP_KEEPIDLE:
+      case TCP_KEEPINTVL:
+      case TCP_KEEPCNT: return app_keepalive;
+      case TCP_CONGESTION: return app_congestion;
+      case TCP_USER_TIMEOUT: return app_user_timeout;
+      case TCP_NOTSENT_LOWAT: return app_notsent_lowat;
+      case TCP_THIN_LINEAR_TIMEOUTS: return app_thin_linear;
+      default: return AppOption{};
+    }
+  }
+  if (level == SOL_SOCKET && name == SO_KEEPALIVE) {
+    return app_keepalive;
+  }
+  if ((level == IPPROTO_IP && name == IP_TOS) || (level == IPPROTO_IPV6 && name == IPV6_TCLASS)) {
+    return app_tos;
+  }
+  return AppOption{};
+}
+
+void log_veto(int fd, SocketSlot& slot, SlotFlag logged_flag, const std::string& what) {
+  if (slot.set_flag_first_time(logged_flag)) {
+    log_message(LogLevel::info, "veto fd=" + std::to_string(fd) + " " + what + " (logged once per connection)");
+  }
+}
+
+}  // namespace
+
+void on_socket_created(int fd, int domain, int type, int protocol) noexcept {
+  if (fd < 0 || active_runtime() == nullptr) {
+    return;
+  }
+  const int base_type = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+  const bool tcp = (domain == AF_INET || domain == AF_INET6) && base_type == SOCK_STREAM &&
+                   (protocol == 0 || protocol == IPPROTO_TCP);
+  fd_table().retire(fd);  // closed behind our back (raw syscall): start afresh
+  if (SocketSlot* slot = fd_table().get(fd)) {
+    slot->kind.store(tcp ? FdKind::tcp : FdKind::other, std::memory_order_release);
+  }
+}
+
+void before_connect(int fd, const sockaddr* addr, socklen_t len) noexcept {
+  const ErrnoSaver saver;
+  const Runtime* runtime = active_runtime();
+  if (runtime == nullptr) {
+    return;
+  }
+  try {
+    SocketSlot* slot = tcp_slot_for_setup(fd, *runtime);
+    if (slot == nullptr || rule_chosen(*slot)) {
+      return;
+    }
+    config::ConnectionFacts facts;
+    facts.role = config::Role::client;
+    facts.peer = config::endpoint_from_sockaddr(addr, len);
+    if (facts.peer.family == 0) {
+      return;  // AF_UNSPEC (disconnect) or garbage: the kernel will answer
+    }
+    facts.local_port = local_endpoint(fd).port;
+    choose_and_apply(fd, *slot, *runtime, facts, SocketRole::client, ApplyPhase::before_connect);
+  } catch (...) {
+    // Allocation failure while logging: the app's connect goes ahead untouched.
+  }
+}
+
+void after_connect(int fd, int result) noexcept {
+  if (result != 0) {
+    return;  // EINPROGRESS: the send buffer is sized on the first write
+  }
+  const ErrnoSaver saver;
+  const Runtime* runtime = active_runtime();
+  SocketSlot* slot = fd_table().find(fd);
+  if (runtime == nullptr || slot == nullptr || !slot->has_flag(flag_rtt_auto_pending)) {
+    return;
+  }
+  try {
+    resolve_rtt_auto(fd, *slot, *runtime);
+  } catch (...) {
+  }
+}
+
+void before_listen(int fd) noexcept {
+  const ErrnoSaver saver;
+  const Runtime* runtime = active_runtime();
+  if (runtime == nullptr) {
+    return;
+  }
+  try {
+    SocketSlot* slot = tcp_slot_for_setup(fd, *runtime);
+    if (slot == nullptr || rule_chosen(*slot)) {
+      return;
+    }
+    config::ConnectionFacts facts;
+    facts.role = config::Role::server;
+    facts.local_port = local_endpoint(fd).port;
+    choose_and_apply(fd, *slot, *runtime, facts, SocketRole::listener, ApplyPhase::before_listen);
+  } catch (...) {
+  }
+}
+
+void after_accept(int listen_fd, int fd) noexcept {
+  if (fd < 0) {
+    return;
+  }
+  const ErrnoSaver saver;
+  const Runtime* runtime = active_runtime();
+  if (runtime == nullptr) {
+    return;
+  }
+  try {
+    fd_table().retire(fd);
+    SocketSlot* listener = tcp_slot_for_setup(listen_fd, *runtime);
+    SocketSlot* slot = fd_table().get(fd);
+    if (slot == nullptr) {
+      return;
+    }
+    if (listener == nullptr) {
+      slot->kind.store(FdKind::other, std::memory_order_release);  // a unix or other stream listener
+      return;
+    }
+    slot->kind.store(FdKind::tcp, std::memory_order_release);
+    config::ConnectionFacts facts;
+    facts.role = config::Role::server;
+    facts.peer = peer_endpoint(fd);
+    facts.local_port = local_endpoint(fd).port;
+    facts.program = runtime->program;
+    const int rule = config::match_rule(*runtime->policy, facts);
+    const bool inherited = rule == listener->rule_index.load(std::memory_order_relaxed);
+    choose_and_apply(fd, *slot, *runtime, facts, SocketRole::server,
+                     inherited ? ApplyPhase::accepted_inherited : ApplyPhase::accepted);
+  } catch (...) {
+  }
+}
+
+SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value, socklen_t len) noexcept {
+  const ErrnoSaver saver;
+  const Runtime* runtime = active_runtime();
+  if (runtime == nullptr) {
+    return SockoptVerdict::pass;
+  }
+  try {
+    SocketSlot* slot = tcp_slot_for_setup(fd, *runtime);
+    if (slot == nullptr) {
+      return SockoptVerdict::pass;
+    }
+    const std::optional<int> number = int_value(value, len);
+    const bool buffer_option = level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF);
+    if (!rule_chosen(*slot)) {
+      if (buffer_option && number.has_value()) {
+        // Held until connect()/listen() picks the rule: the kernel's buffer lock cannot be undone.
+        (name == SO_RCVBUF ? slot->held_rcvbuf : slot->held_sndbuf).store(*number < 0 ? 0 : *number,
+                                                                            std::memory_order_relaxed);
+        return SockoptVerdict::swallow;
+      }
+      if (const AppOption option = app_option_for(level, name); option != AppOption{}) {
+        slot->app_options.fetch_or(option, std::memory_order_relaxed);
+      }
+      return SockoptVerdict::pass;
+    }
+    if (slot->has_flag(flag_nodelay_forced) && level == IPPROTO_TCP && number.has_value()) {
+      if (name == TCP_NODELAY && *number == 0) {
+        log_veto(fd, *slot, flag_veto_nodelay_logged, "TCP_NODELAY=0 ignored (nodelay = \"force\")");
+        return SockoptVerdict::swallow;
+      }
+      if (name == TCP_CORK && *number != 0) {
+        log_veto(fd, *slot, flag_veto_cork_logged, "TCP_CORK=1 ignored (nodelay = \"force\")");
+        return SockoptVerdict::swallow;
+      }
+    }
+    const bool any_buffer_option = buffer_option || (level == SOL_SOCKET && (name == SO_SNDBUFFORCE || name == SO_RCVBUFFORCE));
+    if (any_buffer_option && slot->has_flag(flag_override_buffers)) {
+      log_veto(fd, *slot, flag_veto_buffers_logged,
+               std::string(name == SO_RCVBUF || name == SO_RCVBUFFORCE ? "SO_RCVBUF" : "SO_SNDBUF") + "=" +
+                   (number.has_value() ? std::to_string(*number) : "?") + " ignored (override_app_buffers)");
+      return SockoptVerdict::swallow;
+    }
+  } catch (...) {
+  }
+  return SockoptVerdict::pass;
+}
+
+bool answer_app_getsockopt(int fd, int level, int name, void* value, socklen_t* len) noexcept {
+  if (level != SOL_SOCKET || (name != SO_SNDBUF && name != SO_RCVBUF) || value == nullptr || len == nullptr ||
+      *len < static_cast<socklen_t>(sizeof(int))) {
+    return false;
+  }
+  SocketSlot* slot = fd_table().find(fd);
+  if (slot == nullptr || !slot->is_tcp() || rule_chosen(*slot)) {
+    return false;
+  }
+  const std::int32_t held = (name == SO_RCVBUF ? slot->held_rcvbuf : slot->held_sndbuf).load(std::memory_order_relaxed);
+  if (held == kNoHeldBuffer) {
+    return false;
+  }
+  const ErrnoSaver saver;
+  // What the kernel would report: the value clamped to net.core.*mem_max, doubled.
+  const HostBufferFacts& host = host_buffer_facts();
+  const std::uint64_t max = name == SO_RCVBUF ? host.rcvbuf.core_max : host.sndbuf.core_max;
+  std::uint64_t clamped = static_cast<std::uint64_t>(held);
+  if (max != 0 && clamped > max) {
+    clamped = max;
+  }
+  const int reported = static_cast<int>(std::min<std::uint64_t>(clamped * 2, INT32_MAX));
+  std::memcpy(value, &reported, sizeof reported);
+  *len = sizeof reported;
+  return true;
+}
+
+SocketSlot* classify_for_io(int fd) noexcept {
+  const ErrnoSaver saver;
+  if (active_runtime() == nullptr) {
+    return nullptr;
+  }
+  const FdKind kind = classify_fd(fd);
+  SocketSlot* slot = kind == FdKind::unknown ? nullptr : fd_table().get(fd);
+  if (slot == nullptr) {
+    return nullptr;
+  }
+  slot->kind.store(kind, std::memory_order_release);
+  return kind == FdKind::tcp ? slot : nullptr;
+}
+
+void after_write(SocketSlot& slot, ssize_t result) noexcept {
+  if (result >= 0) {
+    slot.writes.fetch_add(1, std::memory_order_relaxed);
+    slot.bytes_written.fetch_add(static_cast<std::uint64_t>(result), std::memory_order_relaxed);
+  }
+}
+
+void size_sndbuf_from_measured_rtt(SocketSlot& slot, int fd) noexcept {
+  const ErrnoSaver saver;
+  const Runtime* runtime = active_runtime();
+  if (runtime == nullptr) {
+    return;
+  }
+  try {
+    resolve_rtt_auto(fd, slot, *runtime);
+  } catch (...) {
+  }
+}
+
+void after_read(SocketSlot& slot, int fd, ssize_t result) noexcept {
+  if (result > 0 && slot.has_flag(flag_quickack)) {
+    const ErrnoSaver saver;
+    const int one = 1;
+    next_setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+  }
+}
+
+void before_close(int fd) noexcept { fd_table().retire(fd); }
+
+void before_close_range(unsigned int first, unsigned int last, int flags) noexcept {
+  if ((flags & CLOSE_RANGE_CLOEXEC) == 0) {
+    fd_table().retire_range(first, last);
+  }
+}
+
+void after_dup(int from, int to) noexcept {
+  if (to >= 0 && to != from) {
+    fd_table().copy(from, to);
+  }
+}
+
+void adopt_inherited_sockets() noexcept {
+  const ErrnoSaver saver;
+  const Runtime* runtime = active_runtime();
+  if (runtime == nullptr) {
+    return;
+  }
+  try {
+    DIR* dir = opendir("/proc/self/fd");
+    if (dir == nullptr) {
+      return;
+    }
+    const int own_fd = dirfd(dir);
+    while (const dirent* entry = readdir(dir)) {
+      char* end = nullptr;
+      const long fd = std::strtol(entry->d_name, &end, 10);
+      if (end != entry->d_name && *end == '\0' && fd != own_fd && fd <= FdTable::kMaxFd) {
+        (void)tcp_slot_for_setup(static_cast<int>(fd), *runtime);
+      }
+    }
+    closedir(dir);
+  } catch (...) {
+  }
+}
+
+}  // namespace tcptune::shim

@@ -1,0 +1,68 @@
+// The core behind the hooks: what happens to a socket's state and options at each call.
+// Hooks (hooks.cpp) stay thin: they call these around the next symbol. Every function here
+// preserves errno and tolerates fds the shim has never seen.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "fd_table.hpp"
+#include "socket_slot.hpp"
+
+namespace tcptune::shim {
+
+void on_socket_created(int fd, int domain, int type, int protocol) noexcept;
+void before_connect(int fd, const sockaddr* addr, socklen_t len) noexcept;
+void after_connect(int fd, int result) noexcept;
+void before_listen(int fd) noexcept;
+void after_accept(int listen_fd, int fd) noexcept;
+
+enum class SockoptVerdict {
+  pass,     // call the real setsockopt
+  swallow,  // return 0 without calling it: vetoed by "force", or held until the rule is known
+};
+SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value, socklen_t len) noexcept;
+// Answers getsockopt for a held-back buffer value; false: call the real getsockopt.
+bool answer_app_getsockopt(int fd, int level, int name, void* value, socklen_t* len) noexcept;
+
+// Write path: the slot of a tracked TCP socket, nullptr for anything else. Lock-free, no
+// allocation beyond a one-time chunk mmap, async-signal-safe; a never-seen fd is classified
+// once (getsockopt) and is not tuned from here.
+inline SocketSlot* tcp_slot_for_io(int fd) noexcept;
+SocketSlot* classify_for_io(int fd) noexcept;
+inline void before_write(SocketSlot& slot, int fd) noexcept;
+void after_write(SocketSlot& slot, ssize_t result) noexcept;
+// rtt = "auto" on a non-blocking connect: the first write finds the connection established.
+void size_sndbuf_from_measured_rtt(SocketSlot& slot, int fd) noexcept;
+
+// Read path: re-arms TCP_QUICKACK where the rule asks for it.
+void after_read(SocketSlot& slot, int fd, ssize_t result) noexcept;
+
+void before_close(int fd) noexcept;
+void before_close_range(unsigned int first, unsigned int last, int flags) noexcept;
+void after_dup(int from, int to) noexcept;
+
+// Sockets inherited across exec: adopted (classified and tuned) at start-up.
+void adopt_inherited_sockets() noexcept;
+
+inline SocketSlot* tcp_slot_for_io(int fd) noexcept {
+  SocketSlot* slot = fd_table().find(fd);
+  if (slot != nullptr) [[likely]] {
+    const FdKind kind = slot->kind.load(std::memory_order_acquire);
+    if (kind == FdKind::tcp) {
+      return slot;
+    }
+    if (kind == FdKind::other) {
+      return nullptr;
+    }
+  }
+  return classify_for_io(fd);
+}
+
+inline void before_write(SocketSlot& slot, int fd) noexcept {
+  if (slot.has_flag(flag_rtt_auto_pending)) [[unlikely]] {
+    size_sndbuf_from_measured_rtt(slot, fd);
+  }
+}
+
+}  // namespace tcptune::shim

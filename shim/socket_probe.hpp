@@ -1,0 +1,29 @@
+// Questions asked of the kernel about a socket, through the next getsockopt so that other
+// interposers see them. All preserve errno.
+#pragma once
+
+#include <netinet/tcp.h>
+
+#include <optional>
+#include <string>
+
+#include "socket_slot.hpp"
+#include "tcptune/config/cidr.hpp"
+
+namespace tcptune::shim {
+
+// AF_INET/AF_INET6 stream TCP socket (any state), another kind of fd, or not an fd at all
+// (EBADF: stays unknown).
+FdKind classify_fd(int fd) noexcept;
+bool is_listening(int fd) noexcept;
+bool is_connected(int fd) noexcept;  // has a peer
+int socket_family(int fd) noexcept;  // AF_INET, AF_INET6, or -1
+
+config::Endpoint local_endpoint(int fd);
+config::Endpoint peer_endpoint(int fd);
+
+std::optional<int> get_int_option(int fd, int level, int name) noexcept;
+std::optional<tcp_info> get_tcp_info(int fd) noexcept;
+std::string get_congestion(int fd);
+
+}  // namespace tcptune::shim

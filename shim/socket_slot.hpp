@@ -1,0 +1,77 @@
+// What the shim knows about one file descriptor number. Slots live in the FdTable and are
+// never freed: closing an fd retires its slot (generation bumped, state reset), so a reused
+// number never inherits an old connection's state and a racing reader never touches freed
+// memory. Every field is atomic because hooks on one fd may run on several threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace tcptune::shim {
+
+enum class FdKind : std::uint8_t {
+  unknown,  // not seen yet, or retired: classified on next use
+  other,    // file, pipe, UDP, unix socket, ...: one lookup per call, nothing else
+  tcp,      // AF_INET/AF_INET6 stream socket
+};
+
+enum class SocketRole : std::uint8_t { unknown, client, listener, server };
+
+// Rule index meaning "not chosen yet": the socket has neither connected nor listened.
+inline constexpr std::int16_t kRuleUnchosen = -2;
+// Rule index meaning "[defaults] applies" (config::match_rule returns -1).
+inline constexpr std::int16_t kRuleDefaults = -1;
+
+// Options the app set itself before the rule was chosen; the policy leaves them alone
+// unless it forces them.
+enum AppOption : std::uint16_t {
+  app_nodelay = 1U << 0,
+  app_keepalive = 1U << 1,
+  app_congestion = 1U << 2,
+  app_user_timeout = 1U << 3,
+  app_notsent_lowat = 1U << 4,
+  app_thin_linear = 1U << 5,
+  app_tos = 1U << 6,
+};
+
+// Per-connection behaviour the hooks consult after the rule is applied.
+enum SlotFlag : std::uint16_t {
+  flag_nodelay_forced = 1U << 0,    // veto TCP_NODELAY=0 and TCP_CORK=1
+  flag_override_buffers = 1U << 1,  // veto the app's SO_SNDBUF/SO_RCVBUF
+  flag_quickack = 1U << 2,          // re-arm TCP_QUICKACK after each read
+  flag_rtt_auto_pending = 1U << 3,  // size sndbuf from the measured RTT once established
+  flag_veto_nodelay_logged = 1U << 4,
+  flag_veto_cork_logged = 1U << 5,
+  flag_veto_buffers_logged = 1U << 6,
+};
+
+inline constexpr std::int32_t kNoHeldBuffer = -1;
+
+struct SocketSlot {
+  std::atomic<std::uint32_t> generation{0};
+  std::atomic<FdKind> kind{FdKind::unknown};
+  std::atomic<SocketRole> role{SocketRole::unknown};
+  std::atomic<std::int16_t> rule_index{kRuleUnchosen};
+  std::atomic<std::uint16_t> flags{0};
+  std::atomic<std::uint16_t> app_options{0};
+  // The app's SO_SNDBUF/SO_RCVBUF held back until the rule is known (kNoHeldBuffer: none).
+  std::atomic<std::int32_t> held_sndbuf{kNoHeldBuffer};
+  std::atomic<std::int32_t> held_rcvbuf{kNoHeldBuffer};
+  std::atomic<std::uint64_t> writes{0};
+  std::atomic<std::uint64_t> bytes_written{0};
+
+  [[nodiscard]] bool is_tcp() const noexcept { return kind.load(std::memory_order_acquire) == FdKind::tcp; }
+  [[nodiscard]] bool has_flag(SlotFlag flag) const noexcept {
+    return (flags.load(std::memory_order_relaxed) & flag) != 0;
+  }
+  void set_flag(SlotFlag flag) noexcept { flags.fetch_or(flag, std::memory_order_relaxed); }
+  void clear_flag(SlotFlag flag) noexcept {
+    flags.fetch_and(static_cast<std::uint16_t>(~flag), std::memory_order_relaxed);
+  }
+  // True the first time; for "logged once per connection" messages.
+  bool set_flag_first_time(SlotFlag flag) noexcept {
+    return (flags.fetch_or(flag, std::memory_order_relaxed) & flag) == 0;
+  }
+};
+
+}  // namespace tcptune::shim
