@@ -132,10 +132,6 @@ SocketSlot* tcp_slot_for_setup(int fd, const Runtime& runtime) {
 
 bool rule_chosen(const SocketSlot& slot) { return slot.rule_index.load(std::memory_order_relaxed) != kRuleUnchosen; }
 
-const config::Tuning& slot_tuning(const SocketSlot& slot, const Runtime& runtime) {
-  return config::tuning_for(*runtime.policy, slot.rule_index.load(std::memory_order_relaxed));
-}
-
 void resolve_rtt_auto(int fd, SocketSlot& slot, const Runtime& runtime) {
   const int rule = slot.rule_index.load(std::memory_order_relaxed);
   const ApplyReport report = apply_measured_rtt_sndbuf(fd, slot, config::tuning_for(*runtime.policy, rule));

@@ -1,0 +1,151 @@
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "commands.hpp"
+#include "executable_inspector.hpp"
+#include "tcptune/config/policy_loader.hpp"
+
+namespace tcptune::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// libtcptune.so next to this binary: the build tree (bin/ and lib/) or an install tree.
+std::string locate_shim() {
+  if (const char* explicit_path = std::getenv("TCPTUNE_SHIM"); explicit_path != nullptr && *explicit_path != '\0') {
+    return explicit_path;
+  }
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  if (error) {
+    return {};
+  }
+  const fs::path dir = self.parent_path();
+  for (const fs::path& candidate :
+       {dir / "libtcptune.so", dir / "../lib/libtcptune.so", dir / "../lib/" TCPTUNE_MULTIARCH "/libtcptune.so",
+        dir / "../lib64/libtcptune.so", dir / "../lib/tcptune/libtcptune.so"}) {
+    if (fs::exists(candidate, error)) {
+      return fs::weakly_canonical(candidate, error).string();
+    }
+  }
+  return {};
+}
+
+// Like execvp's search: the path CMD will run from, or empty.
+std::string resolve_command(const std::string& command) {
+  if (command.find('/') != std::string::npos) {
+    return command;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    const std::size_t end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + command;
+    if (access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    if (end == std::string::npos) {
+      break;
+    }
+    start = end + 1;
+  }
+  return {};
+}
+
+std::string absolute(const std::string& path) {
+  std::error_code error;
+  const fs::path result = fs::absolute(path, error);
+  return error ? path : result.string();
+}
+
+int usage() {
+  std::fputs("usage: tcptune run [--policy FILE] [--log FILE] [-v] -- CMD ARGS...\n", stderr);
+  return kExitUsage;
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& args) {
+  std::string policy;
+  std::string log;
+  bool verbose = false;
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      ++i;
+      break;
+    }
+    if ((args[i] == "--policy" || args[i] == "--log") && i + 1 < args.size()) {
+      (args[i] == "--policy" ? policy : log) = args[i + 1];
+      ++i;
+    } else if (args[i] == "-v" || args[i] == "--verbose") {
+      verbose = true;
+    } else if (args[i].rfind("-", 0) == 0) {
+      std::fprintf(stderr, "tcptune run: unknown option '%s'\n", args[i].c_str());
+      return usage();
+    } else {
+      break;  // the command itself, without "--"
+    }
+  }
+  if (i >= args.size()) {
+    return usage();
+  }
+  const std::string shim = locate_shim();
+  if (shim.empty()) {
+    std::fputs("tcptune run: cannot find libtcptune.so next to this tcptune (set TCPTUNE_SHIM=/path/libtcptune.so)\n",
+               stderr);
+    return 1;
+  }
+  if (!policy.empty()) {
+    const config::LoadResult loaded = config::load_policy_file(policy);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
+      return kExitConfig;
+    }
+    setenv("TCPTUNE_POLICY", absolute(policy).c_str(), 1);
+  }
+  if (!log.empty()) {
+    setenv("TCPTUNE_LOG", absolute(log).c_str(), 1);
+  }
+  if (verbose) {
+    setenv("TCPTUNE_LOG_LEVEL", "debug", 1);
+  }
+  std::string preload = shim;
+  if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing != '\0') {
+    const std::string current = existing;
+    const bool already = (":" + current + ":").find(":" + shim + ":") != std::string::npos;
+    preload = already ? current : shim + ":" + current;
+  }
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+
+  const std::string& command = args[i];
+  const std::string resolved = resolve_command(command);
+  if (resolved.empty()) {
+    std::fprintf(stderr, "tcptune run: %s: command not found\n", command.c_str());
+    return 127;
+  }
+  for (const std::string& reason : preload_obstacles(resolved)) {
+    std::fprintf(stderr, "tcptune: warning: %s; it will run untuned\n", reason.c_str());
+  }
+  std::vector<char*> argv;
+  for (std::size_t j = i; j < args.size(); ++j) {
+    argv.push_back(const_cast<char*>(args[j].c_str()));
+  }
+  argv.push_back(nullptr);
+  execv(resolved.c_str(), argv.data());
+  const int error = errno;
+  std::fprintf(stderr, "tcptune run: %s: %s\n", command.c_str(), std::strerror(error));
+  return error == ENOENT ? 127 : 126;
+}
+
+}  // namespace tcptune::cli

@@ -1,0 +1,767 @@
+// TOML policy loader. Keys (see README "Policy reference"):
+//   version = 1
+//   [defaults] and every [[rule]]: nodelay, buffers {bandwidth, rtt, sndbuf, rcvbuf},
+//     override_app_buffers, congestion, keepalive {idle, interval, count}, user_timeout,
+//     notsent_lowat, thin_linear_timeouts, quickack, tos, sockopt [{level, name, value}]
+//   [[rule]] also: name, match {peer, port, role, program}
+//   [log]: path, level
+// Every error names FILE:LINE:COLUMN of the offending key or value.
+#include "tcptune/config/policy_loader.hpp"
+
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "tcptune/config/cidr.hpp"
+#include "tcptune/config/units.hpp"
+
+namespace tcptune::config {
+
+std::string PolicyError::to_string() const {
+  std::string out = pos.file;
+  if (pos.line != 0) {
+    out += ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column);
+  }
+  return out + ": " + message;
+}
+
+namespace {
+
+constexpr std::string_view kTuningKeys[] = {"nodelay",      "buffers", "override_app_buffers", "congestion",
+                                            "keepalive",    "user_timeout", "notsent_lowat", "thin_linear_timeouts",
+                                            "quickack",     "tos",     "sockopt"};
+
+struct NamedOption {
+  std::string_view name;
+  int level;
+  int option;
+};
+constexpr NamedOption kSockopts[] = {
+    {"TCP_MAXSEG", IPPROTO_TCP, TCP_MAXSEG},
+    {"TCP_NODELAY", IPPROTO_TCP, TCP_NODELAY},
+    {"TCP_KEEPIDLE", IPPROTO_TCP, TCP_KEEPIDLE},
+    {"TCP_KEEPINTVL", IPPROTO_TCP, TCP_KEEPINTVL},
+    {"TCP_KEEPCNT", IPPROTO_TCP, TCP_KEEPCNT},
+    {"TCP_SYNCNT", IPPROTO_TCP, TCP_SYNCNT},
+    {"TCP_LINGER2", IPPROTO_TCP, TCP_LINGER2},
+    {"TCP_DEFER_ACCEPT", IPPROTO_TCP, TCP_DEFER_ACCEPT},
+    {"TCP_WINDOW_CLAMP", IPPROTO_TCP, TCP_WINDOW_CLAMP},
+    {"TCP_QUICKACK", IPPROTO_TCP, TCP_QUICKACK},
+    {"TCP_USER_TIMEOUT", IPPROTO_TCP, TCP_USER_TIMEOUT},
+    {"TCP_NOTSENT_LOWAT", IPPROTO_TCP, TCP_NOTSENT_LOWAT},
+    {"TCP_THIN_LINEAR_TIMEOUTS", IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS},
+    {"TCP_FASTOPEN", IPPROTO_TCP, TCP_FASTOPEN},
+    {"TCP_FASTOPEN_CONNECT", IPPROTO_TCP, TCP_FASTOPEN_CONNECT},
+    {"SO_KEEPALIVE", SOL_SOCKET, SO_KEEPALIVE},
+    {"SO_PRIORITY", SOL_SOCKET, SO_PRIORITY},
+    {"SO_MARK", SOL_SOCKET, SO_MARK},
+    {"SO_SNDBUF", SOL_SOCKET, SO_SNDBUF},
+    {"SO_RCVBUF", SOL_SOCKET, SO_RCVBUF},
+    {"SO_REUSEADDR", SOL_SOCKET, SO_REUSEADDR},
+    {"SO_REUSEPORT", SOL_SOCKET, SO_REUSEPORT},
+    {"IP_TOS", IPPROTO_IP, IP_TOS},
+    {"IP_TTL", IPPROTO_IP, IP_TTL},
+    {"IPV6_TCLASS", IPPROTO_IPV6, IPV6_TCLASS},
+    {"IPV6_UNICAST_HOPS", IPPROTO_IPV6, IPV6_UNICAST_HOPS},
+};
+constexpr std::pair<std::string_view, int> kLevels[] = {
+    {"SOL_SOCKET", SOL_SOCKET}, {"IPPROTO_TCP", IPPROTO_TCP}, {"IPPROTO_IP", IPPROTO_IP}, {"IPPROTO_IPV6", IPPROTO_IPV6}};
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) {
+    row[j] = j;
+  }
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+template <typename Range>
+std::string did_you_mean(std::string_view word, const Range& candidates) {
+  std::string best;
+  std::size_t best_distance = 3;
+  for (const auto& candidate : candidates) {
+    const std::string_view name = candidate;
+    const std::size_t distance = edit_distance(word, name);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = name;
+    }
+  }
+  return best.empty() ? "" : "; did you mean '" + best + "'?";
+}
+
+std::string describe(const toml::node& node) {
+  std::ostringstream out;
+  switch (node.type()) {
+    case toml::node_type::string: out << '"' << *node.value<std::string>() << '"'; break;
+    case toml::node_type::table: out << "a table"; break;
+    case toml::node_type::array: out << "an array"; break;
+    case toml::node_type::boolean: out << (*node.value<bool>() ? "true" : "false"); break;
+    case toml::node_type::integer: out << *node.value<std::int64_t>(); break;
+    case toml::node_type::floating_point: out << *node.value<double>(); break;
+    default: out << "a date or time"; break;
+  }
+  return out.str();
+}
+
+class Loader {
+ public:
+  explicit Loader(std::string source) : source_(std::move(source)) {}
+
+  LoadResult load(std::string_view text) {
+    toml::parse_result parsed = toml::parse(text, source_);
+    if (!parsed) {
+      const auto& error = parsed.error();
+      PolicyError e{position(error.source()), "invalid TOML: " + std::string(error.description())};
+      return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>, e)};
+    }
+    Policy policy;
+    policy.source = source_;
+    read_top(parsed.table(), policy);
+    if (error_.has_value()) {
+      return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>, *error_)};
+    }
+    for (Rule& rule : policy.rules) {
+      rule.effective = overlay(policy.defaults, rule.tuning);
+    }
+    return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<0>, std::move(policy))};
+  }
+
+ private:
+  SourcePos position(const toml::source_region& region) const {
+    return SourcePos{source_, static_cast<std::uint32_t>(region.begin.line), static_cast<std::uint32_t>(region.begin.column)};
+  }
+  bool fail(const toml::source_region& region, std::string message) {
+    if (!error_.has_value()) {
+      error_ = PolicyError{position(region), std::move(message)};
+    }
+    return false;
+  }
+  bool failed() const { return error_.has_value(); }
+
+  template <std::size_t N>
+  bool check_keys(const toml::table& table, const std::string_view (&allowed)[N], const std::string& where) {
+    for (auto&& [key, node] : table) {
+      if (std::find(std::begin(allowed), std::end(allowed), key.str()) == std::end(allowed)) {
+        return fail(key.source(), "unknown key '" + std::string(key.str()) + "' in " + where +
+                                      did_you_mean(key.str(), allowed));
+      }
+    }
+    return true;
+  }
+
+  const toml::table* as_table(const toml::node& node, const std::string& name) {
+    const toml::table* table = node.as_table();
+    if (table == nullptr) {
+      fail(node.source(), "'" + name + "' must be a table, not " + describe(node));
+    }
+    return table;
+  }
+
+  std::optional<std::string> as_string(const toml::node& node, const std::string& name) {
+    if (const auto* s = node.as_string()) {
+      return s->get();
+    }
+    fail(node.source(), "'" + name + "' must be a string, not " + describe(node));
+    return std::nullopt;
+  }
+
+  std::optional<bool> as_bool(const toml::node& node, const std::string& name) {
+    if (const auto* b = node.as_boolean()) {
+      return b->get();
+    }
+    fail(node.source(), "'" + name + "' must be true or false, not " + describe(node));
+    return std::nullopt;
+  }
+
+  std::optional<std::int64_t> as_int(const toml::node& node, const std::string& name, std::int64_t min, std::int64_t max) {
+    const auto* i = node.as_integer();
+    if (i == nullptr) {
+      fail(node.source(), "'" + name + "' must be an integer, not " + describe(node));
+      return std::nullopt;
+    }
+    if (i->get() < min || i->get() > max) {
+      fail(node.source(), "'" + name + "' must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                              ", not " + std::to_string(i->get()));
+      return std::nullopt;
+    }
+    return i->get();
+  }
+
+  // Sizes: "64KiB" or a plain integer of bytes.
+  std::optional<std::uint64_t> as_size(const toml::node& node, const std::string& name, std::uint64_t min,
+                                       std::uint64_t max) {
+    std::uint64_t value = 0;
+    if (const auto* i = node.as_integer()) {
+      if (i->get() < 0) {
+        fail(node.source(), "'" + name + "' must not be negative");
+        return std::nullopt;
+      }
+      value = static_cast<std::uint64_t>(i->get());
+    } else if (const auto* s = node.as_string()) {
+      const Parsed<std::uint64_t> parsed = parse_size(s->get());
+      if (!parsed.ok()) {
+        fail(node.source(), "'" + name + "': " + parsed.error());
+        return std::nullopt;
+      }
+      value = parsed.value();
+    } else {
+      fail(node.source(), "'" + name + "' must be a size such as \"64KiB\", not " + describe(node));
+      return std::nullopt;
+    }
+    if (value < min || value > max) {
+      fail(node.source(), "'" + name + "' must be between " + format_size(min) + " and " + format_size(max) + ", not " +
+                              format_size(value));
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  std::optional<Duration> as_duration(const toml::node& node, const std::string& name, Duration min, Duration max) {
+    const auto text = node.as_string();
+    if (text == nullptr) {
+      fail(node.source(), "'" + name + "' must be a duration such as \"500ms\", not " + describe(node));
+      return std::nullopt;
+    }
+    const Parsed<Duration> parsed = parse_duration(text->get());
+    if (!parsed.ok()) {
+      fail(node.source(), "'" + name + "': " + parsed.error());
+      return std::nullopt;
+    }
+    if (parsed.value() < min || parsed.value() > max) {
+      fail(node.source(), "'" + name + "' must be between " + format_duration(min) + " and " + format_duration(max) +
+                              ", not " + format_duration(parsed.value()));
+      return std::nullopt;
+    }
+    return parsed.value();
+  }
+
+  // A string or an array of strings.
+  std::vector<std::pair<std::string, const toml::node*>> string_list(const toml::node& node, const std::string& name) {
+    std::vector<std::pair<std::string, const toml::node*>> out;
+    if (const auto* s = node.as_string()) {
+      out.emplace_back(s->get(), &node);
+    } else if (const auto* array = node.as_array()) {
+      for (const toml::node& item : *array) {
+        if (const auto* is = item.as_string()) {
+          out.emplace_back(is->get(), &item);
+        } else {
+          fail(item.source(), "'" + name + "' entries must be strings, not " + describe(item));
+          return {};
+        }
+      }
+    } else {
+      fail(node.source(), "'" + name + "' must be a string or an array of strings, not " + describe(node));
+    }
+    return out;
+  }
+
+  void read_top(const toml::table& top, Policy& policy) {
+    static constexpr std::string_view kTop[] = {"version", "defaults", "log", "rule"};
+    if (!check_keys(top, kTop, "the policy")) {
+      return;
+    }
+    if (const toml::node* version = top.get("version")) {
+      if (const auto v = as_int(*version, "version", 1, 1)) {
+        policy.version = static_cast<int>(*v);
+      } else {
+        error_->message = "unsupported policy version " + describe(*version) + "; this tcptune reads version = 1";
+        return;
+      }
+    }
+    if (const toml::node* defaults = top.get("defaults")) {
+      if (const toml::table* table = as_table(*defaults, "defaults")) {
+        if (check_keys(*table, kTuningKeys, "[defaults]")) {
+          read_tuning(*table, policy.defaults);
+        }
+      }
+    }
+    if (failed()) {
+      return;
+    }
+    if (const toml::node* log = top.get("log")) {
+      read_log(*log, policy.log);
+    }
+    if (const toml::node* rules = top.get("rule")) {
+      const toml::array* array = rules->as_array();
+      if (array == nullptr) {
+        fail(rules->source(), "'rule' must be an array of tables: write [[rule]]");
+        return;
+      }
+      std::set<std::string> names;
+      for (const toml::node& node : *array) {
+        if (failed()) {
+          return;
+        }
+        const toml::table* table = as_table(node, "rule");
+        if (table == nullptr) {
+          return;
+        }
+        Rule rule;
+        rule.pos = position(node.source());
+        rule.name = "rule " + std::to_string(policy.rules.size() + 1);
+        read_rule(*table, rule);
+        if (failed()) {
+          return;
+        }
+        if (!names.insert(rule.name).second) {
+          fail(table->get("name") != nullptr ? table->get("name")->source() : node.source(),
+               "duplicate rule name \"" + rule.name + "\"");
+          return;
+        }
+        policy.rules.push_back(std::move(rule));
+      }
+    }
+  }
+
+  void read_log(const toml::node& node, LogSettings& log) {
+    const toml::table* table = as_table(node, "log");
+    static constexpr std::string_view kLogKeys[] = {"path", "level"};
+    if (table == nullptr || !check_keys(*table, kLogKeys, "[log]")) {
+      return;
+    }
+    if (const toml::node* path = table->get("path")) {
+      if (auto s = as_string(*path, "path")) {
+        log.path = *s;
+      }
+    }
+    if (const toml::node* level = table->get("level")) {
+      static constexpr std::pair<std::string_view, LogLevel> kLevelNames[] = {
+          {"trace", LogLevel::trace}, {"debug", LogLevel::debug}, {"info", LogLevel::info},
+          {"warn", LogLevel::warn},   {"error", LogLevel::error}, {"off", LogLevel::off}};
+      const auto s = level->as_string();
+      for (const auto& [name, value] : kLevelNames) {
+        if (s != nullptr && s->get() == name) {
+          log.level = value;
+          return;
+        }
+      }
+      fail(level->source(), "'level' must be one of \"trace\", \"debug\", \"info\", \"warn\", \"error\", \"off\", not " +
+                                describe(*level));
+    }
+  }
+
+  void read_rule(const toml::table& table, Rule& rule) {
+    static constexpr std::string_view kRuleKeys[] = {
+        "name",       "match",   "nodelay",      "buffers",       "override_app_buffers", "congestion", "keepalive",
+        "user_timeout", "notsent_lowat", "thin_linear_timeouts", "quickack", "tos", "sockopt"};
+    if (!check_keys(table, kRuleKeys, "[[rule]]")) {
+      return;
+    }
+    if (const toml::node* name = table.get("name")) {
+      if (auto s = as_string(*name, "name")) {
+        if (s->empty()) {
+          fail(name->source(), "'name' must not be empty");
+          return;
+        }
+        rule.name = *s;
+      }
+    }
+    if (const toml::node* match = table.get("match")) {
+      read_match(*match, rule.match);
+    }
+    if (!failed()) {
+      read_tuning(table, rule.tuning);
+    }
+  }
+
+  void read_match(const toml::node& node, Match& match) {
+    const toml::table* table = as_table(node, "match");
+    static constexpr std::string_view kMatchKeys[] = {"peer", "port", "role", "program"};
+    if (table == nullptr || !check_keys(*table, kMatchKeys, "match")) {
+      return;
+    }
+    if (const toml::node* peer = table->get("peer")) {
+      for (const auto& [text, item] : string_list(*peer, "peer")) {
+        const Parsed<Cidr> cidr = parse_cidr(text);
+        if (!cidr.ok()) {
+          fail(item->source(), "'peer': " + cidr.error());
+          return;
+        }
+        match.peers.push_back(cidr.value());
+      }
+    }
+    if (const toml::node* port = table->get("port")) {
+      read_ports(*port, match.ports);
+    }
+    if (const toml::node* role = table->get("role")) {
+      const auto s = role->as_string();
+      if (s != nullptr && s->get() == "client") {
+        match.role = Role::client;
+      } else if (s != nullptr && s->get() == "server") {
+        match.role = Role::server;
+      } else if (s != nullptr && s->get() == "any") {
+        match.role = Role::any;
+      } else {
+        fail(role->source(), "'role' must be \"client\", \"server\" or \"any\", not " + describe(*role));
+        return;
+      }
+    }
+    if (const toml::node* program = table->get("program")) {
+      for (const auto& entry : string_list(*program, "program")) {
+        match.programs.push_back(entry.first);
+      }
+    }
+  }
+
+  void read_ports(const toml::node& node, std::vector<PortRange>& ports) {
+    auto one = [&](const toml::node& item) {
+      if (const auto* i = item.as_integer()) {
+        if (i->get() < 1 || i->get() > 65535) {
+          return fail(item.source(), "'port' must be 1..65535, not " + std::to_string(i->get()));
+        }
+        const auto port = static_cast<std::uint16_t>(i->get());
+        ports.push_back({port, port});
+        return true;
+      }
+      if (const auto* s = item.as_string()) {
+        const std::string& text = s->get();
+        const std::size_t dash = text.find('-');
+        char* end = nullptr;
+        const long first = std::strtol(text.c_str(), &end, 10);
+        const bool first_ok = end != text.c_str() && (dash == std::string::npos ? *end == '\0' : end == text.c_str() + dash);
+        long last = first;
+        bool last_ok = true;
+        if (dash != std::string::npos) {
+          const char* rest = text.c_str() + dash + 1;
+          last = std::strtol(rest, &end, 10);
+          last_ok = end != rest && *end == '\0';
+        }
+        if (!first_ok || !last_ok || first < 1 || last > 65535 || first > 65535 || last < 1) {
+          return fail(item.source(), "'port' \"" + text + "\" is not a port or range such as \"8000-8100\" (1..65535)");
+        }
+        if (first > last) {
+          return fail(item.source(), "'port' range \"" + text + "\" is reversed; did you mean \"" + std::to_string(last) +
+                                         "-" + std::to_string(first) + "\"?");
+        }
+        ports.push_back({static_cast<std::uint16_t>(first), static_cast<std::uint16_t>(last)});
+        return true;
+      }
+      return fail(item.source(), "'port' must be a number, a range string such as \"8000-8100\", or an array of those, not " +
+                                     describe(item));
+    };
+    if (const auto* array = node.as_array()) {
+      for (const toml::node& item : *array) {
+        if (!one(item)) {
+          return;
+        }
+      }
+    } else {
+      one(node);
+    }
+  }
+
+  void read_tuning(const toml::table& table, Tuning& tuning) {
+    using std::chrono::hours;
+    using std::chrono::milliseconds;
+    using std::chrono::seconds;
+    if (const toml::node* node = table.get("nodelay")) {
+      static constexpr std::pair<std::string_view, NodelayMode> kModes[] = {
+          {"on", NodelayMode::on}, {"force", NodelayMode::force}, {"off", NodelayMode::off}, {"keep", NodelayMode::keep}};
+      const auto s = node->as_string();
+      for (const auto& [name, mode] : kModes) {
+        if (s != nullptr && s->get() == name) {
+          tuning.nodelay = mode;
+        }
+      }
+      if (!tuning.nodelay.has_value()) {
+        fail(node->source(), "'nodelay' must be one of \"on\", \"force\", \"off\", \"keep\", not " + describe(*node));
+        return;
+      }
+    }
+    if (const toml::node* node = table.get("buffers")) {
+      read_buffers(*node, tuning);
+    }
+    if (const toml::node* node = table.get("override_app_buffers")) {
+      tuning.override_app_buffers = as_bool(*node, "override_app_buffers");
+    }
+    if (const toml::node* node = table.get("congestion")) {
+      if (auto s = as_string(*node, "congestion")) {
+        const bool valid = !s->empty() && s->size() <= 15 && std::all_of(s->begin(), s->end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        });
+        if (!valid) {
+          fail(node->source(), "'congestion' \"" + *s +
+                                   "\" is not a congestion control name (lower-case letters, digits, _; at most 15), "
+                                   "e.g. \"bbr\" or \"cubic\"");
+          return;
+        }
+        tuning.congestion = *s;
+      }
+    }
+    if (const toml::node* node = table.get("keepalive")) {
+      read_keepalive(*node, tuning);
+    }
+    if (const toml::node* node = table.get("user_timeout")) {
+      tuning.user_timeout = as_duration(*node, "user_timeout", milliseconds(1), milliseconds(INT32_MAX));
+    }
+    if (const toml::node* node = table.get("notsent_lowat")) {
+      if (auto v = as_size(*node, "notsent_lowat", 1, INT32_MAX)) {
+        tuning.notsent_lowat = static_cast<std::uint32_t>(*v);
+      }
+    }
+    if (const toml::node* node = table.get("thin_linear_timeouts")) {
+      tuning.thin_linear_timeouts = as_bool(*node, "thin_linear_timeouts");
+    }
+    if (const toml::node* node = table.get("quickack")) {
+      tuning.quickack = as_bool(*node, "quickack");
+    }
+    if (const toml::node* node = table.get("tos")) {
+      read_tos(*node, tuning);
+    }
+    if (const toml::node* node = table.get("sockopt")) {
+      read_sockopts(*node, tuning);
+    }
+    (void)hours(0);
+    (void)seconds(0);
+  }
+
+  void read_buffers(const toml::node& node, Tuning& tuning) {
+    const toml::table* table = as_table(node, "buffers");
+    static constexpr std::string_view kBufferKeys[] = {"bandwidth", "rtt", "sndbuf", "rcvbuf"};
+    if (table == nullptr || !check_keys(*table, kBufferKeys, "buffers")) {
+      return;
+    }
+    BufferSpec spec;
+    constexpr std::uint64_t kMinBuffer = 1024;
+    constexpr std::uint64_t kMaxBuffer = 1ULL << 30;
+    if (const toml::node* bandwidth = table->get("bandwidth")) {
+      const auto s = bandwidth->as_string();
+      if (s == nullptr) {
+        fail(bandwidth->source(), "'bandwidth' must be a rate such as \"1Gbit\", not " + describe(*bandwidth));
+        return;
+      }
+      const Parsed<std::uint64_t> rate = parse_rate(s->get());
+      if (!rate.ok()) {
+        fail(bandwidth->source(), "'bandwidth': " + rate.error());
+        return;
+      }
+      if (rate.value() == 0) {
+        fail(bandwidth->source(), "'bandwidth' must be above zero");
+        return;
+      }
+      spec.bandwidth_bytes_per_s = rate.value();
+    }
+    if (const toml::node* rtt = table->get("rtt")) {
+      const auto s = rtt->as_string();
+      if (s != nullptr && s->get() == "auto") {
+        spec.rtt_auto = true;
+      } else if (auto d = as_duration(*rtt, "rtt", std::chrono::microseconds(10), std::chrono::seconds(60))) {
+        spec.rtt = *d;
+      } else {
+        return;
+      }
+    }
+    if (const toml::node* sndbuf = table->get("sndbuf")) {
+      spec.sndbuf = as_size(*sndbuf, "sndbuf", kMinBuffer, kMaxBuffer);
+    }
+    if (const toml::node* rcvbuf = table->get("rcvbuf")) {
+      spec.rcvbuf = as_size(*rcvbuf, "rcvbuf", kMinBuffer, kMaxBuffer);
+    }
+    if (failed()) {
+      return;
+    }
+    const bool has_rtt = spec.rtt.has_value() || spec.rtt_auto;
+    if (spec.bandwidth_bytes_per_s.has_value() != has_rtt) {
+      fail(node.source(), spec.bandwidth_bytes_per_s.has_value()
+                              ? "'buffers' has 'bandwidth' without 'rtt' (a duration or \"auto\")"
+                              : "'buffers' has 'rtt' without 'bandwidth'");
+      return;
+    }
+    if (!spec.bandwidth_bytes_per_s.has_value() && !spec.sndbuf.has_value() && !spec.rcvbuf.has_value()) {
+      fail(node.source(), "'buffers' needs 'bandwidth' and 'rtt', or 'sndbuf'/'rcvbuf'");
+      return;
+    }
+    if (spec.bandwidth_bytes_per_s.has_value() && spec.rtt.has_value() &&
+        bdp_bytes(*spec.bandwidth_bytes_per_s, *spec.rtt) > kMaxBuffer) {
+      fail(node.source(), "'buffers': bandwidth x rtt is " +
+                              format_size(bdp_bytes(*spec.bandwidth_bytes_per_s, *spec.rtt)) + ", above the 1 GiB limit");
+      return;
+    }
+    tuning.buffers = spec;
+  }
+
+  static std::uint64_t bdp_bytes(std::uint64_t rate, Duration rtt) {
+    return static_cast<std::uint64_t>(static_cast<double>(rate) * std::chrono::duration<double>(rtt).count());
+  }
+
+  void read_keepalive(const toml::node& node, Tuning& tuning) {
+    const toml::table* table = as_table(node, "keepalive");
+    static constexpr std::string_view kKeepaliveKeys[] = {"idle", "interval", "count"};
+    if (table == nullptr || !check_keys(*table, kKeepaliveKeys, "keepalive")) {
+      return;
+    }
+    Keepalive keepalive;
+    const toml::node* idle = table->get("idle");
+    if (idle == nullptr) {
+      fail(node.source(), "'keepalive' needs 'idle' (a duration such as \"30s\")");
+      return;
+    }
+    constexpr auto kMaxKeepalive = std::chrono::seconds(32767);  // the kernel's MAX_TCP_KEEPIDLE
+    if (auto d = as_duration(*idle, "idle", std::chrono::seconds(1), kMaxKeepalive)) {
+      keepalive.idle = *d;
+    }
+    if (const toml::node* interval = table->get("interval")) {
+      if (auto d = as_duration(*interval, "interval", std::chrono::seconds(1), kMaxKeepalive)) {
+        keepalive.interval = *d;
+      }
+    }
+    if (const toml::node* count = table->get("count")) {
+      if (auto c = as_int(*count, "count", 1, 127)) {
+        keepalive.count = static_cast<int>(*c);
+      }
+    }
+    if (!failed()) {
+      tuning.keepalive = keepalive;
+    }
+  }
+
+  void read_tos(const toml::node& node, Tuning& tuning) {
+    long value = -1;
+    if (const auto* i = node.as_integer()) {
+      value = static_cast<long>(i->get());
+    } else if (const auto* s = node.as_string()) {
+      char* end = nullptr;
+      value = std::strtol(s->get().c_str(), &end, 0);
+      if (s->get().empty() || *end != '\0') {
+        value = -1;
+      }
+    }
+    if (value < 0 || value > 255) {
+      fail(node.source(), "'tos' must be 0..255 (a number or a string such as \"0x10\"), not " + describe(node));
+      return;
+    }
+    tuning.tos = static_cast<int>(value);
+  }
+
+  void read_sockopts(const toml::node& node, Tuning& tuning) {
+    const toml::array* array = node.as_array();
+    if (array == nullptr) {
+      fail(node.source(), "'sockopt' must be an array of tables such as [{ level = \"IPPROTO_TCP\", name = \"TCP_MAXSEG\", value = 1400 }]");
+      return;
+    }
+    static constexpr std::string_view kSockoptKeys[] = {"level", "name", "value"};
+    for (const toml::node& item : *array) {
+      const toml::table* table = as_table(item, "sockopt entry");
+      if (table == nullptr || !check_keys(*table, kSockoptKeys, "sockopt")) {
+        return;
+      }
+      const toml::node* level = table->get("level");
+      const toml::node* name = table->get("name");
+      const toml::node* value = table->get("value");
+      if (level == nullptr || name == nullptr || value == nullptr) {
+        fail(item.source(), "a 'sockopt' entry needs 'level', 'name' and 'value'");
+        return;
+      }
+      RawSockopt opt;
+      const auto level_text = as_string(*level, "level");
+      const auto name_text = as_string(*name, "name");
+      const auto number = as_int(*value, "value", INT32_MIN, INT32_MAX);
+      if (!level_text || !name_text || !number) {
+        return;
+      }
+      const auto* known_level = std::find_if(std::begin(kLevels), std::end(kLevels),
+                                             [&](const auto& l) { return l.first == *level_text; });
+      if (known_level == std::end(kLevels)) {
+        std::vector<std::string_view> names;
+        for (const auto& l : kLevels) {
+          names.push_back(l.first);
+        }
+        fail(level->source(), "unknown sockopt level \"" + *level_text +
+                                  "\" (SOL_SOCKET, IPPROTO_TCP, IPPROTO_IP, IPPROTO_IPV6)" + did_you_mean(*level_text, names));
+        return;
+      }
+      const auto* known = std::find_if(std::begin(kSockopts), std::end(kSockopts),
+                                       [&](const NamedOption& o) { return o.name == *name_text; });
+      if (known == std::end(kSockopts)) {
+        std::vector<std::string_view> names;
+        for (const auto& o : kSockopts) {
+          names.push_back(o.name);
+        }
+        fail(name->source(), "unknown socket option \"" + *name_text + "\"" + did_you_mean(*name_text, names));
+        return;
+      }
+      if (known->level != known_level->second) {
+        fail(level->source(), std::string(known->name) + " belongs to level " +
+                                  std::string(std::find_if(std::begin(kLevels), std::end(kLevels), [&](const auto& l) {
+                                                return l.second == known->level;
+                                              })->first) +
+                                  ", not " + *level_text);
+        return;
+      }
+      opt.level = known->level;
+      opt.name = known->option;
+      opt.value = static_cast<int>(*number);
+      opt.level_name = *level_text;
+      opt.option_name = *name_text;
+      tuning.sockopts.push_back(opt);
+    }
+  }
+
+  std::string source_;
+  std::optional<PolicyError> error_;
+};
+
+}  // namespace
+
+LoadResult load_policy_text(std::string_view toml_text, const std::string& source_name) {
+  return Loader(source_name).load(toml_text);
+}
+
+LoadResult load_policy_file(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) {
+    const PolicyError error{SourcePos{path, 0, 0}, std::string("cannot read: ") + std::strerror(errno)};
+    return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>, error)};
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  return load_policy_text(text.str(), path);
+}
+
+PolicySource discover_policy_source(bool secure_execution, const char* system_path) {
+  if (!secure_execution) {
+    if (const char* path = std::getenv("TCPTUNE_POLICY"); path != nullptr && *path != '\0') {
+      return {PolicySource::Kind::env_path, path};
+    }
+    if (const char* inline_text = std::getenv("TCPTUNE_POLICY_TOML"); inline_text != nullptr && *inline_text != '\0') {
+      return {PolicySource::Kind::env_inline, inline_text};
+    }
+  }
+  if (system_path != nullptr && std::ifstream(system_path).good()) {
+    return {PolicySource::Kind::system_file, system_path};
+  }
+  return {PolicySource::Kind::builtin, {}};
+}
+
+LoadResult load_discovered(const PolicySource& source) {
+  switch (source.kind) {
+    case PolicySource::Kind::env_path:
+    case PolicySource::Kind::system_file: return load_policy_file(source.path_or_text);
+    case PolicySource::Kind::env_inline: return load_policy_text(source.path_or_text, "TCPTUNE_POLICY_TOML");
+    case PolicySource::Kind::builtin: break;
+  }
+  return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<0>, builtin_default_policy())};
+}
+
+}  // namespace tcptune::config

@@ -1,0 +1,174 @@
+#include "tcptune/config/units.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <limits>
+
+namespace tcptune::config {
+
+namespace {
+
+struct Unit {
+  std::string_view suffix;
+  double factor;
+};
+
+// "12.5MB" -> 12.5 and "MB". The number must be non-negative and finite.
+bool split_number(std::string_view text, double& number, std::string_view& suffix) {
+  std::size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) != 0 || text[i] == '.')) {
+    ++i;
+  }
+  if (i == 0) {
+    return false;
+  }
+  const std::string digits(text.substr(0, i));
+  char* end = nullptr;
+  number = std::strtod(digits.c_str(), &end);
+  if (end != digits.c_str() + digits.size() || !std::isfinite(number)) {
+    return false;
+  }
+  suffix = text.substr(i);
+  while (!suffix.empty() && suffix.front() == ' ') {
+    suffix.remove_prefix(1);
+  }
+  return true;
+}
+
+template <typename T>
+Parsed<T> fail(std::string message) {
+  return Parsed<T>{std::variant<T, std::string>(std::in_place_index<1>, std::move(message))};
+}
+template <typename T>
+Parsed<T> succeed(T value) {
+  return Parsed<T>{std::variant<T, std::string>(std::in_place_index<0>, value)};
+}
+
+std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
+template <std::size_t N>
+Parsed<double> scaled(std::string_view text, const Unit (&units)[N], bool bare_allowed, const char* kind,
+                      const char* valid) {
+  double number = 0;
+  std::string_view suffix;
+  if (!split_number(text, number, suffix)) {
+    return fail<double>(quoted(text) + " is not a " + kind + " (a number with a unit: " + valid + ")");
+  }
+  if (suffix.empty()) {
+    if (bare_allowed) {
+      return succeed(number);
+    }
+    return fail<double>(quoted(text) + " is missing a unit (" + valid + ")");
+  }
+  for (const Unit& unit : units) {
+    if (suffix == unit.suffix) {
+      return succeed(number * unit.factor);
+    }
+  }
+  return fail<double>(quoted(text) + ": unknown unit " + quoted(suffix) + " (" + valid + ")");
+}
+
+constexpr double kKi = 1024.0;
+constexpr Unit kSizeUnits[] = {
+    {"B", 1},        {"KB", 1e3},           {"MB", 1e6},           {"GB", 1e9},
+    {"KiB", kKi},    {"MiB", kKi * kKi},    {"GiB", kKi * kKi * kKi}, {"k", 1e3},
+    {"K", 1e3},      {"M", 1e6},            {"G", 1e9},
+};
+constexpr Unit kDurationUnits[] = {
+    {"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9},
+};
+constexpr Unit kRateUnits[] = {
+    {"bit", 1.0 / 8},    {"Kbit", 1e3 / 8},   {"Mbit", 1e6 / 8},  {"Gbit", 1e9 / 8},  {"bps", 1.0 / 8},
+    {"Kbps", 1e3 / 8},   {"Mbps", 1e6 / 8},   {"Gbps", 1e9 / 8},  {"bit/s", 1.0 / 8}, {"Kbit/s", 1e3 / 8},
+    {"Mbit/s", 1e6 / 8}, {"Gbit/s", 1e9 / 8}, {"B/s", 1},         {"KB/s", 1e3},      {"MB/s", 1e6},
+    {"GB/s", 1e9},       {"KiB/s", kKi},      {"MiB/s", kKi * kKi}, {"GiB/s", kKi * kKi * kKi},
+};
+
+Parsed<std::uint64_t> to_u64(const Parsed<double>& parsed, std::string_view text) {
+  if (!parsed.ok()) {
+    return fail<std::uint64_t>(parsed.error());
+  }
+  const double value = std::ceil(parsed.value());
+  if (value >= 1.8e19) {
+    return fail<std::uint64_t>(quoted(text) + " is too large");
+  }
+  return succeed(static_cast<std::uint64_t>(value));
+}
+
+std::string decimal(double value, const char* unit) {
+  char buffer[64];
+  if (value == std::floor(value) && value < 1e15) {
+    std::snprintf(buffer, sizeof buffer, "%.0f %s", value, unit);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%.3g %s", value, unit);
+  }
+  return buffer;
+}
+
+}  // namespace
+
+Parsed<std::uint64_t> parse_size(std::string_view text) {
+  return to_u64(scaled(text, kSizeUnits, true, "size", "B, KB, MB, GB, KiB, MiB, GiB"), text);
+}
+
+Parsed<Duration> parse_duration(std::string_view text) {
+  const Parsed<double> ns = scaled(text, kDurationUnits, false, "duration", "ns, us, ms, s, m, h");
+  if (!ns.ok()) {
+    return fail<Duration>(ns.error());
+  }
+  if (ns.value() > 9.2e18) {
+    return fail<Duration>(quoted(text) + " is too long");
+  }
+  return succeed(Duration(static_cast<std::int64_t>(std::llround(ns.value()))));
+}
+
+Parsed<std::uint64_t> parse_rate(std::string_view text) {
+  return to_u64(scaled(text, kRateUnits, false, "rate", "bit, Kbit, Mbit, Gbit (or bps forms), B/s, KB/s, MB/s, GB/s, KiB/s, MiB/s"),
+                text);
+}
+
+std::string format_size(std::uint64_t bytes) {
+  const auto b = static_cast<double>(bytes);
+  if (bytes >= 1000000000ULL) {
+    return decimal(b / 1e9, "GB");
+  }
+  if (bytes >= 1000000ULL) {
+    return decimal(b / 1e6, "MB");
+  }
+  if (bytes >= 1000ULL) {
+    return decimal(b / 1e3, "kB");
+  }
+  return decimal(b, "B");
+}
+
+std::string format_duration(Duration d) {
+  const auto ns = static_cast<double>(d.count());
+  if (ns >= 1e9) {
+    return decimal(ns / 1e9, "s");
+  }
+  if (ns >= 1e6) {
+    return decimal(ns / 1e6, "ms");
+  }
+  if (ns >= 1e3) {
+    return decimal(ns / 1e3, "us");
+  }
+  return decimal(ns, "ns");
+}
+
+std::string format_rate(std::uint64_t bytes_per_s) {
+  const double bits = static_cast<double>(bytes_per_s) * 8;
+  if (bits >= 1e9) {
+    return decimal(bits / 1e9, "Gbit/s");
+  }
+  if (bits >= 1e6) {
+    return decimal(bits / 1e6, "Mbit/s");
+  }
+  if (bits >= 1e3) {
+    return decimal(bits / 1e3, "Kbit/s");
+  }
+  return decimal(bits, "bit/s");
+}
+
+}  // namespace tcptune::config

@@ -1,0 +1,107 @@
+"""The tcptune command: run, check, doctor, from the outside."""
+import argparse
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+p = argparse.ArgumentParser()
+for a in ("--tcptune", "--shim", "--static-hello", "--source-dir", "--work-dir"):
+    p.add_argument(a, required=True)
+args = p.parse_args()
+os.makedirs(args.work_dir, exist_ok=True)
+passed = failed = 0
+
+
+def check(ok, what):
+    global passed, failed
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    passed, failed = passed + bool(ok), failed + (not ok)
+
+
+def tcptune(*argv, env=None):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
+    e.update(env or {})
+    return subprocess.run([args.tcptune, *argv], capture_output=True, text=True, env=e, timeout=60)
+
+
+# check: a good policy in plain words, with this host's buffer decision.
+good = os.path.join(args.work_dir, "good.toml")
+with open(good, "w") as f:
+    f.write('[defaults]\nnodelay = "on"\n[[rule]]\nname = "wan"\n'
+            'match = { peer = ["203.0.113.0/24", "2001:db8::/32"], port = [443, "8000-8100"], role = "client", program = "legacy_*" }\n'
+            'nodelay = "force"\nbuffers = { bandwidth = "1Gbit", rtt = "180ms" }\ncongestion = "bbr"\n'
+            'keepalive = { idle = "30s", interval = "5s", count = 4 }\n')
+r = tcptune("check", good)
+check(r.returncode == 0, f"check good policy exits 0 ({r.returncode}: {r.stderr.strip()})")
+check("rule 'wan'" in r.stdout and "203.0.113.0/24 or 2001:db8::/32" in r.stdout, "check names the rule and its peers")
+check("port 443 or 8000-8100" in r.stdout and "legacy_*" in r.stdout, "check names ports and programs")
+check("22.5 MB" in r.stdout and "rcvbuf 22.5 MB requested" in r.stdout, "check computes the BDP (22.5 MB)")
+rmem_max = int(open("/proc/sys/net/core/rmem_max").read())
+if rmem_max < 22500000 and os.geteuid() != 0:
+    check("caps it at" in r.stdout, "check explains the rmem_max clamp")
+check("force" in r.stdout and "keepalive: first probe after 30 s" in r.stdout, "check explains nodelay force and keepalive")
+
+bad = os.path.join(args.source_dir, "tests/policies/bad")
+corpus = sorted(os.listdir(bad)) if os.path.isdir(bad) else []
+check(corpus, "bad-policy corpus present")
+for name in corpus[:5]:
+    r = tcptune("check", os.path.join(bad, name))
+    check(r.returncode == 1 and r.stderr.count("\n") == 1 and f"{os.path.join(bad, name)}:" in r.stderr,
+          f"check {name}: exit 1 with one line naming the file ({r.stderr.strip()})")
+
+# doctor: the real value from /proc.
+r = tcptune("doctor")
+idle = open("/proc/sys/net/ipv4/tcp_slow_start_after_idle").read().strip()
+line = [l for l in r.stdout.splitlines() if l.startswith("net.ipv4.tcp_slow_start_after_idle")]
+check(r.returncode == 0 and line and line[0].split()[1] == idle, f"doctor reports tcp_slow_start_after_idle={idle}")
+check("policy the shim would load" in r.stdout, "doctor names the policy source")
+
+# run: LD_PRELOAD prepended, existing entries kept, the policy validated first.
+r = tcptune("run", "--", "/bin/sh", "-c", 'echo "$LD_PRELOAD"')
+check(r.returncode == 0 and r.stdout.strip() == os.path.realpath(args.shim),
+      f"run finds the shim next to itself and sets LD_PRELOAD ({r.stdout.strip()})")
+r = tcptune("run", "--", "/bin/sh", "-c", 'echo "$LD_PRELOAD"', env={"LD_PRELOAD": "/lib/other.so"})
+check(r.stdout.strip() == os.path.realpath(args.shim) + ":/lib/other.so", f"run keeps an existing LD_PRELOAD ({r.stdout.strip()})")
+r = tcptune("run", "--policy", good, "--log", "x.log", "-v", "--", "/bin/sh", "-c",
+            'echo "$TCPTUNE_POLICY|$TCPTUNE_LOG|$TCPTUNE_LOG_LEVEL"')
+check(r.stdout.strip() == f"{good}|{os.path.abspath('x.log')}|debug", f"run passes policy, log, level ({r.stdout.strip()})")
+if corpus:
+    r = tcptune("run", "--policy", os.path.join(bad, corpus[0]), "--", "/bin/true")
+    check(r.returncode == 78, f"run refuses an invalid policy with 78 ({r.returncode})")
+r = tcptune("run", "--", "no-such-command-xyz")
+check(r.returncode == 127 and "not found" in r.stderr, "run: missing command exits 127")
+r = tcptune("run", "--", args.static_hello)
+check(r.returncode == 0 and "statically linked" in r.stderr and "hello" in r.stdout, "run warns for a static binary")
+suid = os.path.join(args.work_dir, "suid_true")
+shutil.copy("/bin/true", suid)
+os.chmod(suid, 0o4755)
+r = tcptune("run", "--", suid)
+check("setuid" in r.stderr, f"run warns for a setuid binary ({r.stderr.strip()})")
+go = os.path.join(args.work_dir, "fake_go")
+note = os.path.join(args.work_dir, "note")
+with open(note, "wb") as f:
+    f.write(b"go build id")
+subprocess.run(["objcopy", f"--add-section", f".note.go.buildid={note}", "/bin/true", go], check=True)
+os.chmod(go, 0o755)
+r = tcptune("run", "--", go)
+check("Go program" in r.stderr, f"run warns for a Go binary ({r.stderr.strip()})")
+r = tcptune("run", "--", "/bin/true")
+check(r.returncode == 0 and r.stderr == "", "run is silent for an ordinary program")
+
+# Install-tree lookup: bin/tcptune finds lib/libtcptune.so.
+tree = os.path.join(args.work_dir, "tree")
+os.makedirs(os.path.join(tree, "bin"), exist_ok=True)
+os.makedirs(os.path.join(tree, "lib"), exist_ok=True)
+shutil.copy(args.tcptune, os.path.join(tree, "bin", "tcptune"))
+open(os.path.join(tree, "lib", "libtcptune.so"), "w").close()
+r = subprocess.run([os.path.join(tree, "bin", "tcptune"), "run", "--", "/bin/sh", "-c", 'echo "$LD_PRELOAD"'],
+                   capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+check(r.stdout.strip() == os.path.realpath(os.path.join(tree, "lib", "libtcptune.so")), "run finds ../lib/libtcptune.so")
+r = tcptune("bogus")
+check(r.returncode == 2 and "unknown command" in r.stderr, "unknown command exits 2")
+r = tcptune("--version")
+check(r.returncode == 0 and r.stdout.startswith("tcptune "), "--version")
+print(f"{passed} passed, {failed} failed")
+sys.exit(0 if failed == 0 else 1)

@@ -1,0 +1,160 @@
+#include "tcptune/config/policy_loader.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+namespace tcptune::config {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kFull = R"(
+version = 1
+[defaults]
+nodelay = "on"
+[log]
+path = "/var/log/tcptune/{program}.{pid}.log"
+level = "debug"
+[[rule]]
+name = "wan"
+match = { peer = ["203.0.113.0/24", "2001:db8::/32"], port = [443, "8000-8100"], role = "client", program = "legacy_*" }
+nodelay = "force"
+buffers = { bandwidth = "1Gbit", rtt = "180ms" }
+override_app_buffers = true
+congestion = "bbr"
+keepalive = { idle = "30s", interval = "5s", count = 4 }
+user_timeout = "20s"
+notsent_lowat = "128KiB"
+thin_linear_timeouts = true
+quickack = true
+tos = "0x10"
+sockopt = [ { level = "IPPROTO_TCP", name = "TCP_MAXSEG", value = 1400 } ]
+[[rule]]
+match = { role = "server", port = 8080 }
+buffers = { sndbuf = "4MB", rcvbuf = 1048576 }
+[[rule]]
+name = "auto"
+buffers = { bandwidth = "100Mbit", rtt = "auto" }
+)";
+
+TEST(PolicyLoader, EveryKey) {
+  const LoadResult result = load_policy_text(kFull, "full.toml");
+  ASSERT_TRUE(result.ok()) << result.error().to_string();
+  const Policy& p = result.policy();
+  EXPECT_EQ(p.source, "full.toml");
+  EXPECT_EQ(p.defaults.nodelay, NodelayMode::on);
+  EXPECT_EQ(p.log.path, "/var/log/tcptune/{program}.{pid}.log");
+  EXPECT_EQ(p.log.level, LogLevel::debug);
+  ASSERT_EQ(p.rules.size(), 3U);
+  const Rule& wan = p.rules[0];
+  EXPECT_EQ(wan.name, "wan");
+  EXPECT_EQ(wan.pos.line, 8U);
+  EXPECT_EQ(wan.match.peers.size(), 2U);
+  ASSERT_EQ(wan.match.ports.size(), 2U);
+  EXPECT_EQ(wan.match.ports[1].first, 8000);
+  EXPECT_EQ(wan.match.ports[1].last, 8100);
+  EXPECT_EQ(wan.match.role, Role::client);
+  EXPECT_EQ(wan.match.programs, std::vector<std::string>{"legacy_*"});
+  const Tuning& t = wan.tuning;
+  EXPECT_EQ(t.nodelay, NodelayMode::force);
+  EXPECT_EQ(t.buffers->bandwidth_bytes_per_s, 125000000U);
+  EXPECT_EQ(t.buffers->rtt, Duration(180ms));
+  EXPECT_EQ(t.override_app_buffers, true);
+  EXPECT_EQ(t.congestion, "bbr");
+  EXPECT_EQ(t.keepalive->idle, Duration(30s));
+  EXPECT_EQ(t.keepalive->interval, Duration(5s));
+  EXPECT_EQ(t.keepalive->count, 4);
+  EXPECT_EQ(t.user_timeout, Duration(20s));
+  EXPECT_EQ(t.notsent_lowat, 131072U);
+  EXPECT_EQ(t.thin_linear_timeouts, true);
+  EXPECT_EQ(t.quickack, true);
+  EXPECT_EQ(t.tos, 16);
+  ASSERT_EQ(t.sockopts.size(), 1U);
+  EXPECT_EQ(t.sockopts[0].level, IPPROTO_TCP);
+  EXPECT_EQ(t.sockopts[0].name, TCP_MAXSEG);
+  EXPECT_EQ(t.sockopts[0].value, 1400);
+  EXPECT_EQ(p.rules[1].name, "rule 2");
+  EXPECT_EQ(p.rules[1].tuning.buffers->sndbuf, 4000000U);
+  EXPECT_EQ(p.rules[1].tuning.buffers->rcvbuf, 1048576U);
+  EXPECT_EQ(p.rules[1].effective.nodelay, NodelayMode::on);  // inherited from [defaults]
+  EXPECT_TRUE(p.rules[2].tuning.buffers->rtt_auto);
+}
+
+TEST(PolicyLoader, EmptyPolicyIsValid) {
+  const LoadResult result = load_policy_text("", "empty.toml");
+  ASSERT_TRUE(result.ok());
+  EXPECT_FALSE(result.policy().defaults.nodelay.has_value());
+  EXPECT_TRUE(result.policy().rules.empty());
+}
+
+TEST(PolicyLoader, MissingFileIsNamed) {
+  const LoadResult result = load_policy_file("/nonexistent/policy.toml");
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().to_string(), "/nonexistent/policy.toml: cannot read: No such file or directory");
+}
+
+TEST(PolicyLoader, DiscoveryOrder) {
+  ::unsetenv("TCPTUNE_POLICY");
+  ::unsetenv("TCPTUNE_POLICY_TOML");
+  EXPECT_EQ(discover_policy_source(false, "/nonexistent").kind, PolicySource::Kind::builtin);
+  EXPECT_EQ(discover_policy_source(false, "/proc/self/status").kind, PolicySource::Kind::system_file);
+  ::setenv("TCPTUNE_POLICY_TOML", "[defaults]\nnodelay = \"off\"\n", 1);
+  EXPECT_EQ(discover_policy_source(false, "/proc/self/status").kind, PolicySource::Kind::env_inline);
+  const LoadResult inline_policy = load_discovered(discover_policy_source(false, "/nonexistent"));
+  ASSERT_TRUE(inline_policy.ok());
+  EXPECT_EQ(inline_policy.policy().source, "TCPTUNE_POLICY_TOML");
+  EXPECT_EQ(inline_policy.policy().defaults.nodelay, NodelayMode::off);
+  ::setenv("TCPTUNE_POLICY", "/some/file.toml", 1);
+  EXPECT_EQ(discover_policy_source(false, "/nonexistent").kind, PolicySource::Kind::env_path);
+  // Secure execution (setuid): the environment is not trusted.
+  EXPECT_EQ(discover_policy_source(true, "/nonexistent").kind, PolicySource::Kind::builtin);
+  ::unsetenv("TCPTUNE_POLICY");
+  ::unsetenv("TCPTUNE_POLICY_TOML");
+  const LoadResult builtin = load_discovered(discover_policy_source(false, "/nonexistent"));
+  ASSERT_TRUE(builtin.ok());
+  EXPECT_EQ(builtin.policy().defaults.nodelay, NodelayMode::on);
+  EXPECT_EQ(builtin.policy().source, "built-in default");
+}
+
+// Every file in tests/policies/bad starts with "# expect: LINE:COLUMN: text".
+TEST(PolicyLoader, BadPolicyCorpus) {
+  const std::filesystem::path dir = std::filesystem::path(TCPTUNE_SOURCE_DIR) / "tests/policies/bad";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream file(entry.path());
+    std::string first;
+    std::getline(file, first);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(first, m, std::regex(R"(#\s*expect:\s*(\d+):(\d+):\s*(.*\S)\s*)")))
+        << entry.path() << ": first line must be '# expect: LINE:COLUMN: text'";
+    const LoadResult result = load_policy_file(entry.path().string());
+    ASSERT_FALSE(result.ok()) << entry.path() << " loaded without error";
+    const std::string message = result.error().to_string();
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_EQ(message.rfind(entry.path().string() + ":" + m[1].str() + ":" + m[2].str() + ": ", 0), 0U) << message;
+    EXPECT_NE(message.find(m[3].str()), std::string::npos) << message << "\n  expected: " << m[3].str();
+    ++count;
+  }
+  EXPECT_GE(count, 20);
+}
+
+TEST(PolicyLoader, PresetsLoad) {
+  const std::filesystem::path dir = std::filesystem::path(TCPTUNE_SOURCE_DIR) / "config/presets";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const LoadResult result = load_policy_file(entry.path().string());
+    EXPECT_TRUE(result.ok()) << result.error().to_string();
+    ++count;
+  }
+  EXPECT_GE(count, 3);
+}
+
+}  // namespace
+}  // namespace tcptune::config
