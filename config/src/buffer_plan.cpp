@@ -1,7 +1,6 @@
 #include "tcptune/config/buffer_plan.hpp"
 
 #include <chrono>
-#include <cmath>
 
 #include "tcptune/config/units.hpp"
 
@@ -12,8 +11,10 @@ namespace tcptune::config {
 // (tcp_rmem/tcp_wmem) are already in kernel bytes, so they are compared against 2 x value.
 std::uint64_t bdp_target(std::uint64_t bandwidth_bytes_per_s, Duration rtt) {
   const double seconds = std::chrono::duration<double>(rtt).count();
-  const double bytes = std::ceil(static_cast<double>(bandwidth_bytes_per_s) * seconds);
-  return bytes < 1 ? 1 : static_cast<std::uint64_t>(bytes);
+  const double bytes = static_cast<double>(bandwidth_bytes_per_s) * seconds;
+  const auto whole = static_cast<std::uint64_t>(bytes);
+  const std::uint64_t rounded_up = static_cast<double>(whole) < bytes ? whole + 1 : whole;  // no libm in the shim
+  return rounded_up < 1 ? 1 : rounded_up;
 }
 
 BufferDecision plan_buffer(std::uint64_t target, bool explicit_size, const BufferLimits& limits, bool force_allowed,

@@ -86,11 +86,17 @@ constexpr Unit kRateUnits[] = {
     {"GB/s", 1e9},       {"KiB/s", kKi},      {"MiB/s", kKi * kKi}, {"GiB/s", kKi * kKi * kKi},
 };
 
+// Rounding by hand: the shim links no libm (its only run-time dependency is libc).
+double round_up(double value) {
+  const auto whole = static_cast<double>(static_cast<std::uint64_t>(value));
+  return whole < value ? whole + 1 : whole;
+}
+
 Parsed<std::uint64_t> to_u64(const Parsed<double>& parsed, std::string_view text) {
   if (!parsed.ok()) {
     return fail<std::uint64_t>(parsed.error());
   }
-  const double value = std::ceil(parsed.value());
+  const double value = round_up(parsed.value());
   if (value >= 1.8e19) {
     return fail<std::uint64_t>(quoted(text) + " is too large");
   }
@@ -99,7 +105,7 @@ Parsed<std::uint64_t> to_u64(const Parsed<double>& parsed, std::string_view text
 
 std::string decimal(double value, const char* unit) {
   char buffer[64];
-  if (value == std::floor(value) && value < 1e15) {
+  if (value < 1e15 && value == static_cast<double>(static_cast<std::uint64_t>(value))) {
     std::snprintf(buffer, sizeof buffer, "%.0f %s", value, unit);
   } else {
     std::snprintf(buffer, sizeof buffer, "%.3g %s", value, unit);
@@ -121,7 +127,7 @@ Parsed<Duration> parse_duration(std::string_view text) {
   if (ns.value() > 9.2e18) {
     return fail<Duration>(quoted(text) + " is too long");
   }
-  return succeed(Duration(static_cast<std::int64_t>(std::llround(ns.value()))));
+  return succeed(Duration(static_cast<std::int64_t>(ns.value() + 0.5)));
 }
 
 Parsed<std::uint64_t> parse_rate(std::string_view text) {

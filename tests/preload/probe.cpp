@@ -286,13 +286,12 @@ void cmd_fd_reuse(const Args& /*args*/) {
   // A force-tuned connection's number reused by a pipe: writes to it are plain writes.
   const Pair pair = make_pair();
   const int number = pair.client;
-  close(pair.client);
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) {
     std::exit(2);
   }
   const int moved = dup2(pipe_fds[1], number);
-  check(moved == number && write(number, "xy", 2) == 2, "write to the reused number (now a pipe) works");
+  check(moved == number && write(number, "xy", 2) == 2, "dup2 replaces the socket with a pipe; writes to it work");
   char buffer[2];
   check(read(pipe_fds[0], buffer, 2) == 2 && buffer[0] == 'x', "pipe carries the bytes");
   close(number);
