@@ -66,9 +66,10 @@ void explain_buffers(const config::BufferSpec& spec, bool override_app) {
                 config::format_rate(*spec.bandwidth_bytes_per_s).c_str(), config::format_duration(*spec.rtt).c_str(),
                 config::format_size(*bdp).c_str());
   } else if (spec.rtt_auto) {
-    std::printf("  buffers: bandwidth %s x the RTT measured once connected: the send buffer is sized then; the "
-                "receive buffer stays with autotuning (its window scale is fixed at the SYN)\n",
-                config::format_rate(*spec.bandwidth_bytes_per_s).c_str());
+    std::printf(
+        "  buffers: bandwidth %s x the RTT measured once connected: the send buffer is sized then; the "
+        "receive buffer stays with autotuning (its window scale is fixed at the SYN)\n",
+        config::format_rate(*spec.bandwidth_bytes_per_s).c_str());
   } else {
     std::printf("  buffers:\n");
   }
@@ -86,7 +87,8 @@ void explain_tuning(const config::Tuning& tuning) {
     switch (*tuning.nodelay) {
       case config::NodelayMode::on: std::printf("  nodelay: on (TCP_NODELAY set; the app may turn it off)\n"); break;
       case config::NodelayMode::force:
-        std::printf("  nodelay: force (TCP_NODELAY set; the app's TCP_NODELAY=0 and TCP_CORK=1 become logged no-ops)\n");
+        std::printf(
+            "  nodelay: force (TCP_NODELAY set; the app's TCP_NODELAY=0 and TCP_CORK=1 become logged no-ops)\n");
         break;
       case config::NodelayMode::off: std::printf("  nodelay: off (Nagle's algorithm stays on)\n"); break;
       case config::NodelayMode::keep: std::printf("  nodelay: keep (left to the app)\n"); break;

@@ -1,9 +1,9 @@
 // `tcptune doctor`: this network namespace's settings and what each means for tcptune.
+#include <sys/auxv.h>
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <sys/auxv.h>
-#include <unistd.h>
 
 #include "commands.hpp"
 #include "host_congestion.hpp"
@@ -19,7 +19,9 @@ void item(const char* name, const std::string& value, const std::string& meaning
   std::printf("%-40s %-28s %s\n", name, value.c_str(), meaning.c_str());
 }
 
-std::string sysctl(const char* name) { return config::read_sysctl(name).value_or("(unreadable)"); }
+std::string sysctl(const char* name) {
+  return config::read_sysctl(name).value_or("(unreadable)");
+}
 
 }  // namespace
 
@@ -49,14 +51,15 @@ int doctor_command(const std::vector<std::string>& /*args*/) {
   item("net.ipv4.tcp_wmem", sysctl("net/ipv4/tcp_wmem"),
        "send autotuning starts at " + config::format_size(snd.autotune_default) + ", can reach " +
            config::format_size(snd.autotune_max));
-  item("CAP_NET_ADMIN", cap ? "yes" : "no",
-       cap ? "SO_*BUFFORCE and any congestion control work" : "buffers are capped by *mem_max; only allowed algorithms");
+  item(
+      "CAP_NET_ADMIN", cap ? "yes" : "no",
+      cap ? "SO_*BUFFORCE and any congestion control work" : "buffers are capped by *mem_max; only allowed algorithms");
   const config::PolicySource source = config::discover_policy_source(getauxval(AT_SECURE) != 0);
   static constexpr const char* kKinds[] = {"TCPTUNE_POLICY", "TCPTUNE_POLICY_TOML", "/etc/tcptune/policy.toml",
                                            "built-in default"};
   const auto kind = static_cast<std::size_t>(source.kind);
-  std::string meaning = source.kind == config::PolicySource::Kind::builtin ? "TCP_NODELAY on for every TCP socket"
-                                                                           : source.path_or_text;
+  std::string meaning =
+      source.kind == config::PolicySource::Kind::builtin ? "TCP_NODELAY on for every TCP socket" : source.path_or_text;
   const config::LoadResult loaded = config::load_discovered(source);
   if (!loaded.ok()) {
     meaning = "INVALID: " + loaded.error().to_string();

@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
   server.join();
   close(listener);
   std::sort(latencies_us.begin(), latencies_us.end());
-  auto at = [&](double q) { return latencies_us[static_cast<std::size_t>(q * static_cast<double>(latencies_us.size() - 1))]; };
+  auto at = [&](double q) {
+    return latencies_us[static_cast<std::size_t>(q * static_cast<double>(latencies_us.size() - 1))];
+  };
   std::printf("rpc_demo requests=%d p50_us=%.1f p90_us=%.1f p99_us=%.1f max_us=%.1f\n", requests, at(0.5), at(0.9),
               at(0.99), latencies_us.back());
   return 0;

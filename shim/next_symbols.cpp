@@ -25,45 +25,81 @@ long arg(T value) {
   }
 }
 
-int raw_socket(int d, int t, int p) { return static_cast<int>(sys(SYS_socket, d, t, p)); }
-int raw_connect(int fd, const sockaddr* a, socklen_t l) { return static_cast<int>(sys(SYS_connect, fd, arg(a), l)); }
-int raw_listen(int fd, int backlog) { return static_cast<int>(sys(SYS_listen, fd, backlog)); }
+int raw_socket(int d, int t, int p) {
+  return static_cast<int>(sys(SYS_socket, d, t, p));
+}
+int raw_connect(int fd, const sockaddr* a, socklen_t l) {
+  return static_cast<int>(sys(SYS_connect, fd, arg(a), l));
+}
+int raw_listen(int fd, int backlog) {
+  return static_cast<int>(sys(SYS_listen, fd, backlog));
+}
 int raw_accept4(int fd, sockaddr* a, socklen_t* l, int flags) {
   return static_cast<int>(sys(SYS_accept4, fd, arg(a), arg(l), flags));
 }
-int raw_accept(int fd, sockaddr* a, socklen_t* l) { return raw_accept4(fd, a, l, 0); }
+int raw_accept(int fd, sockaddr* a, socklen_t* l) {
+  return raw_accept4(fd, a, l, 0);
+}
 int raw_setsockopt(int fd, int level, int name, const void* v, socklen_t l) {
   return static_cast<int>(sys(SYS_setsockopt, fd, level, name, arg(v), l));
 }
 int raw_getsockopt(int fd, int level, int name, void* v, socklen_t* l) {
   return static_cast<int>(sys(SYS_getsockopt, fd, level, name, arg(v), arg(l)));
 }
-ssize_t raw_write(int fd, const void* b, size_t n) { return sys(SYS_write, fd, arg(b), arg(n)); }
+ssize_t raw_write(int fd, const void* b, size_t n) {
+  return sys(SYS_write, fd, arg(b), arg(n));
+}
 ssize_t raw_sendto(int fd, const void* b, size_t n, int flags, const sockaddr* a, socklen_t l) {
   return sys(SYS_sendto, fd, arg(b), arg(n), flags, arg(a), l);
 }
-ssize_t raw_send(int fd, const void* b, size_t n, int flags) { return raw_sendto(fd, b, n, flags, nullptr, 0); }
-ssize_t raw_sendmsg(int fd, const msghdr* m, int flags) { return sys(SYS_sendmsg, fd, arg(m), flags); }
+ssize_t raw_send(int fd, const void* b, size_t n, int flags) {
+  return raw_sendto(fd, b, n, flags, nullptr, 0);
+}
+ssize_t raw_sendmsg(int fd, const msghdr* m, int flags) {
+  return sys(SYS_sendmsg, fd, arg(m), flags);
+}
 int raw_sendmmsg(int fd, mmsghdr* m, unsigned int n, int flags) {
   return static_cast<int>(sys(SYS_sendmmsg, fd, arg(m), n, flags));
 }
-ssize_t raw_writev(int fd, const iovec* v, int n) { return sys(SYS_writev, fd, arg(v), n); }
-ssize_t raw_sendfile(int out, int in, off_t* off, size_t n) { return sys(SYS_sendfile, out, in, arg(off), arg(n)); }
-ssize_t raw_read(int fd, void* b, size_t n) { return sys(SYS_read, fd, arg(b), arg(n)); }
+ssize_t raw_writev(int fd, const iovec* v, int n) {
+  return sys(SYS_writev, fd, arg(v), n);
+}
+ssize_t raw_sendfile(int out, int in, off_t* off, size_t n) {
+  return sys(SYS_sendfile, out, in, arg(off), arg(n));
+}
+ssize_t raw_read(int fd, void* b, size_t n) {
+  return sys(SYS_read, fd, arg(b), arg(n));
+}
 ssize_t raw_recvfrom(int fd, void* b, size_t n, int flags, sockaddr* a, socklen_t* l) {
   return sys(SYS_recvfrom, fd, arg(b), arg(n), flags, arg(a), arg(l));
 }
-ssize_t raw_recv(int fd, void* b, size_t n, int flags) { return raw_recvfrom(fd, b, n, flags, nullptr, nullptr); }
-ssize_t raw_recvmsg(int fd, msghdr* m, int flags) { return sys(SYS_recvmsg, fd, arg(m), flags); }
-ssize_t raw_readv(int fd, const iovec* v, int n) { return sys(SYS_readv, fd, arg(v), n); }
-int raw_close(int fd) { return static_cast<int>(sys(SYS_close, fd)); }
+ssize_t raw_recv(int fd, void* b, size_t n, int flags) {
+  return raw_recvfrom(fd, b, n, flags, nullptr, nullptr);
+}
+ssize_t raw_recvmsg(int fd, msghdr* m, int flags) {
+  return sys(SYS_recvmsg, fd, arg(m), flags);
+}
+ssize_t raw_readv(int fd, const iovec* v, int n) {
+  return sys(SYS_readv, fd, arg(v), n);
+}
+int raw_close(int fd) {
+  return static_cast<int>(sys(SYS_close, fd));
+}
 int raw_close_range(unsigned int first, unsigned int last, int flags) {
   return static_cast<int>(sys(SYS_close_range, first, last, flags));
 }
-void raw_closefrom(int lowfd) { raw_close_range(static_cast<unsigned int>(lowfd), ~0U, 0); }
-int raw_dup(int fd) { return static_cast<int>(sys(SYS_dup, fd)); }
-int raw_dup2(int fd, int to) { return static_cast<int>(sys(SYS_dup2, fd, to)); }
-int raw_dup3(int fd, int to, int flags) { return static_cast<int>(sys(SYS_dup3, fd, to, flags)); }
+void raw_closefrom(int lowfd) {
+  raw_close_range(static_cast<unsigned int>(lowfd), ~0U, 0);
+}
+int raw_dup(int fd) {
+  return static_cast<int>(sys(SYS_dup, fd));
+}
+int raw_dup2(int fd, int to) {
+  return static_cast<int>(sys(SYS_dup2, fd, to));
+}
+int raw_dup3(int fd, int to, int flags) {
+  return static_cast<int>(sys(SYS_dup3, fd, to, flags));
+}
 int raw_fcntl(int fd, int cmd, ...) {
   va_list args;
   va_start(args, cmd);
@@ -82,29 +118,70 @@ int unresolved_fclose(FILE* /*stream*/) {
 NextSymbols& next() noexcept {
   // constinit: usable from the first hook, before any constructor has run.
   static constinit NextSymbols symbols{
-      {"socket", raw_socket},         {"connect", raw_connect},     {"listen", raw_listen},
-      {"accept", raw_accept},         {"accept4", raw_accept4},     {"setsockopt", raw_setsockopt},
-      {"getsockopt", raw_getsockopt}, {"write", raw_write},         {"send", raw_send},
-      {"sendto", raw_sendto},         {"sendmsg", raw_sendmsg},     {"sendmmsg", raw_sendmmsg},
-      {"writev", raw_writev},         {"sendfile", raw_sendfile},   {"sendfile64", raw_sendfile},
-      {"read", raw_read},             {"recv", raw_recv},           {"recvfrom", raw_recvfrom},
-      {"recvmsg", raw_recvmsg},       {"readv", raw_readv},         {"close", raw_close},
-      {"close_range", raw_close_range}, {"closefrom", raw_closefrom}, {"dup", raw_dup},
-      {"dup2", raw_dup2},             {"dup3", raw_dup3},           {"fcntl", raw_fcntl},
-      {"fcntl64", raw_fcntl},         {"fclose", unresolved_fclose},
+      {"socket", raw_socket},
+      {"connect", raw_connect},
+      {"listen", raw_listen},
+      {"accept", raw_accept},
+      {"accept4", raw_accept4},
+      {"setsockopt", raw_setsockopt},
+      {"getsockopt", raw_getsockopt},
+      {"write", raw_write},
+      {"send", raw_send},
+      {"sendto", raw_sendto},
+      {"sendmsg", raw_sendmsg},
+      {"sendmmsg", raw_sendmmsg},
+      {"writev", raw_writev},
+      {"sendfile", raw_sendfile},
+      {"sendfile64", raw_sendfile},
+      {"read", raw_read},
+      {"recv", raw_recv},
+      {"recvfrom", raw_recvfrom},
+      {"recvmsg", raw_recvmsg},
+      {"readv", raw_readv},
+      {"close", raw_close},
+      {"close_range", raw_close_range},
+      {"closefrom", raw_closefrom},
+      {"dup", raw_dup},
+      {"dup2", raw_dup2},
+      {"dup3", raw_dup3},
+      {"fcntl", raw_fcntl},
+      {"fcntl64", raw_fcntl},
+      {"fclose", unresolved_fclose},
   };
   return symbols;
 }
 
 void resolve_all_next_symbols() noexcept {
   NextSymbols& s = next();
-  s.socket.resolve(); s.connect.resolve(); s.listen.resolve(); s.accept.resolve();
-  s.accept4.resolve(); s.setsockopt.resolve(); s.getsockopt.resolve(); s.write.resolve();
-  s.send.resolve(); s.sendto.resolve(); s.sendmsg.resolve(); s.sendmmsg.resolve();
-  s.writev.resolve(); s.sendfile.resolve(); s.sendfile64.resolve(); s.read.resolve();
-  s.recv.resolve(); s.recvfrom.resolve(); s.recvmsg.resolve(); s.readv.resolve();
-  s.close.resolve(); s.close_range.resolve(); s.closefrom.resolve(); s.dup.resolve();
-  s.dup2.resolve(); s.dup3.resolve(); s.fcntl.resolve(); s.fcntl64.resolve(); s.fclose.resolve();
+  s.socket.resolve();
+  s.connect.resolve();
+  s.listen.resolve();
+  s.accept.resolve();
+  s.accept4.resolve();
+  s.setsockopt.resolve();
+  s.getsockopt.resolve();
+  s.write.resolve();
+  s.send.resolve();
+  s.sendto.resolve();
+  s.sendmsg.resolve();
+  s.sendmmsg.resolve();
+  s.writev.resolve();
+  s.sendfile.resolve();
+  s.sendfile64.resolve();
+  s.read.resolve();
+  s.recv.resolve();
+  s.recvfrom.resolve();
+  s.recvmsg.resolve();
+  s.readv.resolve();
+  s.close.resolve();
+  s.close_range.resolve();
+  s.closefrom.resolve();
+  s.dup.resolve();
+  s.dup2.resolve();
+  s.dup3.resolve();
+  s.fcntl.resolve();
+  s.fcntl64.resolve();
+  s.fclose.resolve();
 }
 
 }  // namespace tcptune::shim

@@ -86,8 +86,8 @@ class Applier {
       bdp = config::bdp_target(*spec.bandwidth_bytes_per_s, *spec.rtt);
     }
     const HostBufferFacts& host = host_buffer_facts();
-    direction("rcvbuf", SO_RCVBUF, SO_RCVBUFFORCE, slot_.held_rcvbuf, spec.rcvbuf, bdp, host.rcvbuf,
-              host.cap_net_admin, override_app);
+    direction("rcvbuf", SO_RCVBUF, SO_RCVBUFFORCE, slot_.held_rcvbuf, spec.rcvbuf, bdp, host.rcvbuf, host.cap_net_admin,
+              override_app);
     if (spec.rtt_auto && !spec.sndbuf.has_value()) {
       slot_.set_flag(flag_rtt_auto_pending);
       add("sndbuf", "bandwidth x measured rtt", effective_int(fd_, SOL_SOCKET, SO_SNDBUF),
@@ -95,8 +95,8 @@ class Applier {
       drop_or_apply_held("sndbuf", SO_SNDBUF, slot_.held_sndbuf, override_app, /*policy_sizes_it=*/true);
       return;
     }
-    direction("sndbuf", SO_SNDBUF, SO_SNDBUFFORCE, slot_.held_sndbuf, spec.sndbuf, bdp, host.sndbuf,
-              host.cap_net_admin, override_app);
+    direction("sndbuf", SO_SNDBUF, SO_SNDBUFFORCE, slot_.held_sndbuf, spec.sndbuf, bdp, host.sndbuf, host.cap_net_admin,
+              override_app);
   }
 
   // Pins one direction per config::plan_buffer, trying the FORCE variant when it plans to.
@@ -111,8 +111,7 @@ class Applier {
         return;
       }
       decision = config::plan_buffer(target, explicit_size, limits, false, name);
-      note = std::string(option == SO_RCVBUF ? "SO_RCVBUFFORCE " : "SO_SNDBUFFORCE ") + error + "; " +
-             decision.reason;
+      note = std::string(option == SO_RCVBUF ? "SO_RCVBUFFORCE " : "SO_SNDBUFFORCE ") + error + "; " + decision.reason;
     }
     if (decision.action == config::BufferAction::pin) {
       const std::string error = set_int(fd_, SOL_SOCKET, option, static_cast<int>(decision.value));
@@ -168,13 +167,15 @@ class Applier {
       return;
     }
     std::string note;
-    if (next_setsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, algorithm.data(),
-                        static_cast<socklen_t>(algorithm.size())) != 0) {
+    if (next_setsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, algorithm.data(), static_cast<socklen_t>(algorithm.size())) !=
+        0) {
       const int error = errno;
       const std::string current = get_congestion(fd_);
       if (error == EPERM) {
-        note = algorithm + " is not in net.ipv4.tcp_allowed_congestion_control and this process lacks "
-                           "CAP_NET_ADMIN; keeping " + current;
+        note = algorithm +
+               " is not in net.ipv4.tcp_allowed_congestion_control and this process lacks "
+               "CAP_NET_ADMIN; keeping " +
+               current;
       } else if (error == ENOENT) {
         note = algorithm + " is not available in this kernel (module not loaded); keeping " + current;
       } else {
@@ -208,9 +209,9 @@ class Applier {
         "idle=" + std::to_string(seconds_rounded_up(keepalive.idle)) + "s interval=" +
             (keepalive.interval.count() > 0 ? std::to_string(seconds_rounded_up(keepalive.interval)) + "s" : "kernel") +
             " count=" + (keepalive.count > 0 ? std::to_string(keepalive.count) : "kernel"),
-        "on=" + effective_int(fd_, SOL_SOCKET, SO_KEEPALIVE) + " idle=" + effective_int(fd_, IPPROTO_TCP, TCP_KEEPIDLE) +
-            "s interval=" + effective_int(fd_, IPPROTO_TCP, TCP_KEEPINTVL) +
-            "s count=" + effective_int(fd_, IPPROTO_TCP, TCP_KEEPCNT),
+        "on=" + effective_int(fd_, SOL_SOCKET, SO_KEEPALIVE) +
+            " idle=" + effective_int(fd_, IPPROTO_TCP, TCP_KEEPIDLE) + "s interval=" +
+            effective_int(fd_, IPPROTO_TCP, TCP_KEEPINTVL) + "s count=" + effective_int(fd_, IPPROTO_TCP, TCP_KEEPCNT),
         note);
   }
 

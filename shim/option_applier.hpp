@@ -11,12 +11,12 @@
 namespace tcptune::shim {
 
 enum class ApplyPhase {
-  before_connect,     // client, before the SYN leaves: everything, window scale included
-  before_listen,      // listener: accepted sockets inherit most of it
-  accepted,           // accepted socket whose rule differs from its listener's
-  accepted_inherited, // accepted socket with its listener's rule: only what is not inherited
-  adopted_connected,  // connected before we saw it: buffers come too late for the window scale
-  adopted_listener,   // listening before we saw it (inherited, socket activation)
+  before_connect,      // client, before the SYN leaves: everything, window scale included
+  before_listen,       // listener: accepted sockets inherit most of it
+  accepted,            // accepted socket whose rule differs from its listener's
+  accepted_inherited,  // accepted socket with its listener's rule: only what is not inherited
+  adopted_connected,   // connected before we saw it: buffers come too late for the window scale
+  adopted_listener,    // listening before we saw it (inherited, socket activation)
 };
 const char* phase_name(ApplyPhase phase);
 

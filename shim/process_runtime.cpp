@@ -31,7 +31,9 @@ std::atomic<const Runtime*> g_active{nullptr};
 
 constexpr int kStrictExitStatus = 78;  // EX_CONFIG
 
-const char* env(const char* name, bool secure) { return secure ? nullptr : std::getenv(name); }
+const char* env(const char* name, bool secure) {
+  return secure ? nullptr : std::getenv(name);
+}
 
 std::optional<config::LogLevel> parse_level(const char* text) {
   if (text == nullptr) {
@@ -84,8 +86,8 @@ void initialize() {
   open_configured_log(runtime->policy, runtime->program, secure);
   if (runtime->policy != nullptr) {
     log_message(config::LogLevel::info, "start program=" + runtime->program + " pid=" + std::to_string(getpid()) +
-                                            " policy=\"" + runtime->policy->source + "\" rules=" +
-                                            std::to_string(runtime->policy->rules.size()));
+                                            " policy=\"" + runtime->policy->source +
+                                            "\" rules=" + std::to_string(runtime->policy->rules.size()));
   } else {
     log_message(config::LogLevel::error, "start program=" + runtime->program + " policy_error=\"" +
                                              loaded.error().to_string() + "\" running untuned");

@@ -92,7 +92,11 @@ std::string expand_log_path(std::string_view pattern, std::string_view program, 
   return out;
 }
 
-void log_prepare_fork() noexcept { log_mutex().lock(); }
-void log_after_fork() noexcept { log_mutex().unlock(); }
+void log_prepare_fork() noexcept {
+  log_mutex().lock();
+}
+void log_after_fork() noexcept {
+  log_mutex().unlock();
+}
 
 }  // namespace tcptune::shim

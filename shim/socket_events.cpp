@@ -52,8 +52,8 @@ void warn_refusals_once(const config::Policy& policy, int rule, const ApplyRepor
         continue;
       }
     }
-    log_message(LogLevel::warn, "rule=\"" + std::string(config::rule_name(policy, rule)) + "\" " + option.name +
-                                    ": " + option.note + " (logged once per rule)");
+    log_message(LogLevel::warn, "rule=\"" + std::string(config::rule_name(policy, rule)) + "\" " + option.name + ": " +
+                                    option.note + " (logged once per rule)");
   }
 }
 
@@ -79,8 +79,8 @@ void log_connection(const char* event, int fd, const SocketSlot& slot, const con
 }
 
 // Picks the rule for `facts`, records it in the slot, applies it and logs what happened.
-void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::ConnectionFacts facts,
-                      SocketRole role, ApplyPhase phase) {
+void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::ConnectionFacts facts, SocketRole role,
+                      ApplyPhase phase) {
   facts.program = runtime.program;
   const bool is_listener = role == SocketRole::listener;
   const int rule = config::match_rule(*runtime.policy, facts, is_listener);
@@ -130,7 +130,9 @@ SocketSlot* tcp_slot_for_setup(int fd, const Runtime& runtime) {
   return slot;
 }
 
-bool rule_chosen(const SocketSlot& slot) { return slot.rule_index.load(std::memory_order_relaxed) != kRuleUnchosen; }
+bool rule_chosen(const SocketSlot& slot) {
+  return slot.rule_index.load(std::memory_order_relaxed) != kRuleUnchosen;
+}
 
 void resolve_rtt_auto(int fd, SocketSlot& slot, const Runtime& runtime) {
   const int rule = slot.rule_index.load(std::memory_order_relaxed);
@@ -302,8 +304,8 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
     if (!rule_chosen(*slot)) {
       if (buffer_option && number.has_value()) {
         // Held until connect()/listen() picks the rule: the kernel's buffer lock cannot be undone.
-        (name == SO_RCVBUF ? slot->held_rcvbuf : slot->held_sndbuf).store(*number < 0 ? 0 : *number,
-                                                                            std::memory_order_relaxed);
+        (name == SO_RCVBUF ? slot->held_rcvbuf : slot->held_sndbuf)
+            .store(*number < 0 ? 0 : *number, std::memory_order_relaxed);
         return SockoptVerdict::swallow;
       }
       if (const AppOption option = app_option_for(level, name); option != AppOption{}) {
@@ -321,7 +323,8 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
         return SockoptVerdict::swallow;
       }
     }
-    const bool any_buffer_option = buffer_option || (level == SOL_SOCKET && (name == SO_SNDBUFFORCE || name == SO_RCVBUFFORCE));
+    const bool any_buffer_option =
+        buffer_option || (level == SOL_SOCKET && (name == SO_SNDBUFFORCE || name == SO_RCVBUFFORCE));
     if (any_buffer_option && slot->has_flag(flag_override_buffers)) {
       log_veto(fd, *slot, flag_veto_buffers_logged,
                std::string(name == SO_RCVBUF || name == SO_RCVBUFFORCE ? "SO_RCVBUF" : "SO_SNDBUF") + "=" +
@@ -401,7 +404,9 @@ void after_read(SocketSlot& slot, int fd, ssize_t result) noexcept {
   }
 }
 
-void before_close(int fd) noexcept { fd_table().retire(fd); }
+void before_close(int fd) noexcept {
+  fd_table().retire(fd);
+}
 
 void before_close_range(unsigned int first, unsigned int last, int flags) noexcept {
   if ((flags & CLOSE_RANGE_CLOEXEC) == 0) {

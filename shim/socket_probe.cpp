@@ -52,7 +52,9 @@ FdKind classify_fd(int fd) noexcept {
   return FdKind::tcp;
 }
 
-bool is_listening(int fd) noexcept { return get_int_option(fd, SOL_SOCKET, SO_ACCEPTCONN).value_or(0) != 0; }
+bool is_listening(int fd) noexcept {
+  return get_int_option(fd, SOL_SOCKET, SO_ACCEPTCONN).value_or(0) != 0;
+}
 
 bool is_connected(int fd) noexcept {
   ErrnoSaver saver;
@@ -61,10 +63,16 @@ bool is_connected(int fd) noexcept {
   return getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &len) == 0;
 }
 
-int socket_family(int fd) noexcept { return get_int_option(fd, SOL_SOCKET, SO_DOMAIN).value_or(-1); }
+int socket_family(int fd) noexcept {
+  return get_int_option(fd, SOL_SOCKET, SO_DOMAIN).value_or(-1);
+}
 
-config::Endpoint local_endpoint(int fd) { return endpoint_of(fd, getsockname); }
-config::Endpoint peer_endpoint(int fd) { return endpoint_of(fd, getpeername); }
+config::Endpoint local_endpoint(int fd) {
+  return endpoint_of(fd, getsockname);
+}
+config::Endpoint peer_endpoint(int fd) {
+  return endpoint_of(fd, getpeername);
+}
 
 std::optional<tcp_info> get_tcp_info(int fd) noexcept {
   ErrnoSaver saver;

@@ -9,7 +9,9 @@
 namespace tcptune::config {
 
 namespace {
-int address_bytes(int family) { return family == 4 ? 4 : 16; }
+int address_bytes(int family) {
+  return family == 4 ? 4 : 16;
+}
 
 bool bit_set(const std::array<std::uint8_t, 16>& bytes, int bit) {
   return ((bytes[static_cast<std::size_t>(bit / 8)] >> (7 - bit % 8)) & 1U) != 0;

@@ -17,8 +17,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -38,9 +38,10 @@ std::string PolicyError::to_string() const {
 
 namespace {
 
-constexpr std::string_view kTuningKeys[] = {"nodelay",      "buffers", "override_app_buffers", "congestion",
-                                            "keepalive",    "user_timeout", "notsent_lowat", "thin_linear_timeouts",
-                                            "quickack",     "tos",     "sockopt"};
+constexpr std::string_view kTuningKeys[] = {
+    "nodelay",      "buffers",       "override_app_buffers", "congestion", "keepalive",
+    "user_timeout", "notsent_lowat", "thin_linear_timeouts", "quickack",   "tos",
+    "sockopt"};
 
 struct NamedOption {
   std::string_view name;
@@ -75,8 +76,10 @@ constexpr NamedOption kSockopts[] = {
     {"IPV6_TCLASS", IPPROTO_IPV6, IPV6_TCLASS},
     {"IPV6_UNICAST_HOPS", IPPROTO_IPV6, IPV6_UNICAST_HOPS},
 };
-constexpr std::pair<std::string_view, int> kLevels[] = {
-    {"SOL_SOCKET", SOL_SOCKET}, {"IPPROTO_TCP", IPPROTO_TCP}, {"IPPROTO_IP", IPPROTO_IP}, {"IPPROTO_IPV6", IPPROTO_IPV6}};
+constexpr std::pair<std::string_view, int> kLevels[] = {{"SOL_SOCKET", SOL_SOCKET},
+                                                        {"IPPROTO_TCP", IPPROTO_TCP},
+                                                        {"IPPROTO_IP", IPPROTO_IP},
+                                                        {"IPPROTO_IPV6", IPPROTO_IPV6}};
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
@@ -149,7 +152,8 @@ class Loader {
 
  private:
   SourcePos position(const toml::source_region& region) const {
-    return SourcePos{source_, static_cast<std::uint32_t>(region.begin.line), static_cast<std::uint32_t>(region.begin.column)};
+    return SourcePos{source_, static_cast<std::uint32_t>(region.begin.line),
+                     static_cast<std::uint32_t>(region.begin.column)};
   }
   bool fail(const toml::source_region& region, std::string message) {
     if (!error_.has_value()) {
@@ -163,8 +167,8 @@ class Loader {
   bool check_keys(const toml::table& table, const std::string_view (&allowed)[N], const std::string& where) {
     for (auto&& [key, node] : table) {
       if (std::find(std::begin(allowed), std::end(allowed), key.str()) == std::end(allowed)) {
-        return fail(key.source(), "unknown key '" + std::string(key.str()) + "' in " + where +
-                                      did_you_mean(key.str(), allowed));
+        return fail(key.source(),
+                    "unknown key '" + std::string(key.str()) + "' in " + where + did_you_mean(key.str(), allowed));
       }
     }
     return true;
@@ -194,7 +198,8 @@ class Loader {
     return std::nullopt;
   }
 
-  std::optional<std::int64_t> as_int(const toml::node& node, const std::string& name, std::int64_t min, std::int64_t max) {
+  std::optional<std::int64_t> as_int(const toml::node& node, const std::string& name, std::int64_t min,
+                                     std::int64_t max) {
     const auto* i = node.as_integer();
     if (i == nullptr) {
       fail(node.source(), "'" + name + "' must be an integer, not " + describe(node));
@@ -356,15 +361,17 @@ class Loader {
           return;
         }
       }
-      fail(level->source(), "'level' must be one of \"trace\", \"debug\", \"info\", \"warn\", \"error\", \"off\", not " +
-                                describe(*level));
+      fail(level->source(),
+           "'level' must be one of \"trace\", \"debug\", \"info\", \"warn\", \"error\", \"off\", not " +
+               describe(*level));
     }
   }
 
   void read_rule(const toml::table& table, Rule& rule) {
     static constexpr std::string_view kRuleKeys[] = {
-        "name",       "match",   "nodelay",      "buffers",       "override_app_buffers", "congestion", "keepalive",
-        "user_timeout", "notsent_lowat", "thin_linear_timeouts", "quickack", "tos", "sockopt"};
+        "name",       "match",     "nodelay",      "buffers",       "override_app_buffers",
+        "congestion", "keepalive", "user_timeout", "notsent_lowat", "thin_linear_timeouts",
+        "quickack",   "tos",       "sockopt"};
     if (!check_keys(table, kRuleKeys, "[[rule]]")) {
       return;
     }
@@ -439,7 +446,8 @@ class Loader {
         const std::size_t dash = text.find('-');
         char* end = nullptr;
         const long first = std::strtol(text.c_str(), &end, 10);
-        const bool first_ok = end != text.c_str() && (dash == std::string::npos ? *end == '\0' : end == text.c_str() + dash);
+        const bool first_ok =
+            end != text.c_str() && (dash == std::string::npos ? *end == '\0' : end == text.c_str() + dash);
         long last = first;
         bool last_ok = true;
         if (dash != std::string::npos) {
@@ -451,14 +459,15 @@ class Loader {
           return fail(item.source(), "'port' \"" + text + "\" is not a port or range such as \"8000-8100\" (1..65535)");
         }
         if (first > last) {
-          return fail(item.source(), "'port' range \"" + text + "\" is reversed; did you mean \"" + std::to_string(last) +
-                                         "-" + std::to_string(first) + "\"?");
+          return fail(item.source(), "'port' range \"" + text + "\" is reversed; did you mean \"" +
+                                         std::to_string(last) + "-" + std::to_string(first) + "\"?");
         }
         ports.push_back({static_cast<std::uint16_t>(first), static_cast<std::uint16_t>(last)});
         return true;
       }
-      return fail(item.source(), "'port' must be a number, a range string such as \"8000-8100\", or an array of those, not " +
-                                     describe(item));
+      return fail(
+          item.source(),
+          "'port' must be a number, a range string such as \"8000-8100\", or an array of those, not " + describe(item));
     };
     if (const auto* array = node.as_array()) {
       for (const toml::node& item : *array) {
@@ -476,8 +485,10 @@ class Loader {
     using std::chrono::milliseconds;
     using std::chrono::seconds;
     if (const toml::node* node = table.get("nodelay")) {
-      static constexpr std::pair<std::string_view, NodelayMode> kModes[] = {
-          {"on", NodelayMode::on}, {"force", NodelayMode::force}, {"off", NodelayMode::off}, {"keep", NodelayMode::keep}};
+      static constexpr std::pair<std::string_view, NodelayMode> kModes[] = {{"on", NodelayMode::on},
+                                                                            {"force", NodelayMode::force},
+                                                                            {"off", NodelayMode::off},
+                                                                            {"keep", NodelayMode::keep}};
       const auto s = node->as_string();
       for (const auto& [name, mode] : kModes) {
         if (s != nullptr && s->get() == name) {
@@ -595,7 +606,8 @@ class Loader {
     if (spec.bandwidth_bytes_per_s.has_value() && spec.rtt.has_value() &&
         bdp_bytes(*spec.bandwidth_bytes_per_s, *spec.rtt) > kMaxBuffer) {
       fail(node.source(), "'buffers': bandwidth x rtt is " +
-                              format_size(bdp_bytes(*spec.bandwidth_bytes_per_s, *spec.rtt)) + ", above the 1 GiB limit");
+                              format_size(bdp_bytes(*spec.bandwidth_bytes_per_s, *spec.rtt)) +
+                              ", above the 1 GiB limit");
       return;
     }
     tuning.buffers = spec;
@@ -657,7 +669,9 @@ class Loader {
   void read_sockopts(const toml::node& node, Tuning& tuning) {
     const toml::array* array = node.as_array();
     if (array == nullptr) {
-      fail(node.source(), "'sockopt' must be an array of tables such as [{ level = \"IPPROTO_TCP\", name = \"TCP_MAXSEG\", value = 1400 }]");
+      fail(node.source(),
+           "'sockopt' must be an array of tables such as [{ level = \"IPPROTO_TCP\", name = \"TCP_MAXSEG\", value = "
+           "1400 }]");
       return;
     }
     static constexpr std::string_view kSockoptKeys[] = {"level", "name", "value"};
@@ -680,15 +694,16 @@ class Loader {
       if (!level_text || !name_text || !number) {
         return;
       }
-      const auto* known_level = std::find_if(std::begin(kLevels), std::end(kLevels),
-                                             [&](const auto& l) { return l.first == *level_text; });
+      const auto* known_level =
+          std::find_if(std::begin(kLevels), std::end(kLevels), [&](const auto& l) { return l.first == *level_text; });
       if (known_level == std::end(kLevels)) {
         std::vector<std::string_view> names;
         for (const auto& l : kLevels) {
           names.push_back(l.first);
         }
         fail(level->source(), "unknown sockopt level \"" + *level_text +
-                                  "\" (SOL_SOCKET, IPPROTO_TCP, IPPROTO_IP, IPPROTO_IPV6)" + did_you_mean(*level_text, names));
+                                  "\" (SOL_SOCKET, IPPROTO_TCP, IPPROTO_IP, IPPROTO_IPV6)" +
+                                  did_you_mean(*level_text, names));
         return;
       }
       const auto* known = std::find_if(std::begin(kSockopts), std::end(kSockopts),
@@ -703,9 +718,9 @@ class Loader {
       }
       if (known->level != known_level->second) {
         fail(level->source(), std::string(known->name) + " belongs to level " +
-                                  std::string(std::find_if(std::begin(kLevels), std::end(kLevels), [&](const auto& l) {
-                                                return l.second == known->level;
-                                              })->first) +
+                                  std::string(std::find_if(std::begin(kLevels), std::end(kLevels),
+                                                           [&](const auto& l) { return l.second == known->level; })
+                                                  ->first) +
                                   ", not " + *level_text);
         return;
       }

@@ -7,8 +7,8 @@ namespace tcptune::config {
 namespace {
 
 bool port_matches(const std::vector<PortRange>& ports, std::uint16_t port) {
-  return ports.empty() || std::any_of(ports.begin(), ports.end(),
-                                      [&](const PortRange& r) { return port >= r.first && port <= r.last; });
+  return ports.empty() ||
+         std::any_of(ports.begin(), ports.end(), [&](const PortRange& r) { return port >= r.first && port <= r.last; });
 }
 
 bool rule_matches(const Match& match, const ConnectionFacts& facts, bool is_listener) {
@@ -25,9 +25,8 @@ bool rule_matches(const Match& match, const ConnectionFacts& facts, bool is_list
                    [&](const Cidr& cidr) { return cidr_contains(cidr, facts.peer); })) {
     return false;
   }
-  return match.programs.empty() || std::any_of(match.programs.begin(), match.programs.end(), [&](const std::string& p) {
-           return glob_match(p, facts.program);
-         });
+  return match.programs.empty() || std::any_of(match.programs.begin(), match.programs.end(),
+                                               [&](const std::string& p) { return glob_match(p, facts.program); });
 }
 
 }  // namespace

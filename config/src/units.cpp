@@ -2,8 +2,8 @@
 
 #include <cctype>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace tcptune::config {
@@ -46,7 +46,9 @@ Parsed<T> succeed(T value) {
   return Parsed<T>{std::variant<T, std::string>(std::in_place_index<0>, value)};
 }
 
-std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+std::string quoted(std::string_view text) {
+  return "\"" + std::string(text) + "\"";
+}
 
 template <std::size_t N>
 Parsed<double> scaled(std::string_view text, const Unit (&units)[N], bool bare_allowed, const char* kind,
@@ -72,18 +74,32 @@ Parsed<double> scaled(std::string_view text, const Unit (&units)[N], bool bare_a
 
 constexpr double kKi = 1024.0;
 constexpr Unit kSizeUnits[] = {
-    {"B", 1},        {"KB", 1e3},           {"MB", 1e6},           {"GB", 1e9},
-    {"KiB", kKi},    {"MiB", kKi * kKi},    {"GiB", kKi * kKi * kKi}, {"k", 1e3},
-    {"K", 1e3},      {"M", 1e6},            {"G", 1e9},
+    {"B", 1},   {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"KiB", kKi}, {"MiB", kKi* kKi}, {"GiB", kKi* kKi* kKi},
+    {"k", 1e3}, {"K", 1e3},  {"M", 1e6},  {"G", 1e9},
 };
 constexpr Unit kDurationUnits[] = {
     {"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9},
 };
 constexpr Unit kRateUnits[] = {
-    {"bit", 1.0 / 8},    {"Kbit", 1e3 / 8},   {"Mbit", 1e6 / 8},  {"Gbit", 1e9 / 8},  {"bps", 1.0 / 8},
-    {"Kbps", 1e3 / 8},   {"Mbps", 1e6 / 8},   {"Gbps", 1e9 / 8},  {"bit/s", 1.0 / 8}, {"Kbit/s", 1e3 / 8},
-    {"Mbit/s", 1e6 / 8}, {"Gbit/s", 1e9 / 8}, {"B/s", 1},         {"KB/s", 1e3},      {"MB/s", 1e6},
-    {"GB/s", 1e9},       {"KiB/s", kKi},      {"MiB/s", kKi * kKi}, {"GiB/s", kKi * kKi * kKi},
+    {"bit", 1.0 / 8},
+    {"Kbit", 1e3 / 8},
+    {"Mbit", 1e6 / 8},
+    {"Gbit", 1e9 / 8},
+    {"bps", 1.0 / 8},
+    {"Kbps", 1e3 / 8},
+    {"Mbps", 1e6 / 8},
+    {"Gbps", 1e9 / 8},
+    {"bit/s", 1.0 / 8},
+    {"Kbit/s", 1e3 / 8},
+    {"Mbit/s", 1e6 / 8},
+    {"Gbit/s", 1e9 / 8},
+    {"B/s", 1},
+    {"KB/s", 1e3},
+    {"MB/s", 1e6},
+    {"GB/s", 1e9},
+    {"KiB/s", kKi},
+    {"MiB/s", kKi* kKi},
+    {"GiB/s", kKi* kKi* kKi},
 };
 
 // Rounding by hand: the shim links no libm (its only run-time dependency is libc).
@@ -131,7 +147,8 @@ Parsed<Duration> parse_duration(std::string_view text) {
 }
 
 Parsed<std::uint64_t> parse_rate(std::string_view text) {
-  return to_u64(scaled(text, kRateUnits, false, "rate", "bit, Kbit, Mbit, Gbit (or bps forms), B/s, KB/s, MB/s, GB/s, KiB/s, MiB/s"),
+  return to_u64(scaled(text, kRateUnits, false, "rate",
+                       "bit, Kbit, Mbit, Gbit (or bps forms), B/s, KB/s, MB/s, GB/s, KiB/s, MiB/s"),
                 text);
 }
 

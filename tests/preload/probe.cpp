@@ -150,7 +150,8 @@ void cmd_force(const Args& args) {
   const Pair pair = make_pair();
   const int zero = 0;
   const int one = 1;
-  check(setsockopt(pair.client, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero) == 0, "setsockopt(TCP_NODELAY=0) succeeds");
+  check(setsockopt(pair.client, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero) == 0,
+        "setsockopt(TCP_NODELAY=0) succeeds");
   check(setsockopt(pair.client, IPPROTO_TCP, TCP_CORK, &one, sizeof one) == 0, "setsockopt(TCP_CORK=1) succeeds");
   check(int_option(pair.client, IPPROTO_TCP, TCP_NODELAY) == arg_int(args, "nodelay", -1),
         "TCP_NODELAY after the app cleared it == " + arg_str(args, "nodelay"));
@@ -167,14 +168,15 @@ void cmd_buffers(const Args& args) {
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &app_value, sizeof app_value);
     before = int_option(fd, SOL_SOCKET, SO_RCVBUF);
   });
-  check(before == arg_int(args, "before", -1), "SO_RCVBUF seen by the app before connect (" +
-                                                   std::to_string(before) + ") == " + arg_str(args, "before"));
+  check(before == arg_int(args, "before", -1),
+        "SO_RCVBUF seen by the app before connect (" + std::to_string(before) + ") == " + arg_str(args, "before"));
   const int after = int_option(pair.client, SOL_SOCKET, SO_RCVBUF);
   const std::string expected = arg_str(args, "after");
   if (expected == "unlocked") {
     check(after != 2 * app_value, "SO_RCVBUF after connect (" + std::to_string(after) + ") is not the app's pin");
   } else {
-    check(after == std::atoi(expected.c_str()), "SO_RCVBUF after connect (" + std::to_string(after) + ") == " + expected);
+    check(after == std::atoi(expected.c_str()),
+          "SO_RCVBUF after connect (" + std::to_string(after) + ") == " + expected);
   }
   close_pair(pair);
 }
@@ -187,29 +189,34 @@ void cmd_wscale(const Args& args) {
   getsockopt(pair.client, IPPROTO_TCP, TCP_INFO, &info, &len);
   const int wscale = info.tcpi_rcv_wscale;
   if (args.count("max") != 0) {
-    check(wscale <= arg_int(args, "max", 0), "client rcv_wscale " + std::to_string(wscale) + " <= " + arg_str(args, "max"));
+    check(wscale <= arg_int(args, "max", 0),
+          "client rcv_wscale " + std::to_string(wscale) + " <= " + arg_str(args, "max"));
   }
   if (args.count("min") != 0) {
-    check(wscale >= arg_int(args, "min", 99), "client rcv_wscale " + std::to_string(wscale) + " >= " + arg_str(args, "min"));
+    check(wscale >= arg_int(args, "min", 99),
+          "client rcv_wscale " + std::to_string(wscale) + " >= " + arg_str(args, "min"));
   }
   close_pair(pair);
 }
 
 void cmd_congestion(const Args& args) {
   const Pair pair = make_pair();
-  check(congestion(pair.client) == arg_str(args, "client"), "client congestion " + congestion(pair.client) +
-                                                                 " == " + arg_str(args, "client"));
+  check(congestion(pair.client) == arg_str(args, "client"),
+        "client congestion " + congestion(pair.client) + " == " + arg_str(args, "client"));
   close_pair(pair);
 }
 
 void cmd_keepalive(const Args& args) {
   const Pair pair = make_pair();
-  check(int_option(pair.client, SOL_SOCKET, SO_KEEPALIVE) == arg_int(args, "on", -1), "SO_KEEPALIVE == " + arg_str(args, "on"));
+  check(int_option(pair.client, SOL_SOCKET, SO_KEEPALIVE) == arg_int(args, "on", -1),
+        "SO_KEEPALIVE == " + arg_str(args, "on"));
   if (args.count("idle") != 0) {
-    check(int_option(pair.client, IPPROTO_TCP, TCP_KEEPIDLE) == arg_int(args, "idle", -1), "TCP_KEEPIDLE == " + arg_str(args, "idle"));
+    check(int_option(pair.client, IPPROTO_TCP, TCP_KEEPIDLE) == arg_int(args, "idle", -1),
+          "TCP_KEEPIDLE == " + arg_str(args, "idle"));
     check(int_option(pair.client, IPPROTO_TCP, TCP_KEEPINTVL) == arg_int(args, "interval", -1),
           "TCP_KEEPINTVL == " + arg_str(args, "interval"));
-    check(int_option(pair.client, IPPROTO_TCP, TCP_KEEPCNT) == arg_int(args, "count", -1), "TCP_KEEPCNT == " + arg_str(args, "count"));
+    check(int_option(pair.client, IPPROTO_TCP, TCP_KEEPCNT) == arg_int(args, "count", -1),
+          "TCP_KEEPCNT == " + arg_str(args, "count"));
   }
   close_pair(pair);
 }
@@ -222,13 +229,15 @@ void cmd_nonblocking(const Args& args) {
   const int result = connect_to(client, AF_INET, "127.0.0.1", port_of(listener));
   const int saved = errno;
   check(result == 0 || (result == -1 && saved == EINPROGRESS), "non-blocking connect returns 0 or EINPROGRESS");
-  check(int_option(client, IPPROTO_TCP, TCP_NODELAY) == arg_int(args, "client", -1), "TCP_NODELAY == " + arg_str(args, "client"));
+  check(int_option(client, IPPROTO_TCP, TCP_NODELAY) == arg_int(args, "client", -1),
+        "TCP_NODELAY == " + arg_str(args, "client"));
   check((fcntl(client, F_GETFL) & O_NONBLOCK) != 0, "socket still non-blocking");
   const int server = accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
   check(server >= 0, "accept4 succeeds");
   check((fcntl(server, F_GETFL) & O_NONBLOCK) != 0, "accept4 SOCK_NONBLOCK honoured");
   check((fcntl(server, F_GETFD) & FD_CLOEXEC) != 0, "accept4 SOCK_CLOEXEC honoured");
-  check(int_option(server, IPPROTO_TCP, TCP_NODELAY) == arg_int(args, "server", -1), "accepted TCP_NODELAY == " + arg_str(args, "server"));
+  check(int_option(server, IPPROTO_TCP, TCP_NODELAY) == arg_int(args, "server", -1),
+        "accepted TCP_NODELAY == " + arg_str(args, "server"));
   char byte = 0;
   errno = 0;
   check(recv(server, &byte, 1, 0) == -1 && errno == EAGAIN, "recv with no data: EAGAIN");
@@ -389,11 +398,20 @@ int main(int argc, char** argv) {
     args[key] = argv[i + 1];
   }
   const std::map<std::string, void (*)(const Args&)> commands = {
-      {"nodelay", cmd_nodelay},       {"force", cmd_force},         {"buffers", cmd_buffers},
-      {"wscale", cmd_wscale},         {"congestion", cmd_congestion}, {"keepalive", cmd_keepalive},
-      {"nonblocking", cmd_nonblocking}, {"errno", cmd_errno},       {"fd-reuse", cmd_fd_reuse},
-      {"dup", cmd_dup},               {"raw-syscall", cmd_raw_syscall}, {"inherit", cmd_inherit},
-      {"inherit-child", cmd_inherit_child}, {"main-ran", cmd_main_ran},
+      {"nodelay", cmd_nodelay},
+      {"force", cmd_force},
+      {"buffers", cmd_buffers},
+      {"wscale", cmd_wscale},
+      {"congestion", cmd_congestion},
+      {"keepalive", cmd_keepalive},
+      {"nonblocking", cmd_nonblocking},
+      {"errno", cmd_errno},
+      {"fd-reuse", cmd_fd_reuse},
+      {"dup", cmd_dup},
+      {"raw-syscall", cmd_raw_syscall},
+      {"inherit", cmd_inherit},
+      {"inherit-child", cmd_inherit_child},
+      {"main-ran", cmd_main_ran},
   };
   const auto found = commands.find(argv[1]);
   if (found == commands.end()) {

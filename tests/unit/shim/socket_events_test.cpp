@@ -105,7 +105,7 @@ TEST_F(SocketEvents, AppBufferHeldUntilConnectThenApplied) {
   int reported = 0;
   socklen_t len = sizeof reported;
   EXPECT_TRUE(answer_app_getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &reported, &len));
-  EXPECT_EQ(reported, 2 * small);  // what the kernel would have said
+  EXPECT_EQ(reported, 2 * small);                               // what the kernel would have said
   EXPECT_NE(int_option(fd, SOL_SOCKET, SO_RCVBUF), 2 * small);  // not pinned yet
   before_close(fd);
   ::close(fd);

@@ -12,9 +12,9 @@ namespace tcptune::config {
 
 // One direction's limits, as read from /proc/sys in the socket's network namespace.
 struct BufferLimits {
-  std::uint64_t core_max = 0;         // net.core.rmem_max / wmem_max (clamp for SO_*BUF)
-  std::uint64_t autotune_default = 0; // tcp_rmem[1] / tcp_wmem[1]
-  std::uint64_t autotune_max = 0;     // tcp_rmem[2] / tcp_wmem[2]
+  std::uint64_t core_max = 0;          // net.core.rmem_max / wmem_max (clamp for SO_*BUF)
+  std::uint64_t autotune_default = 0;  // tcp_rmem[1] / tcp_wmem[1]
+  std::uint64_t autotune_max = 0;      // tcp_rmem[2] / tcp_wmem[2]
 };
 
 enum class BufferAction {
@@ -38,7 +38,7 @@ std::uint64_t bdp_target(std::uint64_t bandwidth_bytes_per_s, Duration rtt);
 // false for a BDP target (left to autotuning when the kernel's default already covers it).
 // `force_allowed`: whether SO_*BUFFORCE is expected to work (CAP_NET_ADMIN); the shim tries
 // it and calls again with false when refused.
-BufferDecision plan_buffer(std::uint64_t target, bool explicit_size, const BufferLimits& limits,
-                           bool force_allowed, const char* direction /* "rcvbuf" or "sndbuf" */);
+BufferDecision plan_buffer(std::uint64_t target, bool explicit_size, const BufferLimits& limits, bool force_allowed,
+                           const char* direction /* "rcvbuf" or "sndbuf" */);
 
 }  // namespace tcptune::config

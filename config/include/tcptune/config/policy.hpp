@@ -43,8 +43,8 @@ struct PortRange {
 };
 
 struct Match {
-  std::vector<Cidr> peers;            // empty: any peer
-  std::vector<PortRange> ports;       // peer port for clients, local port for servers; empty: any
+  std::vector<Cidr> peers;       // empty: any peer
+  std::vector<PortRange> ports;  // peer port for clients, local port for servers; empty: any
   Role role = Role::any;
   std::vector<std::string> programs;  // globs on the program name; empty: any
 };
