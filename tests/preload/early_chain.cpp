@@ -35,7 +35,11 @@ __attribute__((constructor)) static void connect_early() {
   listen(listener, 1);
   getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
   int client = socket(AF_INET, SOCK_STREAM, 0);
-  connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  // Through the global scope, as any other library's call would go (a compiler may bind a
+  // call to this file's own connect() directly).
+  using ConnectFn = int(int, const sockaddr*, socklen_t);
+  auto* global_connect = reinterpret_cast<ConnectFn*>(dlsym(RTLD_DEFAULT, "connect"));
+  global_connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   int nodelay = -1;
   socklen_t optlen = sizeof nodelay;
   getsockopt(client, IPPROTO_TCP, TCP_NODELAY, &nodelay, &optlen);
