@@ -2,6 +2,7 @@
 // core around the next definition. errno is preserved by the core; a hook never adds
 // failures of its own.
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -169,20 +170,45 @@ TCPTUNE_HOOK ssize_t readv(int fd, const iovec* iov, int count) {
 }
 
 TCPTUNE_HOOK int close(int fd) {
-  core::before_close(fd);
+  if (!core::before_close(fd)) {
+    return 0;  // the shim's own log: closing it would let a later app fd take its number
+  }
   return next().close.get()(fd);
 }
 
 TCPTUNE_HOOK int close_range(unsigned int first, unsigned int last, int flags) {
   core::before_close_range(first, last, flags);
-  return next().close_range.get()(first, last, flags);
+  const int own = core::shim_fd_in_range(first, last);
+  if (own < 0 || (flags & CLOSE_RANGE_CLOEXEC) != 0) {
+    return next().close_range.get()(first, last, flags);
+  }
+  // Around the shim's own descriptor (daemons close everything above stderr).
+  const auto own_number = static_cast<unsigned int>(own);
+  int result = 0;
+  if (own_number > first) {
+    result = next().close_range.get()(first, own_number - 1, flags);
+  }
+  if (result == 0 && own_number < last) {
+    result = next().close_range.get()(own_number + 1, last, flags);
+  }
+  return result;
 }
 
 TCPTUNE_HOOK void closefrom(int lowest) {
-  if (lowest >= 0) {
-    core::before_close_range(static_cast<unsigned int>(lowest), ~0U, 0);
+  if (lowest < 0) {
+    next().closefrom.get()(lowest);
+    return;
   }
-  next().closefrom.get()(lowest);
+  core::before_close_range(static_cast<unsigned int>(lowest), ~0U, 0);
+  const int own = core::shim_fd_in_range(static_cast<unsigned int>(lowest), ~0U);
+  if (own < 0) {
+    next().closefrom.get()(lowest);
+    return;
+  }
+  if (own > lowest) {
+    (void)next().close_range.get()(static_cast<unsigned int>(lowest), static_cast<unsigned int>(own - 1), 0);
+  }
+  next().closefrom.get()(own + 1);
 }
 
 TCPTUNE_HOOK int dup(int fd) {
@@ -192,12 +218,14 @@ TCPTUNE_HOOK int dup(int fd) {
 }
 
 TCPTUNE_HOOK int dup2(int fd, int target) {
+  core::before_dup_onto(target);
   const int copy = next().dup2.get()(fd, target);
   core::after_dup(fd, copy);
   return copy;
 }
 
 TCPTUNE_HOOK int dup3(int fd, int target, int flags) {
+  core::before_dup_onto(target);
   const int copy = next().dup3.get()(fd, target, flags);
   core::after_dup(fd, copy);
   return copy;
@@ -236,7 +264,7 @@ TCPTUNE_HOOK int fclose(FILE* stream) {
     const core::ErrnoSaver saver;
     const int fd = fileno(stream);
     if (fd >= 0) {
-      core::before_close(fd);
+      (void)core::before_close(fd);  // a FILE is never the shim's log
     }
   }
   return next().fclose.get()(stream);

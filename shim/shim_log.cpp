@@ -1,11 +1,17 @@
 #include "shim_log.hpp"
 
+#include <fcntl.h>
 #include <spdlog/logger.h>
-#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/base_sink.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <mutex>
+
+#include "next_symbols.hpp"
 
 namespace tcptune::shim {
 
@@ -19,6 +25,34 @@ std::mutex& log_mutex() {
   static auto* mutex = new std::mutex;
   return *mutex;
 }
+// The log file descriptor, kept at a high number, close-on-exec, and away from the app: the
+// close hooks never let the app close it or dup2 over it (see protect_log_fd_from).
+constexpr int kLogFdFloor = 900;
+std::atomic<int> g_log_fd{-1};
+
+// Writes formatted lines to g_log_fd through the next write(), never through our own hook.
+class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& message) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(message, line);
+    const char* data = line.data();
+    std::size_t left = line.size();
+    while (left > 0) {
+      const ssize_t written = next().write.get()(g_log_fd.load(std::memory_order_relaxed), data, left);
+      if (written <= 0) {
+        if (written < 0 && errno == EINTR) {
+          continue;
+        }
+        return;  // a full disk must never reach the app
+      }
+      data += written;
+      left -= static_cast<std::size_t>(written);
+    }
+  }
+  void flush_() override {}
+};
+
 // Set while this thread is inside the logger, so that a signal handler that closes a
 // socket mid-message skips logging instead of deadlocking.
 thread_local bool t_in_logger = false;
@@ -41,9 +75,19 @@ std::string open_log(const std::string& path, config::LogLevel level) {
   if (path.empty() || level == config::LogLevel::off) {
     return {};
   }
+  const int opened = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (opened < 0) {
+    return std::string("cannot open log file ") + path + ": " + std::strerror(errno);
+  }
+  int fd = next().fcntl.get()(opened, F_DUPFD_CLOEXEC, kLogFdFloor);
+  if (fd >= 0) {
+    next().close.get()(opened);
+  } else {
+    fd = opened;  // a low RLIMIT_NOFILE: keep the number we have
+  }
+  g_log_fd.store(fd, std::memory_order_release);
   try {
-    auto sink = std::make_shared<spdlog::sinks::basic_file_sink_st>(path, false);
-    auto* logger = new spdlog::logger("tcptune", std::move(sink));
+    auto* logger = new spdlog::logger("tcptune", std::make_shared<FdSink>());
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%f%z %l tcptune[%P] %v");
     logger->set_level(to_spdlog(level));
     logger->flush_on(spdlog::level::trace);  // every line complete on disk, even after kill -9
@@ -90,6 +134,26 @@ std::string expand_log_path(std::string_view pattern, std::string_view program, 
     }
   }
   return out;
+}
+
+int log_fd() noexcept {
+  return g_log_fd.load(std::memory_order_acquire);
+}
+
+bool is_log_fd(int fd) noexcept {
+  return fd >= 0 && fd == g_log_fd.load(std::memory_order_acquire);
+}
+
+void move_log_fd_away_from(int fd) noexcept {
+  if (!is_log_fd(fd)) {
+    return;
+  }
+  const std::lock_guard lock(log_mutex());
+  const int moved = next().fcntl.get()(fd, F_DUPFD_CLOEXEC, fd + 1);
+  if (moved >= 0) {
+    g_log_fd.store(moved, std::memory_order_release);
+    next().close.get()(fd);
+  }
 }
 
 void log_prepare_fork() noexcept {

@@ -18,6 +18,12 @@ void log_message(config::LogLevel level, std::string_view message) noexcept;
 // "{program}" and "{pid}" in a configured path.
 std::string expand_log_path(std::string_view pattern, std::string_view program, long pid);
 
+// The log's own descriptor is not the app's to close: close() of it is a no-op, and before the
+// app dup2()s over it, it moves to another number.
+bool is_log_fd(int fd) noexcept;
+int log_fd() noexcept;  // -1 when there is no log
+void move_log_fd_away_from(int fd) noexcept;
+
 // Fork safety: no thread may be inside the logger while the process forks.
 void log_prepare_fork() noexcept;
 void log_after_fork() noexcept;

@@ -404,8 +404,23 @@ void after_read(SocketSlot& slot, int fd, ssize_t result) noexcept {
   }
 }
 
-void before_close(int fd) noexcept {
+bool before_close(int fd) noexcept {
+  if (is_log_fd(fd)) {
+    return false;
+  }
   fd_table().retire(fd);
+  return true;
+}
+
+int shim_fd_in_range(unsigned int first, unsigned int last) noexcept {
+  const int fd = log_fd();
+  const bool inside = fd >= 0 && static_cast<unsigned int>(fd) >= first && static_cast<unsigned int>(fd) <= last;
+  return inside ? fd : -1;
+}
+
+void before_dup_onto(int target) noexcept {
+  const ErrnoSaver saver;
+  move_log_fd_away_from(target);
 }
 
 void before_close_range(unsigned int first, unsigned int last, int flags) noexcept {

@@ -38,8 +38,13 @@ void size_sndbuf_from_measured_rtt(SocketSlot& slot, int fd) noexcept;
 // Read path: re-arms TCP_QUICKACK where the rule asks for it.
 void after_read(SocketSlot& slot, int fd, ssize_t result) noexcept;
 
-void before_close(int fd) noexcept;
+// False when fd is the shim's own log: the close must not happen (and reports success).
+bool before_close(int fd) noexcept;
 void before_close_range(unsigned int first, unsigned int last, int flags) noexcept;
+// The shim's own descriptor inside [first, last], or -1: close_range must go around it.
+int shim_fd_in_range(unsigned int first, unsigned int last) noexcept;
+// dup2/dup3 onto `target`: the shim's own descriptor moves out of the way first.
+void before_dup_onto(int target) noexcept;
 void after_dup(int from, int to) noexcept;
 
 // Sockets inherited across exec: adopted (classified and tuned) at start-up.

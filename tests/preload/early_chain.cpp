@@ -6,10 +6,10 @@
 #include <dlfcn.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <cstdio>
-#include <cstring>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <cstdio>
+#include <cstring>
 
 namespace {
 int connects_seen = 0;
@@ -48,4 +48,6 @@ __attribute__((constructor)) static void connect_early() {
   close(listener);
 }
 
-__attribute__((destructor)) static void report() { std::printf("chained connect() calls seen: %d\n", connects_seen); }
+__attribute__((destructor)) static void report() {
+  std::printf("chained connect() calls seen: %d\n", connects_seen);
+}

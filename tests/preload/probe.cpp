@@ -376,6 +376,36 @@ void cmd_inherit_child(const Args& args) {
         "accepted from an inherited listener TCP_NODELAY == " + arg_str(args, "nodelay"));
 }
 
+// A daemon-style program closes every descriptor above stderr and dup2()s over high numbers,
+// then opens sockets and writes: nothing it writes may land in the shim's log, and the log
+// keeps working.
+void cmd_close_everything(const Args& /*args*/) {
+  closefrom(3);
+  const int everything_high = 2000;
+  close_range(3, static_cast<unsigned int>(everything_high), 0);
+  for (int fd = 3; fd < 1100; ++fd) {
+    close(fd);
+  }
+  int pipe_fds[2];
+  check(pipe(pipe_fds) == 0, "pipe after closing everything");
+  for (int fd = 900; fd < 1000; ++fd) {
+    dup2(pipe_fds[1], fd);  // over wherever the shim's log may live
+  }
+  for (int fd = 900; fd < 1000; ++fd) {
+    close(fd);
+  }
+  const Pair pair = make_pair();
+  const char message[] = "app data";
+  check(write(pair.client, message, sizeof message) == static_cast<ssize_t>(sizeof message), "app write works");
+  char buffer[sizeof message] = {};
+  check(read(pair.server, buffer, sizeof buffer) == static_cast<ssize_t>(sizeof message) &&
+            std::memcmp(buffer, message, sizeof message) == 0,
+        "app data arrives intact");
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  close_pair(pair);
+}
+
 // Runs main and prints a marker: for fail-open and strict-mode tests.
 void cmd_main_ran(const Args& args) {
   std::printf("main ran\n");
@@ -411,6 +441,7 @@ int main(int argc, char** argv) {
       {"raw-syscall", cmd_raw_syscall},
       {"inherit", cmd_inherit},
       {"inherit-child", cmd_inherit_child},
+      {"close-everything", cmd_close_everything},
       {"main-ran", cmd_main_ran},
   };
   const auto found = commands.find(argv[1]);
