@@ -180,6 +180,24 @@ void log_veto(int fd, SocketSlot& slot, SlotFlag logged_flag, const std::string&
   }
 }
 
+// Runs `apply` for a TCP socket whose rule is not chosen yet. Never throws: an allocation
+// failure while logging leaves the app's call to go ahead untouched.
+template <typename Apply>
+void for_unchosen_tcp_socket(int fd, Apply apply) noexcept {
+  const ErrnoSaver saver;
+  const Runtime* runtime = active_runtime();
+  if (runtime == nullptr) {
+    return;
+  }
+  try {
+    SocketSlot* slot = tcp_slot_for_setup(fd, *runtime);
+    if (slot != nullptr && !rule_chosen(*slot)) {
+      apply(*slot, *runtime);
+    }
+  } catch (...) {
+  }
+}
+
 }  // namespace
 
 void on_socket_created(int fd, int domain, int type, int protocol) noexcept {
@@ -196,16 +214,7 @@ void on_socket_created(int fd, int domain, int type, int protocol) noexcept {
 }
 
 void before_connect(int fd, const sockaddr* addr, socklen_t len) noexcept {
-  const ErrnoSaver saver;
-  const Runtime* runtime = active_runtime();
-  if (runtime == nullptr) {
-    return;
-  }
-  try {
-    SocketSlot* slot = tcp_slot_for_setup(fd, *runtime);
-    if (slot == nullptr || rule_chosen(*slot)) {
-      return;
-    }
+  for_unchosen_tcp_socket(fd, [&](SocketSlot& slot, const Runtime& runtime) {
     config::ConnectionFacts facts;
     facts.role = config::Role::client;
     facts.peer = config::endpoint_from_sockaddr(addr, len);
@@ -213,10 +222,8 @@ void before_connect(int fd, const sockaddr* addr, socklen_t len) noexcept {
       return;  // AF_UNSPEC (disconnect) or garbage: the kernel will answer
     }
     facts.local_port = local_endpoint(fd).port;
-    choose_and_apply(fd, *slot, *runtime, facts, SocketRole::client, ApplyPhase::before_connect);
-  } catch (...) {
-    // Allocation failure while logging: the app's connect goes ahead untouched.
-  }
+    choose_and_apply(fd, slot, runtime, facts, SocketRole::client, ApplyPhase::before_connect);
+  });
 }
 
 void after_connect(int fd, int result) noexcept {
@@ -236,22 +243,12 @@ void after_connect(int fd, int result) noexcept {
 }
 
 void before_listen(int fd) noexcept {
-  const ErrnoSaver saver;
-  const Runtime* runtime = active_runtime();
-  if (runtime == nullptr) {
-    return;
-  }
-  try {
-    SocketSlot* slot = tcp_slot_for_setup(fd, *runtime);
-    if (slot == nullptr || rule_chosen(*slot)) {
-      return;
-    }
+  for_unchosen_tcp_socket(fd, [&](SocketSlot& slot, const Runtime& runtime) {
     config::ConnectionFacts facts;
     facts.role = config::Role::server;
     facts.local_port = local_endpoint(fd).port;
-    choose_and_apply(fd, *slot, *runtime, facts, SocketRole::listener, ApplyPhase::before_listen);
-  } catch (...) {
-  }
+    choose_and_apply(fd, slot, runtime, facts, SocketRole::listener, ApplyPhase::before_listen);
+  });
 }
 
 void after_accept(int listen_fd, int fd) noexcept {
