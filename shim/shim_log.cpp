@@ -1,6 +1,7 @@
 #include "shim_log.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <spdlog/logger.h>
 #include <spdlog/sinks/base_sink.h>
 #include <unistd.h>
@@ -69,12 +70,20 @@ spdlog::level::level_enum to_spdlog(config::LogLevel level) {
   return spdlog::level::off;
 }
 
+// mkdir -p of the log's directory, as a user writing "/var/log/tcptune/{program}.log" expects.
+void create_parent_directories(const std::string& path) {
+  for (std::size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    (void)::mkdir(path.substr(0, slash).c_str(), 0755);
+  }
+}
+
 }  // namespace
 
 std::string open_log(const std::string& path, config::LogLevel level) {
   if (path.empty() || level == config::LogLevel::off) {
     return {};
   }
+  create_parent_directories(path);
   const int opened = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (opened < 0) {
     return std::string("cannot open log file ") + path + ": " + std::strerror(errno);
