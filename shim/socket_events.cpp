@@ -106,27 +106,19 @@ void adopt_if_established(int fd, SocketSlot& slot, const Runtime& runtime) {
   }
 }
 
-// The slot of a TCP socket for the setup hooks, classifying and adopting a never-seen fd.
+// The slot of a TCP socket for the setup hooks; a never-seen fd is classified (as on the
+// write path) and, if already connected or listening, adopted.
 SocketSlot* tcp_slot_for_setup(int fd, const Runtime& runtime) {
-  SocketSlot* slot = fd_table().find(fd);
-  if (slot != nullptr) {
+  if (SocketSlot* slot = fd_table().find(fd)) {
     const FdKind kind = slot->kind.load(std::memory_order_acquire);
-    if (kind == FdKind::tcp) {
-      return slot;
-    }
-    if (kind == FdKind::other) {
-      return nullptr;
+    if (kind != FdKind::unknown) {
+      return kind == FdKind::tcp ? slot : nullptr;
     }
   }
-  const FdKind kind = classify_fd(fd);
-  if (kind == FdKind::unknown || (slot = fd_table().get(fd)) == nullptr) {
-    return nullptr;
+  SocketSlot* slot = classify_for_io(fd);
+  if (slot != nullptr) {
+    adopt_if_established(fd, *slot, runtime);
   }
-  slot->kind.store(kind, std::memory_order_release);
-  if (kind != FdKind::tcp) {
-    return nullptr;
-  }
-  adopt_if_established(fd, *slot, runtime);
   return slot;
 }
 

@@ -481,9 +481,7 @@ class Loader {
   }
 
   void read_tuning(const toml::table& table, Tuning& tuning) {
-    using std::chrono::hours;
     using std::chrono::milliseconds;
-    using std::chrono::seconds;
     if (const toml::node* node = table.get("nodelay")) {
       static constexpr std::pair<std::string_view, NodelayMode> kModes[] = {{"on", NodelayMode::on},
                                                                             {"force", NodelayMode::force},
@@ -543,8 +541,6 @@ class Loader {
     if (const toml::node* node = table.get("sockopt")) {
       read_sockopts(*node, tuning);
     }
-    (void)hours(0);
-    (void)seconds(0);
   }
 
   void read_buffers(const toml::node& node, Tuning& tuning) {
