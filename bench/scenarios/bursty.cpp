@@ -1,0 +1,124 @@
+// The messaging story: S-byte messages after idle gaps of G seconds over one long-lived
+// connection. The receiver records each message's one-way latency, from just before the
+// sender's write() to the arrival of its last byte (CLOCK_MONOTONIC is shared across the
+// host's network namespaces), and prints one JSON line at the end of the stream.
+//
+//   bursty receive --listen 198.18.0.2:5001
+//   bursty send --connect 198.18.0.2:5001 [--size 60KB] [--gap 3s | --gap-min 1s --gap-max 5s]
+//               [--count 10] [--warmup 3] [--seed 1] [--nodelay]
+//
+// Warm-up messages go back to back first and are not counted: they open the congestion
+// window, as the traffic of a long-lived connection would have.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "latency_summary.hpp"
+#include "scenario_args.hpp"
+#include "scenario_socket.hpp"
+
+namespace {
+
+using tcptune::bench::ScenarioArgs;
+
+constexpr std::uint32_t kMagic = 0x42525354;  // "BRST"
+constexpr std::uint32_t kWarmupFlag = 1;
+
+struct MessageHeader {
+  std::uint32_t magic;
+  std::uint32_t sequence;
+  std::uint32_t size;  // of the whole message, header included
+  std::uint32_t flags;
+  std::int64_t send_ns;
+};
+
+int receive(const ScenarioArgs& args) {
+  const std::string endpoint = args.text("listen", "0.0.0.0:5001");
+  args.reject_unused();
+  const int listener = tcptune::bench::listen_on(endpoint, 0);
+  const int fd = tcptune::bench::accept_one(listener);
+  std::vector<double> latencies_ms;
+  std::vector<char> body;
+  std::uint32_t size = 0;
+  MessageHeader header{};
+  while (tcptune::bench::read_exactly(fd, &header, sizeof header)) {
+    if (header.magic != kMagic || header.size < sizeof header) {
+      std::fprintf(stderr, "bursty: corrupt message header\n");
+      return 1;
+    }
+    body.resize(header.size - sizeof header);
+    if (!tcptune::bench::read_exactly(fd, body.data(), body.size())) {
+      std::fprintf(stderr, "bursty: stream ended inside message %u\n", header.sequence);
+      return 1;
+    }
+    const long long arrived = tcptune::bench::monotonic_ns();
+    if ((header.flags & kWarmupFlag) == 0) {
+      latencies_ms.push_back(static_cast<double>(arrived - header.send_ns) / 1e6);
+    }
+    size = header.size;
+  }
+  std::printf(R"({"scenario":"bursty","role":"receive","size":%u,"latency_ms":%s,"samples_ms":[)", size,
+              tcptune::bench::summary_json(latencies_ms).c_str());
+  for (std::size_t i = 0; i < latencies_ms.size(); ++i) {
+    std::printf("%s%.3f", i == 0 ? "" : ",", latencies_ms[i]);
+  }
+  std::printf("]}\n");
+  return latencies_ms.empty() ? 1 : 0;
+}
+
+int send(const ScenarioArgs& args) {
+  const std::string endpoint = args.text("connect", "198.18.0.2:5001");
+  const std::uint64_t size = std::max<std::uint64_t>(args.size_bytes("size", 60'000), sizeof(MessageHeader));
+  const double gap = args.seconds("gap", 3.0);
+  const double gap_min = args.seconds("gap-min", gap);
+  const double gap_max = args.seconds("gap-max", gap_min);
+  const std::uint64_t count = args.count("count", 10);
+  const std::uint64_t warmup = args.count("warmup", 3);
+  const std::uint64_t seed = args.count("seed", 1);
+  const bool nodelay = args.flag("nodelay");
+  args.reject_unused();
+  if (gap_max < gap_min) {
+    args.fail("--gap-max is below --gap-min");
+  }
+
+  const int fd = tcptune::bench::connect_to(endpoint);
+  if (nodelay) {
+    tcptune::bench::set_nodelay(fd);
+  }
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<double> gap_distribution(gap_min, gap_max);
+  std::vector<char> message(size, 'm');
+  for (std::uint64_t i = 0; i < warmup + count; ++i) {
+    const bool warming = i < warmup;
+    if (!warming) {
+      tcptune::bench::sleep_seconds(gap_distribution(random));
+    }
+    MessageHeader header{kMagic, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(size),
+                         warming ? kWarmupFlag : 0, tcptune::bench::monotonic_ns()};
+    std::copy_n(reinterpret_cast<const char*>(&header), sizeof header, message.data());
+    if (!tcptune::bench::write_all(fd, message.data(), message.size())) {
+      std::perror("bursty: write");
+      return 1;
+    }
+  }
+  std::printf(R"({"scenario":"bursty","role":"send","messages":%llu,"warmup":%llu,"size":%llu})" "\n",
+              static_cast<unsigned long long>(count), static_cast<unsigned long long>(warmup),
+              static_cast<unsigned long long>(size));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const ScenarioArgs args("bursty", argc, argv);
+  if (args.role() == "receive") {
+    return receive(args);
+  }
+  if (args.role() == "send") {
+    return send(args);
+  }
+  args.fail("role must be send or receive");
+}
