@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""A/B runner for the field stories of shared/background.md.
+
+For each scenario and link setting it runs three arms, interleaved, N runs each:
+  off        the legacy app as it is, no shim;
+  tuned      the same app under `tcptune run --policy config/presets/<preset>.toml`;
+  reference  the best fix a privileged admin or the app's author could make
+             (tcp_slow_start_after_idle=0 in the namespace, TCP_NODELAY in the app,
+             no pinned receive buffer).
+It prints each arm's median and range, the ratios tuned/off and tuned/reference, whether the
+issue's target is met, and writes the raw results as JSON under bench/results/.
+
+  bench/ab/ab.py [--scenario bursty,rpc-loopback,rpc-wan,bulk] [--runs 3] [--quick]
+                 [--build build/release] [--out bench/results] [--assert]
+
+Scenarios over the emulated link need root and /dev/net/tun (bench/linkem); without them only
+rpc-loopback runs, and the runner says why. --assert exits 1 unless tuned beats off by margins
+wide enough to be unambiguous (the ctest short runs use it).
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PRESETS = ROOT / "config" / "presets"
+NS_SENDER = "tcptune-a"
+NS_RECEIVER = "tcptune-b"
+RECEIVER_ADDRESS = "198.18.0.2"
+
+
+class Scenario:
+    """One story: how to run each arm, which number to compare, and the issue's target."""
+
+    def __init__(self, name, link, metric, unit, lower_is_better, preset, target, assertion):
+        self.name = name
+        self.link = link            # linkem options, or None for loopback
+        self.metric = metric        # dotted path into the result JSON
+        self.unit = unit
+        self.lower_is_better = lower_is_better
+        self.preset = preset
+        self.target = target        # (description, predicate(medians, link_rate_mbit))
+        self.assertion = assertion  # (description, predicate(medians)) for --assert
+
+
+def bursty_args(quick):
+    return ["--gap", "1s", "--count", "5"] if quick else ["--gap", "3s", "--count", "10"]
+
+
+SCENARIOS = {
+    "bursty": Scenario(
+        "bursty", {"rtt": "180ms", "rate": "100Mbit", "congestion": "cubic"}, "latency_ms.p99", "ms", True,
+        "bursty-wan.toml",
+        ("tuned p99 within 5% of reference p99", lambda m, rate: m["tuned"] <= 1.05 * m["reference"]),
+        ("off p99 > 2 x tuned p99", lambda m: m["off"] > 2 * m["tuned"])),
+    "rpc-loopback": Scenario(
+        "rpc-loopback", None, "latency_ms.p50", "ms", True, "low-latency-rpc.toml",
+        ("tuned p50 at least 100x better than off", lambda m, rate: m["off"] >= 100 * m["tuned"]),
+        ("off p50 > 10 x tuned p50", lambda m: m["off"] > 10 * m["tuned"])),
+    "rpc-wan": Scenario(
+        "rpc-wan", {"rtt": "20ms", "rate": "0", "congestion": "cubic"}, "latency_ms.p50", "ms", True,
+        "low-latency-rpc.toml",
+        ("tuned p50 within 5% of reference p50", lambda m, rate: m["tuned"] <= 1.05 * m["reference"]),
+        ("off p50 > 1.5 x tuned p50", lambda m: m["off"] > 1.5 * m["tuned"])),
+    "bulk": Scenario(
+        "bulk", {"rtt": "100ms", "rate": "100Mbit", "congestion": "cubic"}, "goodput_mbit", "Mbit/s", False,
+        "wan-bulk.toml",
+        ("tuned goodput at least 90% of the link rate", lambda m, rate: m["tuned"] >= 0.9 * rate),
+        ("tuned goodput > 3 x off", lambda m: m["tuned"] > 3 * m["off"])),
+}
+ARMS = ("off", "tuned", "reference")
+
+
+def dig(record, path):
+    for key in path.split("."):
+        record = record[key]
+    return float(record)
+
+
+def rate_mbit(text):
+    for suffix, scale in (("Gbit", 1000.0), ("Mbit", 1.0), ("Kbit", 0.001)):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * scale
+    return float(text) / 1e6 if float(text) else 0.0
+
+
+class Runner:
+    def __init__(self, options):
+        self.build = Path(options.build).resolve()
+        self.bin = self.build / "bin"
+        self.tcptune = self.bin / "tcptune"
+        self.linkem = self.bin / "tcptune-linkem"
+        self.quick = options.quick
+        self.log_dir = Path(options.out).resolve() / "logs"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.port = 15000
+
+    # -- link ------------------------------------------------------------------------------
+    def link_up(self, link):
+        command = [str(self.linkem), "up", "--rtt", link["rtt"], "--rate", link["rate"],
+                   "--congestion", link["congestion"], "--slow-start-after-idle", "1"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def link_down(self):
+        subprocess.run([str(self.linkem), "down"], capture_output=True, timeout=60)
+
+    @staticmethod
+    def set_slow_start_after_idle(value):
+        for namespace in (NS_SENDER, NS_RECEIVER):
+            subprocess.run(["ip", "netns", "exec", namespace, "sysctl", "-qw",
+                            f"net.ipv4.tcp_slow_start_after_idle={value}"], check=True)
+
+    # -- one run ---------------------------------------------------------------------------
+    def wrap(self, command, arm, scenario, side, run):
+        """The command as this arm runs it: under the shim for tuned, as it is otherwise."""
+        if arm != "tuned":
+            return command
+        log = self.log_dir / f"{scenario.name}-{side}-{run}.log"
+        return [str(self.tcptune), "run", "--policy", str(PRESETS / scenario.preset), "--log", str(log), "--"] + command
+
+    def in_namespace(self, namespace, command, scenario):
+        return command if scenario.link is None else ["ip", "netns", "exec", namespace] + command
+
+    def commands(self, scenario, arm, port):
+        """(receiver, sender, which one prints the result) for this scenario and arm."""
+        host = "127.0.0.1" if scenario.link is None else RECEIVER_ADDRESS
+        endpoint = f"{host}:{port}"
+        nodelay = ["--nodelay"] if arm == "reference" else []
+        if scenario.name == "bursty":
+            return ([str(self.bin / "bursty"), "receive", "--listen", endpoint],
+                    [str(self.bin / "bursty"), "send", "--connect", endpoint] + bursty_args(self.quick), "receiver")
+        if scenario.name.startswith("rpc"):
+            requests = "30" if self.quick else "100"
+            return ([str(self.bin / "rpc"), "serve", "--listen", endpoint] + nodelay,
+                    [str(self.bin / "rpc"), "call", "--connect", endpoint, "--requests", requests] + nodelay, "sender")
+        pin = ["--no-pin"] if arm == "reference" else []
+        duration = "5s" if self.quick else "10s"
+        return ([str(self.bin / "bulk"), "receive", "--listen", endpoint] + pin,
+                [str(self.bin / "bulk"), "send", "--connect", endpoint, "--duration", duration], "receiver")
+
+    def run_once(self, scenario, arm, run):
+        self.port += 1
+        receiver, sender, reporter = self.commands(scenario, arm, self.port)
+        receiver = self.in_namespace(NS_RECEIVER, self.wrap(receiver, arm, scenario, "receiver", run), scenario)
+        sender = self.in_namespace(NS_SENDER, self.wrap(sender, arm, scenario, "sender", run), scenario)
+        if scenario.name == "bursty" and arm == "reference":
+            self.set_slow_start_after_idle(0)
+        try:
+            receiving = subprocess.Popen(receiver, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            sending = subprocess.run(sender, capture_output=True, text=True, timeout=300)
+            received_out, received_err = receiving.communicate(timeout=60)
+        finally:
+            if scenario.name == "bursty" and arm == "reference":
+                self.set_slow_start_after_idle(1)
+        if sending.returncode != 0 or receiving.returncode != 0:
+            raise RuntimeError(f"{scenario.name}/{arm} run {run} failed: sender {sending.returncode} "
+                               f"{sending.stderr.strip()} receiver {receiving.returncode} {received_err.strip()}")
+        output = received_out if reporter == "receiver" else sending.stdout
+        return json.loads(output.strip().splitlines()[-1])
+
+    def run_scenario(self, scenario, runs):
+        link_info = None
+        if scenario.link is not None:
+            link_info = self.link_up(scenario.link)
+        try:
+            results = {arm: [] for arm in ARMS}
+            for run in range(runs):
+                # Interleaved, so drift on the machine hits every arm alike.
+                for arm in ARMS:
+                    record = self.run_once(scenario, arm, run)
+                    results[arm].append(record)
+                    print(f"  {scenario.name:<13} run {run + 1}/{runs} {arm:<9} "
+                          f"{dig(record, scenario.metric):10.3f} {scenario.unit}", file=sys.stderr, flush=True)
+        finally:
+            if scenario.link is not None:
+                self.link_down()
+        return link_info, results
+
+
+def describe_link(scenario, link_info):
+    if scenario.link is None:
+        return "loopback"
+    link = scenario.link
+    rate = "unlimited" if rate_mbit(link["rate"]) == 0 else link["rate"]
+    backend = link_info.get("backend", "?") if link_info else "?"
+    return f"{link['rtt']} RTT, {rate}, {link['congestion']} ({backend})"
+
+
+def summarize(scenario, link_info, results):
+    values = {arm: [dig(r, scenario.metric) for r in results[arm]] for arm in ARMS}
+    medians = {arm: statistics.median(v) for arm, v in values.items()}
+    link_rate = rate_mbit(scenario.link["rate"]) if scenario.link else 0.0
+    target_text, target = scenario.target
+    assertion_text, assertion = scenario.assertion
+    return {
+        "scenario": scenario.name,
+        "link": describe_link(scenario, link_info),
+        "linkem": link_info,
+        "metric": scenario.metric,
+        "unit": scenario.unit,
+        "lower_is_better": scenario.lower_is_better,
+        "preset": scenario.preset,
+        "values": values,
+        "median": medians,
+        "range": {arm: [min(v), max(v)] for arm, v in values.items()},
+        "tuned_over_off": medians["tuned"] / medians["off"] if medians["off"] else None,
+        "tuned_over_reference": medians["tuned"] / medians["reference"] if medians["reference"] else None,
+        "target": target_text,
+        "target_met": bool(target(medians, link_rate)),
+        "assertion": assertion_text,
+        "assertion_met": bool(assertion(medians)),
+        "runs": results,
+    }
+
+
+def print_table(summaries, out=sys.stdout):
+    header = f"| scenario | link | metric | off | tuned | reference | tuned/off | tuned/ref | target |"
+    print(header, file=out)
+    print("|" + "---|" * 9, file=out)
+    for s in summaries:
+        cells = []
+        for arm in ARMS:
+            low, high = s["range"][arm]
+            cells.append(f"{s['median'][arm]:.3g} [{low:.3g}-{high:.3g}]")
+        met = "met" if s["target_met"] else "NOT met"
+        print(f"| {s['scenario']} | {s['link']} | {s['metric']} ({s['unit']}) | {' | '.join(cells)} | "
+              f"{s['tuned_over_off']:.3g} | {s['tuned_over_reference']:.3g} | {s['target']}: {met} |", file=out)
+
+
+def machine_info():
+    def read(path):
+        try:
+            return Path(path).read_text().strip()
+        except OSError:
+            return None
+    cpu = next((line.split(":", 1)[1].strip() for line in (read("/proc/cpuinfo") or "").splitlines()
+                if line.startswith("model name")), None)
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return {
+        "hostname": platform.node(), "kernel": platform.release(), "machine": platform.machine(),
+        "cpu": cpu, "cpus": os.cpu_count(),
+        "congestion_default": read("/proc/sys/net/ipv4/tcp_congestion_control"),
+        "congestion_allowed": read("/proc/sys/net/ipv4/tcp_allowed_congestion_control"),
+        "rmem_max": read("/proc/sys/net/core/rmem_max"), "tcp_rmem": read("/proc/sys/net/ipv4/tcp_rmem"),
+        "commit": commit or None,
+    }
+
+
+def can_emulate_links(linkem):
+    if os.geteuid() != 0:
+        return "not root"
+    if not os.path.exists("/dev/net/tun"):
+        return "/dev/net/tun is missing"
+    if not linkem.exists():
+        return f"{linkem} is not built"
+    if shutil.which("ip") is None:
+        return "iproute2's ip is missing"
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", default="bursty,rpc-loopback,rpc-wan,bulk")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="shorter runs (1 s gaps, fewer requests, 5 s bulk)")
+    parser.add_argument("--build", default=str(ROOT / "build" / "release"))
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    parser.add_argument("--assert", dest="check", action="store_true",
+                        help="exit 1 unless tuned beats off by an unambiguous margin")
+    parser.add_argument("--fallback-loopback", action="store_true",
+                        help="when links cannot be emulated, run rpc-loopback instead of skipping")
+    options = parser.parse_args()
+    runner = Runner(options)
+
+    wanted = [name.strip() for name in options.scenario.split(",") if name.strip()]
+    unknown = [name for name in wanted if name not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
+    why_not = can_emulate_links(runner.linkem)
+    if why_not:
+        emulated = [name for name in wanted if SCENARIOS[name].link is not None]
+        if emulated:
+            print(f"ab: skipping {', '.join(emulated)}: the emulated link needs root and /dev/net/tun ({why_not})",
+                  file=sys.stderr)
+        wanted = [name for name in wanted if SCENARIOS[name].link is None]
+        if not wanted and options.fallback_loopback:
+            print("ab: running rpc-loopback instead", file=sys.stderr)
+            wanted = ["rpc-loopback"]
+        if not wanted:
+            return 77
+
+    started = time.time()
+    summaries = []
+    for name in wanted:
+        link_info, results = runner.run_scenario(SCENARIOS[name], options.runs)
+        summaries.append(summarize(SCENARIOS[name], link_info, results))
+    sys.stderr.flush()
+    print()
+    print(f"{options.runs} interleaved run(s) per arm; median [min-max]:")
+    print_table(summaries)
+
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = Path(options.out) / f"ab-{stamp}.json"
+    document = {
+        "command": " ".join(sys.argv), "started": stamp, "seconds": round(time.time() - started, 1),
+        "runs_per_arm": options.runs, "quick": options.quick, "machine": machine_info(), "scenarios": summaries,
+    }
+    out.write_text(json.dumps(document, indent=1) + "\n")
+    print(f"\nraw results: {out}")
+    if options.check:
+        failed = [s for s in summaries if not s["assertion_met"]]
+        for s in failed:
+            print(f"ab: {s['scenario']}: expected {s['assertion']}; medians {s['median']}", file=sys.stderr)
+        return 1 if failed else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
