@@ -1,0 +1,98 @@
+#include "json_writer.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace tcptune::telemetry {
+
+void append_json_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (const char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+          out += escaped;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+void JsonObject::key(std::string_view name) {
+  if (body_.size() > 1) {
+    body_ += ',';
+  }
+  append_json_string(body_, name);
+  body_ += ':';
+}
+
+JsonObject& JsonObject::field(std::string_view name, std::string_view value) {
+  key(name);
+  append_json_string(body_, value);
+  return *this;
+}
+
+JsonObject& JsonObject::field(std::string_view name, std::int64_t value) {
+  key(name);
+  body_ += std::to_string(value);
+  return *this;
+}
+
+JsonObject& JsonObject::field(std::string_view name, std::uint64_t value) {
+  key(name);
+  body_ += std::to_string(value);
+  return *this;
+}
+
+JsonObject& JsonObject::field(std::string_view name, double value) {
+  key(name);
+  if (!std::isfinite(value)) {
+    body_ += "null";
+    return *this;
+  }
+  char number[32];
+  std::snprintf(number, sizeof number, "%.6g", value);
+  body_ += number;
+  return *this;
+}
+
+JsonObject& JsonObject::field(std::string_view name, bool value) {
+  key(name);
+  body_ += value ? "true" : "false";
+  return *this;
+}
+
+JsonObject& JsonObject::raw(std::string_view name, std::string_view json) {
+  key(name);
+  body_ += json;
+  return *this;
+}
+
+JsonArray& JsonArray::add_raw(std::string_view json) {
+  if (body_.size() > 1) {
+    body_ += ',';
+  }
+  body_ += json;
+  return *this;
+}
+
+}  // namespace tcptune::telemetry
