@@ -148,12 +148,12 @@ void explain_tuning(const config::Tuning& tuning) {
 
 int check_command(const std::vector<std::string>& args) {
   if (args.size() != 1) {
-    std::fputs("usage: tcptune check FILE\n", stderr);
+    (void)std::fputs("usage: tcptune check FILE\n", stderr);
     return kExitUsage;
   }
   const config::LoadResult loaded = config::load_policy_file(args[0]);
   if (!loaded.ok()) {
-    std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
+    (void)std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
     return 1;
   }
   const config::Policy& policy = loaded.policy();

@@ -16,7 +16,7 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0 ||
       std::strcmp(argv[1], "-h") == 0) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    (void)std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? tcptune::cli::kExitUsage : 0;
   }
   if (std::strcmp(argv[1], "--version") == 0) {
@@ -35,9 +35,9 @@ int main(int argc, char** argv) {
       return tcptune::cli::doctor_command(args);
     }
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "tcptune: %s\n", error.what());
+    (void)std::fprintf(stderr, "tcptune: %s\n", error.what());
     return 1;
   }
-  std::fprintf(stderr, "tcptune: unknown command '%s'\n%s", argv[1], kUsage);
+  (void)std::fprintf(stderr, "tcptune: unknown command '%s'\n%s", argv[1], kUsage);
   return tcptune::cli::kExitUsage;
 }

@@ -50,7 +50,7 @@ std::string resolve_command(const std::string& command) {
   while (start <= dirs.size()) {
     const std::size_t end = dirs.find(':', start);
     std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + command;
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + command;
     if (access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
@@ -69,7 +69,7 @@ std::string absolute(const std::string& path) {
 }
 
 int usage() {
-  std::fputs("usage: tcptune run [--policy FILE] [--log FILE] [-v] -- CMD ARGS...\n", stderr);
+  (void)std::fputs("usage: tcptune run [--policy FILE] [--log FILE] [-v] -- CMD ARGS...\n", stderr);
   return kExitUsage;
 }
 
@@ -90,8 +90,8 @@ int run_command(const std::vector<std::string>& args) {
       ++i;
     } else if (args[i] == "-v" || args[i] == "--verbose") {
       verbose = true;
-    } else if (args[i].rfind("-", 0) == 0) {
-      std::fprintf(stderr, "tcptune run: unknown option '%s'\n", args[i].c_str());
+    } else if (args[i].rfind('-', 0) == 0) {
+      (void)std::fprintf(stderr, "tcptune run: unknown option '%s'\n", args[i].c_str());
       return usage();
     } else {
       break;  // the command itself, without "--"
@@ -102,14 +102,14 @@ int run_command(const std::vector<std::string>& args) {
   }
   const std::string shim = locate_shim();
   if (shim.empty()) {
-    std::fputs("tcptune run: cannot find libtcptune.so next to this tcptune (set TCPTUNE_SHIM=/path/libtcptune.so)\n",
-               stderr);
+    (void)std::fputs(
+        "tcptune run: cannot find libtcptune.so next to this tcptune (set TCPTUNE_SHIM=/path/libtcptune.so)\n", stderr);
     return 1;
   }
   if (!policy.empty()) {
     const config::LoadResult loaded = config::load_policy_file(policy);
     if (!loaded.ok()) {
-      std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
+      (void)std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
       return kExitConfig;
     }
     setenv("TCPTUNE_POLICY", absolute(policy).c_str(), 1);
@@ -131,11 +131,11 @@ int run_command(const std::vector<std::string>& args) {
   const std::string& command = args[i];
   const std::string resolved = resolve_command(command);
   if (resolved.empty()) {
-    std::fprintf(stderr, "tcptune run: %s: command not found\n", command.c_str());
+    (void)std::fprintf(stderr, "tcptune run: %s: command not found\n", command.c_str());
     return 127;
   }
   for (const std::string& reason : preload_obstacles(resolved)) {
-    std::fprintf(stderr, "tcptune: warning: %s; it will run untuned\n", reason.c_str());
+    (void)std::fprintf(stderr, "tcptune: warning: %s; it will run untuned\n", reason.c_str());
   }
   std::vector<char*> argv;
   for (std::size_t j = i; j < args.size(); ++j) {
@@ -144,7 +144,7 @@ int run_command(const std::vector<std::string>& args) {
   argv.push_back(nullptr);
   execv(resolved.c_str(), argv.data());
   const int error = errno;
-  std::fprintf(stderr, "tcptune run: %s: %s\n", command.c_str(), std::strerror(error));
+  (void)std::fprintf(stderr, "tcptune run: %s: %s\n", command.c_str(), std::strerror(error));
   return error == ENOENT ? 127 : 126;
 }
 

@@ -7,4 +7,6 @@ demo=$2
 off=$(env -u LD_PRELOAD "$demo" --requests 20 | sed -n 's/.*p50_us=\([0-9.]*\).*/\1/p')
 on=$(env -u TCPTUNE_POLICY -u TCPTUNE_POLICY_TOML "$tcptune" run -- "$demo" --requests 20 | sed -n 's/.*p50_us=\([0-9.]*\).*/\1/p')
 echo "p50 without the shim: ${off} us, with: ${on} us"
-awk -v a="$off" -v b="$on" 'BEGIN { exit !(a >= 10 * b) }'
+# An empty value (a run that printed nothing) must fail, not compare as 0.
+[ -n "$off" ] && [ -n "$on" ] || { echo "FAIL: a run printed no p50"; exit 1; }
+awk -v a="$off" -v b="$on" 'BEGIN { exit !(b > 0 && a >= 10 * b) }'

@@ -7,7 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
+#include <system_error>
 
 #include "errno_saver.hpp"
 #include "next_symbols.hpp"
@@ -30,7 +30,8 @@ std::string set_int(int fd, int level, int name, int value) {
   if (next_setsockopt(fd, level, name, &value, sizeof value) == 0) {
     return {};
   }
-  return std::string("refused: ") + std::strerror(errno);
+  // strerror's text without its buffer, which the app's threads may be using too.
+  return "refused: " + std::generic_category().message(errno);
 }
 
 int seconds_rounded_up(config::Duration d) {
@@ -179,7 +180,7 @@ class Applier {
       } else if (error == ENOENT) {
         note = algorithm + " is not available in this kernel (module not loaded); keeping " + current;
       } else {
-        note = std::string("refused: ") + std::strerror(error) + "; keeping " + current;
+        note = "refused: " + std::generic_category().message(error) + "; keeping " + current;
       }
     }
     add("congestion", algorithm, get_congestion(fd_), note);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "errno_saver.hpp"
 #include "next_symbols.hpp"
@@ -60,7 +61,7 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
   }
   const std::string error = open_log(expand_log_path(pattern, program, getpid()), level);
   if (!error.empty()) {
-    std::fprintf(stderr, "tcptune: %s; logging disabled\n", error.c_str());
+    (void)std::fprintf(stderr, "tcptune: %s; logging disabled\n", error.c_str());
   }
 }
 
@@ -78,10 +79,10 @@ void initialize() {
     const char* strict = env("TCPTUNE_STRICT", secure);
     const std::string message = loaded.error().to_string();
     if (strict != nullptr && std::strcmp(strict, "1") == 0) {
-      std::fprintf(stderr, "tcptune: %s; exiting (TCPTUNE_STRICT=1)\n", message.c_str());
+      (void)std::fprintf(stderr, "tcptune: %s; exiting (TCPTUNE_STRICT=1)\n", message.c_str());
       _exit(kStrictExitStatus);
     }
-    std::fprintf(stderr, "tcptune: %s; running untuned\n", message.c_str());
+    (void)std::fprintf(stderr, "tcptune: %s; running untuned\n", message.c_str());
   }
   open_configured_log(runtime->policy, runtime->program, secure);
   if (runtime->policy != nullptr) {
@@ -144,12 +145,16 @@ const HostBufferFacts& host_buffer_facts() {
 }
 
 void install_runtime_for_testing(const config::Policy* policy, std::string program) {
+  // Tests swap runtimes between cases, when no hook is running, so the one installed before
+  // can be freed; the current one stays reachable through g_runtime, like the real one.
+  static Runtime* installed_for_testing = nullptr;
   auto* runtime = new Runtime;
   runtime->policy = policy;
   runtime->program = std::move(program);
   g_runtime = runtime;
   g_state.store(InitState::done, std::memory_order_release);
   g_active.store(policy != nullptr ? runtime : nullptr, std::memory_order_release);
+  delete std::exchange(installed_for_testing, runtime);
 }
 
 }  // namespace tcptune::shim

@@ -8,9 +8,10 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <system_error>
 
 #include "next_symbols.hpp"
 
@@ -86,7 +87,8 @@ std::string open_log(const std::string& path, config::LogLevel level) {
   create_parent_directories(path);
   const int opened = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (opened < 0) {
-    return std::string("cannot open log file ") + path + ": " + std::strerror(errno);
+    // strerror's text without its buffer, which the app's threads may be using too.
+    return "cannot open log file " + path + ": " + std::generic_category().message(errno);
   }
   int fd = next().fcntl.get()(opened, F_DUPFD_CLOEXEC, kLogFdFloor);
   if (fd >= 0) {
@@ -127,6 +129,12 @@ void log_message(config::LogLevel level, std::string_view message) noexcept {
     // A full disk or a bad descriptor must never reach the app.
   }
   t_in_logger = false;
+}
+
+bool log_first_time(const std::string& key) {
+  static auto* seen = new std::set<std::string>;  // never destroyed, like the logger
+  const std::lock_guard lock(log_mutex());
+  return seen->insert(key).second;
 }
 
 std::string expand_log_path(std::string_view pattern, std::string_view program, long pid) {

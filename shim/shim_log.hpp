@@ -15,6 +15,10 @@ std::string open_log(const std::string& path, config::LogLevel level);
 bool log_enabled(config::LogLevel level) noexcept;
 void log_message(config::LogLevel level, std::string_view message) noexcept;
 
+// True the first time `key` is seen in this process, for "logged once" messages. The set is
+// guarded by the log's mutex, which the fork handlers hold, so a child never inherits it locked.
+bool log_first_time(const std::string& key);
+
 // "{program}" and "{pid}" in a configured path.
 std::string expand_log_path(std::string_view pattern, std::string_view program, long pid);
 

@@ -8,8 +8,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <set>
 #include <string>
 
 #include "errno_saver.hpp"
@@ -38,19 +36,15 @@ const char* role_name(SocketRole role) {
 
 // A refused option is worth a warning once per rule and option, not once per connection.
 void warn_refusals_once(const config::Policy& policy, int rule, const ApplyReport& report) {
-  static auto* mutex = new std::mutex;
-  static auto* warned = new std::set<std::string>;
   for (const OptionReport& option : report.options) {
     if (option.note.find("refused") == std::string::npos && option.note.find("not available") == std::string::npos &&
         option.note.find("lacks CAP_NET_ADMIN") == std::string::npos) {
       continue;
     }
-    const std::string key = std::string(config::rule_name(policy, rule)) + "/" + option.name;
-    {
-      const std::lock_guard lock(*mutex);
-      if (!warned->insert(key).second) {
-        continue;
-      }
+    // Not a mutex of our own: the fork handlers do not take it, so a child forked while another
+    // thread held it would deadlock on its first warning.
+    if (!log_first_time(std::string(config::rule_name(policy, rule)) + "/" + option.name)) {
+      continue;
     }
     log_message(LogLevel::warn, "rule=\"" + std::string(config::rule_name(policy, rule)) + "\" " + option.name + ": " +
                                     option.note + " (logged once per rule)");

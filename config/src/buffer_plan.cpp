@@ -1,6 +1,7 @@
 #include "tcptune/config/buffer_plan.hpp"
 
 #include <chrono>
+#include <limits>
 
 #include "tcptune/config/units.hpp"
 
@@ -12,6 +13,12 @@ namespace tcptune::config {
 std::uint64_t bdp_target(std::uint64_t bandwidth_bytes_per_s, Duration rtt) {
   const double seconds = std::chrono::duration<double>(rtt).count();
   const double bytes = static_cast<double>(bandwidth_bytes_per_s) * seconds;
+  // setsockopt takes an int, so larger products (an absurd rate, or a huge measured rtt with
+  // rtt = "auto") saturate there; that also keeps the conversion below in range.
+  constexpr std::uint64_t kLargest = std::numeric_limits<std::int32_t>::max();
+  if (!(bytes < static_cast<double>(kLargest))) {
+    return kLargest;
+  }
   const auto whole = static_cast<std::uint64_t>(bytes);
   const std::uint64_t rounded_up = static_cast<double>(whole) < bytes ? whole + 1 : whole;  // no libm in the shim
   return rounded_up < 1 ? 1 : rounded_up;

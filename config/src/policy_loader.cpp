@@ -18,11 +18,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
+#include <system_error>
 
+#include "tcptune/config/buffer_plan.hpp"
 #include "tcptune/config/cidr.hpp"
 #include "tcptune/config/units.hpp"
 
@@ -599,18 +601,17 @@ class Loader {
       fail(node.source(), "'buffers' needs 'bandwidth' and 'rtt', or 'sndbuf'/'rcvbuf'");
       return;
     }
-    if (spec.bandwidth_bytes_per_s.has_value() && spec.rtt.has_value() &&
-        bdp_bytes(*spec.bandwidth_bytes_per_s, *spec.rtt) > kMaxBuffer) {
-      fail(node.source(), "'buffers': bandwidth x rtt is " +
-                              format_size(bdp_bytes(*spec.bandwidth_bytes_per_s, *spec.rtt)) +
-                              ", above the 1 GiB limit");
-      return;
+    if (spec.bandwidth_bytes_per_s.has_value() && spec.rtt.has_value()) {
+      // The value the shim would pass to setsockopt; it saturates at INT32_MAX instead of overflowing.
+      const std::uint64_t bdp = bdp_target(*spec.bandwidth_bytes_per_s, *spec.rtt);
+      if (bdp > kMaxBuffer) {
+        const bool saturated = bdp == static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max());
+        fail(node.source(), "'buffers': bandwidth x rtt is " + std::string(saturated ? "more than " : "") +
+                                format_size(bdp) + ", above the 1 GiB limit");
+        return;
+      }
     }
     tuning.buffers = spec;
-  }
-
-  static std::uint64_t bdp_bytes(std::uint64_t rate, Duration rtt) {
-    return static_cast<std::uint64_t>(static_cast<double>(rate) * std::chrono::duration<double>(rtt).count());
   }
 
   void read_keepalive(const toml::node& node, Tuning& tuning) {
@@ -742,7 +743,8 @@ LoadResult load_policy_text(std::string_view toml_text, const std::string& sourc
 LoadResult load_policy_file(const std::string& path) {
   std::ifstream file(path);
   if (!file) {
-    const PolicyError error{SourcePos{path, 0, 0}, std::string("cannot read: ") + std::strerror(errno)};
+    // strerror's text without its buffer: the shim loads the policy inside the app, whose threads may use it.
+    const PolicyError error{SourcePos{path, 0, 0}, "cannot read: " + std::generic_category().message(errno)};
     return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>, error)};
   }
   std::stringstream text;

@@ -112,19 +112,19 @@ Parsed<std::uint64_t> to_u64(const Parsed<double>& parsed, std::string_view text
   if (!parsed.ok()) {
     return fail<std::uint64_t>(parsed.error());
   }
-  const double value = round_up(parsed.value());
-  if (value >= 1.8e19) {
+  // Checked before any conversion: a double beyond uint64_t's range converts to garbage (UB).
+  if (parsed.value() >= 1.8e19) {
     return fail<std::uint64_t>(quoted(text) + " is too large");
   }
-  return succeed(static_cast<std::uint64_t>(value));
+  return succeed(static_cast<std::uint64_t>(round_up(parsed.value())));
 }
 
 std::string decimal(double value, const char* unit) {
   char buffer[64];
   if (value < 1e15 && value == static_cast<double>(static_cast<std::uint64_t>(value))) {
-    std::snprintf(buffer, sizeof buffer, "%.0f %s", value, unit);
+    (void)std::snprintf(buffer, sizeof buffer, "%.0f %s", value, unit);
   } else {
-    std::snprintf(buffer, sizeof buffer, "%.3g %s", value, unit);
+    (void)std::snprintf(buffer, sizeof buffer, "%.3g %s", value, unit);
   }
   return buffer;
 }
@@ -143,7 +143,9 @@ Parsed<Duration> parse_duration(std::string_view text) {
   if (ns.value() > 9.2e18) {
     return fail<Duration>(quoted(text) + " is too long");
   }
-  return succeed(Duration(static_cast<std::int64_t>(ns.value() + 0.5)));
+  // Nearest nanosecond, halves up; "+ 0.5 then truncate" is off by one above 2^52 ns.
+  const auto whole = static_cast<std::int64_t>(ns.value());
+  return succeed(Duration(ns.value() - static_cast<double>(whole) >= 0.5 ? whole + 1 : whole));
 }
 
 Parsed<std::uint64_t> parse_rate(std::string_view text) {

@@ -39,8 +39,9 @@ struct HistogramLayout {
     // Binary search over the 12 starts: the largest i with kMantissaStarts[i] <= mantissa.
     int sub = 0;
     for (int step = 8; step > 0; step /= 2) {
-      if (sub + step < kBucketsPerOctave && kMantissaStarts[static_cast<std::size_t>(sub + step)] <= mantissa) {
-        sub += step;
+      const int next = sub + step;
+      if (next < kBucketsPerOctave && kMantissaStarts[static_cast<std::size_t>(next)] <= mantissa) {
+        sub = next;
       }
     }
     return 1 + (octave - kFirstOctave) * kBucketsPerOctave + sub;

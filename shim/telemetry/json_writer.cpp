@@ -27,7 +27,7 @@ void append_json_string(std::string& out, std::string_view text) {
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+          (void)std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
           out += escaped;
         } else {
           out += c;
@@ -70,7 +70,7 @@ JsonObject& JsonObject::field(std::string_view name, double value) {
     return *this;
   }
   char number[32];
-  std::snprintf(number, sizeof number, "%.6g", value);
+  (void)std::snprintf(number, sizeof number, "%.6g", value);
   body_ += number;
   return *this;
 }

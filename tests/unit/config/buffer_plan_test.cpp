@@ -14,6 +14,9 @@ TEST(BufferPlan, BandwidthDelayProduct) {
   EXPECT_EQ(bdp_target(125000000, 180ms), 22500000U);  // 1 Gbit/s x 180 ms
   EXPECT_EQ(bdp_target(12500000, 100ms), 1250000U);    // 100 Mbit/s x 100 ms
   EXPECT_EQ(bdp_target(1, 1ns), 1U);
+  // Past what setsockopt takes (an int) it saturates instead of overflowing the conversion.
+  EXPECT_EQ(bdp_target(10000000000000000000ULL, 60s), 2147483647U);
+  EXPECT_EQ(bdp_target(1000000000, 3s), 2147483647U);
 }
 
 TEST(BufferPlan, ClampedBelowAutotuningLeavesAutotuningOn) {

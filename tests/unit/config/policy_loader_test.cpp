@@ -123,6 +123,19 @@ TEST(PolicyLoader, DiscoveryOrder) {
   EXPECT_EQ(builtin.policy().source, "built-in default");
 }
 
+// Quantities beyond 64 bits are errors, not values wrapped to something small that loads.
+TEST(PolicyLoader, HugeQuantitiesAreRejected) {
+  const LoadResult lowat = load_policy_text("[defaults]\nnotsent_lowat = \"100000000000000000000\"\n", "t.toml");
+  ASSERT_FALSE(lowat.ok());
+  EXPECT_NE(lowat.error().to_string().find("too large"), std::string::npos) << lowat.error().to_string();
+  const LoadResult bdp =
+      load_policy_text("[defaults]\nbuffers = { bandwidth = \"10000000000000000000B/s\", rtt = \"60s\" }\n", "t.toml");
+  ASSERT_FALSE(bdp.ok());
+  EXPECT_NE(bdp.error().to_string().find("bandwidth x rtt is more than 2.15 GB, above the 1 GiB limit"),
+            std::string::npos)
+      << bdp.error().to_string();
+}
+
 // Every file in tests/policies/bad starts with "# expect: LINE:COLUMN: text".
 TEST(PolicyLoader, BadPolicyCorpus) {
   const std::filesystem::path dir = std::filesystem::path(TCPTUNE_SOURCE_DIR) / "tests/policies/bad";

@@ -22,6 +22,9 @@ TEST(Units, SizeErrors) {
   EXPECT_FALSE(parse_size("4 parsecs").ok());
   EXPECT_NE(parse_size("4XB").error().find("unknown unit \"XB\""), std::string::npos);
   EXPECT_NE(parse_size("lots").error().find("not a size"), std::string::npos);
+  // Beyond uint64_t: rejected, not wrapped to a small number (it once came out as 1 byte).
+  EXPECT_NE(parse_size("100000000000000000000").error().find("too large"), std::string::npos);
+  EXPECT_NE(parse_size("20000000000GB").error().find("too large"), std::string::npos);
 }
 
 TEST(Units, Durations) {
@@ -32,6 +35,8 @@ TEST(Units, Durations) {
   EXPECT_EQ(parse_duration("1m").value(), 60s);
   EXPECT_EQ(parse_duration("1h").value(), 3600s);
   EXPECT_EQ(parse_duration("10ns").value(), 10ns);
+  // Exact above 2^52 ns, where adding 0.5 before truncating rounded to the next even number.
+  EXPECT_EQ(parse_duration("4503599627370497ns").value(), std::chrono::nanoseconds(4503599627370497));
 }
 
 TEST(Units, DurationErrors) {
@@ -49,6 +54,7 @@ TEST(Units, Rates) {
   EXPECT_EQ(parse_rate("10Kbit").value(), 1250U);
   EXPECT_FALSE(parse_rate("100").ok());
   EXPECT_FALSE(parse_rate("100MB").ok());  // a size, not a rate
+  EXPECT_NE(parse_rate("200000000000Gbit").error().find("too large"), std::string::npos);
 }
 
 TEST(Units, Formatting) {

@@ -31,7 +31,8 @@ struct BufferDecision {
 };
 
 // The setsockopt value for a bandwidth-delay product target: bandwidth x rtt. The kernel
-// doubles it to cover its bookkeeping, so the usable window is about one BDP.
+// doubles it to cover its bookkeeping, so the usable window is about one BDP. Saturates at
+// INT32_MAX, the largest value setsockopt takes.
 std::uint64_t bdp_target(std::uint64_t bandwidth_bytes_per_s, Duration rtt);
 
 // `explicit_size` is true for sndbuf/rcvbuf given in the policy (honoured even when small);
