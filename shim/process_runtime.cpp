@@ -52,9 +52,13 @@ std::optional<config::LogLevel> parse_level(const char* text) {
   return std::nullopt;
 }
 
+// The log path as configured, before expansion: a forked child re-expands {pid}.
+std::string* g_log_pattern = nullptr;
+
 void open_configured_log(const config::Policy* policy, const std::string& program, bool secure) {
   const char* env_path = env("TCPTUNE_LOG", secure);
   std::string pattern = env_path != nullptr ? env_path : (policy != nullptr ? policy->log.path : "");
+  g_log_pattern = new std::string(pattern);
   config::LogLevel level = policy != nullptr ? policy->log.level : config::LogLevel::info;
   if (auto from_env = parse_level(env("TCPTUNE_LOG_LEVEL", secure))) {
     level = *from_env;
@@ -62,6 +66,25 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
   const std::string error = open_log(expand_log_path(pattern, program, getpid()), level);
   if (!error.empty()) {
     (void)std::fprintf(stderr, "tcptune: %s; logging disabled\n", error.c_str());
+  }
+}
+
+// In a forked child: its own log file when the path names {pid}, as a prefork server's
+// operator expects one file per process.
+void after_fork_in_child() noexcept {
+  log_after_fork();
+  if (g_log_pattern == nullptr || g_log_pattern->find("{pid}") == std::string::npos || g_runtime == nullptr) {
+    return;
+  }
+  try {
+    const long parent = getppid();
+    const std::string error = switch_log_file(expand_log_path(*g_log_pattern, g_runtime->program, getpid()));
+    if (error.empty()) {
+      log_message(config::LogLevel::info, "start program=" + g_runtime->program + " pid=" + std::to_string(getpid()) +
+                                              " forked_from=" + std::to_string(parent));
+    }
+  } catch (...) {
+    // Out of memory in a fresh child: keep logging to the parent's file.
   }
 }
 
@@ -93,8 +116,8 @@ void initialize() {
     log_message(config::LogLevel::error, "start program=" + runtime->program + " policy_error=\"" +
                                              loaded.error().to_string() + "\" running untuned");
   }
-  pthread_atfork(log_prepare_fork, log_after_fork, log_after_fork);
   g_runtime = runtime;
+  pthread_atfork(log_prepare_fork, log_after_fork, after_fork_in_child);
   if (runtime->policy != nullptr) {
     g_active.store(runtime, std::memory_order_release);
   }

@@ -80,21 +80,36 @@ void create_parent_directories(const std::string& path) {
 
 }  // namespace
 
-std::string open_log(const std::string& path, config::LogLevel level) {
-  if (path.empty() || level == config::LogLevel::off) {
-    return {};
-  }
+namespace {
+
+// Opens `path` for appending at a high, close-on-exec number; returns the fd, or -1 with
+// the reason in `error`.
+int open_log_fd(const std::string& path, std::string& error) {
   create_parent_directories(path);
   const int opened = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (opened < 0) {
     // strerror's text without its buffer, which the app's threads may be using too.
-    return "cannot open log file " + path + ": " + std::generic_category().message(errno);
+    error = "cannot open log file " + path + ": " + std::generic_category().message(errno);
+    return -1;
   }
-  int fd = next().fcntl.get()(opened, F_DUPFD_CLOEXEC, kLogFdFloor);
-  if (fd >= 0) {
-    next().close.get()(opened);
-  } else {
-    fd = opened;  // a low RLIMIT_NOFILE: keep the number we have
+  const int fd = next().fcntl.get()(opened, F_DUPFD_CLOEXEC, kLogFdFloor);
+  if (fd < 0) {
+    return opened;  // a low RLIMIT_NOFILE: keep the number we have
+  }
+  next().close.get()(opened);
+  return fd;
+}
+
+}  // namespace
+
+std::string open_log(const std::string& path, config::LogLevel level) {
+  if (path.empty() || level == config::LogLevel::off) {
+    return {};
+  }
+  std::string error;
+  const int fd = open_log_fd(path, error);
+  if (fd < 0) {
+    return error;
   }
   g_log_fd.store(fd, std::memory_order_release);
   try {
@@ -106,9 +121,25 @@ std::string open_log(const std::string& path, config::LogLevel level) {
     g_logger = logger;
     g_level.store(static_cast<int>(level), std::memory_order_release);
     return {};
-  } catch (const std::exception& error) {
-    return std::string("cannot open log file ") + path + ": " + error.what();
+  } catch (const std::exception& exception) {
+    return std::string("cannot open log file ") + path + ": " + exception.what();
   }
+}
+
+std::string switch_log_file(const std::string& path) {
+  if (g_logger == nullptr) {
+    return {};
+  }
+  std::string error;
+  const int fd = open_log_fd(path, error);
+  if (fd < 0) {
+    return error;
+  }
+  const int previous = g_log_fd.exchange(fd, std::memory_order_acq_rel);
+  if (previous >= 0) {
+    next().close.get()(previous);
+  }
+  return {};
 }
 
 bool log_enabled(config::LogLevel level) noexcept {

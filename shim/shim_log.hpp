@@ -12,6 +12,9 @@ namespace tcptune::shim {
 // Opens (appending) the log at `path`; an empty path disables logging. Returns an error
 // message on failure, empty on success.
 std::string open_log(const std::string& path, config::LogLevel level);
+// A forked child whose log path has {pid}: later lines go to `path` instead; the parent's
+// file is closed in the child. No-op when there is no log.
+std::string switch_log_file(const std::string& path);
 bool log_enabled(config::LogLevel level) noexcept;
 void log_message(config::LogLevel level, std::string_view message) noexcept;
 
