@@ -19,11 +19,17 @@ namespace {
 namespace fs = std::filesystem;
 
 // libtcptune.so next to this binary: the build tree (bin/ and lib/) or an install tree.
-std::string locate_shim() {
-  if (const char* explicit_path = std::getenv("TCPTUNE_SHIM"); explicit_path != nullptr && *explicit_path != '\0') {
-    return explicit_path;
-  }
+// TCPTUNE_SHIM overrides the search; it must name a file, or the run would go untuned silently.
+std::string locate_shim(std::string& problem) {
   std::error_code error;
+  if (const char* explicit_path = std::getenv("TCPTUNE_SHIM"); explicit_path != nullptr && *explicit_path != '\0') {
+    if (!fs::is_regular_file(explicit_path, error)) {
+      problem = std::string("TCPTUNE_SHIM=") + explicit_path + " is not a file";
+      return {};
+    }
+    return fs::weakly_canonical(explicit_path, error).string();
+  }
+  problem = "cannot find libtcptune.so next to this tcptune (set TCPTUNE_SHIM=/path/libtcptune.so)";
   const fs::path self = fs::read_symlink("/proc/self/exe", error);
   if (error) {
     return {};
@@ -39,8 +45,10 @@ std::string locate_shim() {
   return {};
 }
 
-// Like execvp's search: the path CMD will run from, or empty.
-std::string resolve_command(const std::string& command) {
+// Like execvp's search: the path CMD will run from, or empty. `found_not_executable` is set
+// when only a non-executable file of that name was found (the shell's 126, not 127).
+std::string resolve_command(const std::string& command, bool& found_not_executable) {
+  found_not_executable = false;
   if (command.find('/') != std::string::npos) {
     return command;
   }
@@ -51,8 +59,12 @@ std::string resolve_command(const std::string& command) {
     const std::size_t end = dirs.find(':', start);
     std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
     std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + command;
-    if (access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
+    struct stat info {};
+    if (::stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
+      if (access(candidate.c_str(), X_OK) == 0) {
+        return candidate;
+      }
+      found_not_executable = true;
     }
     if (end == std::string::npos) {
       break;
@@ -66,6 +78,28 @@ std::string absolute(const std::string& path) {
   std::error_code error;
   const fs::path result = fs::absolute(path, error);
   return error ? path : result.string();
+}
+
+// ld.so separates LD_PRELOAD entries with colons or spaces. The shim goes first, once, so
+// its hooks see every call before the other interposers.
+std::string preload_with_shim_first(const std::string& shim, const char* existing) {
+  std::string preload = shim;
+  const std::string current = existing != nullptr ? existing : "";
+  std::size_t start = 0;
+  while (start < current.size()) {
+    const std::size_t end = current.find_first_of(": ", start);
+    const std::string entry = current.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::error_code error;
+    const bool is_shim = !entry.empty() && (entry == shim || fs::weakly_canonical(entry, error).string() == shim);
+    if (!entry.empty() && !is_shim) {
+      preload += ":" + entry;
+    }
+    if (end == std::string::npos) {
+      break;
+    }
+    start = end + 1;
+  }
+  return preload;
 }
 
 int usage() {
@@ -100,10 +134,10 @@ int run_command(const std::vector<std::string>& args) {
   if (i >= args.size()) {
     return usage();
   }
-  const std::string shim = locate_shim();
+  std::string problem;
+  const std::string shim = locate_shim(problem);
   if (shim.empty()) {
-    (void)std::fputs(
-        "tcptune run: cannot find libtcptune.so next to this tcptune (set TCPTUNE_SHIM=/path/libtcptune.so)\n", stderr);
+    (void)std::fprintf(stderr, "tcptune run: %s\n", problem.c_str());
     return 1;
   }
   if (!policy.empty()) {
@@ -120,19 +154,16 @@ int run_command(const std::vector<std::string>& args) {
   if (verbose) {
     setenv("TCPTUNE_LOG_LEVEL", "debug", 1);
   }
-  std::string preload = shim;
-  if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing != '\0') {
-    const std::string current = existing;
-    const bool already = (":" + current + ":").find(":" + shim + ":") != std::string::npos;
-    preload = already ? current : shim + ":" + current;
-  }
+  const std::string preload = preload_with_shim_first(shim, std::getenv("LD_PRELOAD"));
   setenv("LD_PRELOAD", preload.c_str(), 1);
 
   const std::string& command = args[i];
-  const std::string resolved = resolve_command(command);
+  bool found_not_executable = false;
+  const std::string resolved = resolve_command(command, found_not_executable);
   if (resolved.empty()) {
-    (void)std::fprintf(stderr, "tcptune run: %s: command not found\n", command.c_str());
-    return 127;
+    (void)std::fprintf(stderr, "tcptune run: %s: %s\n", command.c_str(),
+                       found_not_executable ? "permission denied" : "command not found");
+    return found_not_executable ? 126 : 127;
   }
   for (const std::string& reason : preload_obstacles(resolved)) {
     (void)std::fprintf(stderr, "tcptune: warning: %s; it will run untuned\n", reason.c_str());
@@ -143,7 +174,14 @@ int run_command(const std::vector<std::string>& args) {
   }
   argv.push_back(nullptr);
   execv(resolved.c_str(), argv.data());
-  const int error = errno;
+  int error = errno;
+  if (error == ENOEXEC) {
+    // A script without "#!": run it with /bin/sh, as execvp and the shell do.
+    argv.insert(argv.begin(), const_cast<char*>("/bin/sh"));
+    argv[1] = const_cast<char*>(resolved.c_str());
+    execv("/bin/sh", argv.data());
+    error = errno;
+  }
   (void)std::fprintf(stderr, "tcptune run: %s: %s\n", command.c_str(), std::strerror(error));
   return error == ENOENT ? 127 : 126;
 }

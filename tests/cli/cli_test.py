@@ -64,6 +64,29 @@ check(r.returncode == 0 and r.stdout.strip() == os.path.realpath(args.shim),
       f"run finds the shim next to itself and sets LD_PRELOAD ({r.stdout.strip()})")
 r = tcptune("run", "--", "/bin/sh", "-c", 'echo "$LD_PRELOAD"', env={"LD_PRELOAD": "/lib/other.so"})
 check(r.stdout.strip() == os.path.realpath(args.shim) + ":/lib/other.so", f"run keeps an existing LD_PRELOAD ({r.stdout.strip()})")
+shim_path = os.path.realpath(args.shim)
+r = tcptune("run", "--", "/bin/sh", "-c", 'echo "$LD_PRELOAD"', env={"LD_PRELOAD": "/lib/a.so /lib/b.so"})
+check(r.stdout.strip() == shim_path + ":/lib/a.so:/lib/b.so", f"run splits a space-separated LD_PRELOAD ({r.stdout.strip()})")
+r = tcptune("run", "--", "/bin/sh", "-c", 'echo "$LD_PRELOAD"', env={"LD_PRELOAD": "/lib/other.so:" + shim_path})
+check(r.stdout.strip() == shim_path + ":/lib/other.so", f"run moves the shim first, once ({r.stdout.strip()})")
+r = tcptune("run", "--", "/bin/true", env={"TCPTUNE_SHIM": "/nonexistent/libtcptune.so"})
+check(r.returncode == 1 and "TCPTUNE_SHIM=/nonexistent/libtcptune.so is not a file" in r.stderr,
+      f"run refuses a TCPTUNE_SHIM that is not a file ({r.returncode}: {r.stderr.strip()})")
+bin_dir = os.path.join(args.work_dir, "path-bin")
+os.makedirs(bin_dir, exist_ok=True)
+not_executable = os.path.join(bin_dir, "not-executable-tool")
+with open(not_executable, "w") as f:
+    f.write("echo never\n")
+os.chmod(not_executable, 0o644)
+r = tcptune("run", "--", "not-executable-tool", env={"PATH": bin_dir + ":/usr/bin:/bin"})
+check(r.returncode == 126 and "permission denied" in r.stderr, f"a non-executable file on PATH gives 126 ({r.returncode})")
+script = os.path.join(bin_dir, "no-shebang-script")
+with open(script, "w") as f:
+    f.write('echo "script ran with $LD_PRELOAD"\n')
+os.chmod(script, 0o755)
+r = tcptune("run", "--", script)
+check(r.returncode == 0 and r.stdout.strip() == "script ran with " + shim_path,
+      f"a script without #! runs with /bin/sh, as execvp would ({r.returncode}: {r.stdout.strip()} {r.stderr.strip()})")
 r = tcptune("run", "--policy", good, "--log", "x.log", "-v", "--", "/bin/sh", "-c",
             'echo "$TCPTUNE_POLICY|$TCPTUNE_LOG|$TCPTUNE_LOG_LEVEL"')
 check(r.stdout.strip() == f"{good}|{os.path.abspath('x.log')}|debug", f"run passes policy, log, level ({r.stdout.strip()})")
