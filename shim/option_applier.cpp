@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "errno_saver.hpp"
+#include "json_writer.hpp"
 #include "next_symbols.hpp"
 #include "process_runtime.hpp"
 #include "socket_probe.hpp"
@@ -275,6 +276,19 @@ std::string ApplyReport::to_string() const {
     }
   }
   return out;
+}
+
+std::string ApplyReport::to_json() const {
+  telemetry::JsonArray array;
+  for (const OptionReport& option : options) {
+    telemetry::JsonObject object;
+    object.field("name", option.name).field("requested", option.requested).field("effective", option.effective);
+    if (!option.note.empty()) {
+      object.field("note", option.note);
+    }
+    array.add_raw(object.str());
+  }
+  return array.str();
 }
 
 ApplyReport apply_tuning(int fd, SocketSlot& slot, const config::Tuning& tuning, ApplyPhase phase) {

@@ -31,6 +31,8 @@ struct ApplyReport {
   std::vector<OptionReport> options;
   // "nodelay requested=on effective=1; rcvbuf ..." for the connection's log line.
   [[nodiscard]] std::string to_string() const;
+  // [{"name","requested","effective","note"}, ...] for a jsonl log.
+  [[nodiscard]] std::string to_json() const;
 };
 
 ApplyReport apply_tuning(int fd, SocketSlot& slot, const config::Tuning& tuning, ApplyPhase phase);

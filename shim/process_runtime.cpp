@@ -63,7 +63,15 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
   if (auto from_env = parse_level(env("TCPTUNE_LOG_LEVEL", secure))) {
     level = *from_env;
   }
-  const std::string error = open_log(expand_log_path(pattern, program, getpid()), level);
+  config::LogFormat format = policy != nullptr ? policy->log.format : config::LogFormat::text;
+  if (const char* text = env("TCPTUNE_LOG_FORMAT", secure); text != nullptr) {
+    if (std::strcmp(text, "jsonl") == 0) {
+      format = config::LogFormat::jsonl;
+    } else if (std::strcmp(text, "text") == 0) {
+      format = config::LogFormat::text;
+    }
+  }
+  const std::string error = open_log(expand_log_path(pattern, program, getpid()), level, format, program);
   if (!error.empty()) {
     (void)std::fprintf(stderr, "tcptune: %s; logging disabled\n", error.c_str());
   }
@@ -80,8 +88,9 @@ void after_fork_in_child() noexcept {
     const long parent = getppid();
     const std::string error = switch_log_file(expand_log_path(*g_log_pattern, g_runtime->program, getpid()));
     if (error.empty()) {
-      log_message(config::LogLevel::info, "start program=" + g_runtime->program + " pid=" + std::to_string(getpid()) +
-                                              " forked_from=" + std::to_string(parent));
+      telemetry::Record start("start");
+      start.add("forked_from", static_cast<std::int64_t>(parent));
+      log_record(config::LogLevel::info, start);
     }
   } catch (...) {
     // Out of memory in a fresh child: keep logging to the parent's file.
@@ -108,13 +117,17 @@ void initialize() {
     (void)std::fprintf(stderr, "tcptune: %s; running untuned\n", message.c_str());
   }
   open_configured_log(runtime->policy, runtime->program, secure);
+  // pid (and, in jsonl, program) are on every line already.
+  telemetry::Record start("start");
+  if (!log_is_jsonl()) {
+    start.add("program", runtime->program);
+  }
   if (runtime->policy != nullptr) {
-    log_message(config::LogLevel::info, "start program=" + runtime->program + " pid=" + std::to_string(getpid()) +
-                                            " policy=\"" + runtime->policy->source +
-                                            "\" rules=" + std::to_string(runtime->policy->rules.size()));
+    start.add("policy", runtime->policy->source).add("rules", static_cast<std::int64_t>(runtime->policy->rules.size()));
+    log_record(config::LogLevel::info, start);
   } else {
-    log_message(config::LogLevel::error, "start program=" + runtime->program + " policy_error=\"" +
-                                             loaded.error().to_string() + "\" running untuned");
+    start.add("policy_error", loaded.error().to_string()).add("running", "untuned");
+    log_record(config::LogLevel::error, start);
   }
   g_runtime = runtime;
   pthread_atfork(log_prepare_fork, log_after_fork, after_fork_in_child);

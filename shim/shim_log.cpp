@@ -31,6 +31,7 @@ std::mutex& log_mutex() {
 // close hooks never let the app close it or dup2 over it (see protect_log_fd_from).
 constexpr int kLogFdFloor = 900;
 std::atomic<int> g_log_fd{-1};
+std::atomic<bool> g_jsonl{false};
 
 // Writes formatted lines to g_log_fd through the next write(), never through our own hook.
 class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
@@ -102,7 +103,8 @@ int open_log_fd(const std::string& path, std::string& error) {
 
 }  // namespace
 
-std::string open_log(const std::string& path, config::LogLevel level) {
+std::string open_log(const std::string& path, config::LogLevel level, config::LogFormat format,
+                     std::string_view program) {
   if (path.empty() || level == config::LogLevel::off) {
     return {};
   }
@@ -114,7 +116,19 @@ std::string open_log(const std::string& path, config::LogLevel level) {
   g_log_fd.store(fd, std::memory_order_release);
   try {
     auto* logger = new spdlog::logger("tcptune", std::make_shared<FdSink>());
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%f%z %l tcptune[%P] %v");
+    if (format == config::LogFormat::jsonl) {
+      std::string program_json;
+      telemetry::append_json_string(program_json, program);
+      std::string escaped;  // a literal '%' in a pattern is "%%"
+      for (const char c : program_json) {
+        escaped += c == '%' ? std::string("%%") : std::string(1, c);
+      }
+      logger->set_pattern(R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","pid":%P,"program":)" + escaped + ",%v}",
+                          spdlog::pattern_time_type::utc);
+    } else {
+      logger->set_pattern("%Y-%m-%dT%H:%M:%S.%f%z %l tcptune[%P] %v");
+    }
+    g_jsonl.store(format == config::LogFormat::jsonl, std::memory_order_release);
     logger->set_level(to_spdlog(level));
     logger->flush_on(spdlog::level::trace);  // every line complete on disk, even after kill -9
     const std::lock_guard lock(log_mutex());
@@ -146,20 +160,54 @@ bool log_enabled(config::LogLevel level) noexcept {
   return static_cast<int>(level) >= g_level.load(std::memory_order_acquire) && level != config::LogLevel::off;
 }
 
-void log_message(config::LogLevel level, std::string_view message) noexcept {
-  if (!log_enabled(level) || t_in_logger) {
+namespace {
+
+void write_line(config::LogLevel level, std::string_view line) noexcept {
+  if (t_in_logger) {
     return;
   }
   t_in_logger = true;
   try {
     const std::lock_guard lock(log_mutex());
     if (g_logger != nullptr) {
-      g_logger->log(to_spdlog(level), "{}", message);
+      g_logger->log(to_spdlog(level), "{}", line);
     }
   } catch (...) {
     // A full disk or a bad descriptor must never reach the app.
   }
   t_in_logger = false;
+}
+
+}  // namespace
+
+bool log_is_jsonl() noexcept {
+  return g_jsonl.load(std::memory_order_acquire);
+}
+
+void log_message(config::LogLevel level, std::string_view message) noexcept {
+  if (!log_enabled(level)) {
+    return;
+  }
+  if (!g_jsonl.load(std::memory_order_acquire)) {
+    write_line(level, message);
+    return;
+  }
+  try {
+    telemetry::Record record(level >= config::LogLevel::warn ? "warning" : "log");
+    record.add("message", message);
+    write_line(level, record.json_fields());
+  } catch (...) {
+  }
+}
+
+void log_record(config::LogLevel level, const telemetry::Record& record) noexcept {
+  if (!log_enabled(level)) {
+    return;
+  }
+  try {
+    write_line(level, g_jsonl.load(std::memory_order_acquire) ? record.json_fields() : record.text());
+  } catch (...) {
+  }
 }
 
 bool log_first_time(const std::string& key) {

@@ -5,18 +5,26 @@
 #include <string>
 #include <string_view>
 
+#include "record.hpp"
 #include "tcptune/config/policy.hpp"
 
 namespace tcptune::shim {
 
 // Opens (appending) the log at `path`; an empty path disables logging. Returns an error
-// message on failure, empty on success.
-std::string open_log(const std::string& path, config::LogLevel level);
+// message on failure, empty on success. In jsonl format every line is one JSON object:
+// {"ts","level","pid","program", then the record's fields}.
+std::string open_log(const std::string& path, config::LogLevel level, config::LogFormat format,
+                     std::string_view program);
 // A forked child whose log path has {pid}: later lines go to `path` instead; the parent's
 // file is closed in the child. No-op when there is no log.
 std::string switch_log_file(const std::string& path);
 bool log_enabled(config::LogLevel level) noexcept;
+bool log_is_jsonl() noexcept;
+// A free-form message: the line itself in text format, {"event":"log"|"warning","message"}
+// in jsonl.
 void log_message(config::LogLevel level, std::string_view message) noexcept;
+// A structured record (conn_open, conn_close, summary, ...), in the log's format.
+void log_record(config::LogLevel level, const telemetry::Record& record) noexcept;
 
 // True the first time `key` is seen in this process, for "logged once" messages. The set is
 // guarded by the log's mutex, which the fork handlers hold, so a child never inherits it locked.

@@ -54,22 +54,23 @@ void warn_refusals_once(const config::Policy& policy, int rule, const ApplyRepor
 void log_connection(const char* event, int fd, const SocketSlot& slot, const config::Policy& policy, int rule,
                     ApplyPhase phase, const ApplyReport& report) {
   warn_refusals_once(policy, rule, report);
-  if (!log_enabled(LogLevel::debug)) {
+  if (!log_enabled(LogLevel::info)) {
     return;
   }
   const SocketRole role = slot.role.load(std::memory_order_relaxed);
-  std::string line = std::string(event) + " fd=" + std::to_string(fd) + " role=" + role_name(role) + " rule=\"" +
-                     std::string(config::rule_name(policy, rule)) + "\" phase=" + phase_name(phase);
-  const config::Endpoint local = local_endpoint(fd);
-  if (local.family != 0) {
-    line += " local=" + config::format_endpoint(local);
+  telemetry::Record record(event);
+  record.add("fd", fd)
+      .add("role", role_name(role))
+      .add("rule", config::rule_name(policy, rule))
+      .add("phase", phase_name(phase));
+  if (const config::Endpoint local = local_endpoint(fd); local.family != 0) {
+    record.add("local", config::format_endpoint(local));
   }
-  const config::Endpoint peer = peer_endpoint(fd);
-  if (peer.family != 0) {
-    line += " peer=" + config::format_endpoint(peer);
+  if (const config::Endpoint peer = peer_endpoint(fd); peer.family != 0) {
+    record.add("peer", config::format_endpoint(peer));
   }
-  line += " |" + report.to_string();
-  log_message(LogLevel::debug, line);
+  record.add_json_section("options", report.to_json(), report.to_string());
+  log_record(LogLevel::info, record);
 }
 
 // Picks the rule for `facts`, records it in the slot, applies it and logs what happened.

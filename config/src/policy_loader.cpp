@@ -343,13 +343,23 @@ class Loader {
 
   void read_log(const toml::node& node, LogSettings& log) {
     const toml::table* table = as_table(node, "log");
-    static constexpr std::string_view kLogKeys[] = {"path", "level"};
+    static constexpr std::string_view kLogKeys[] = {"path", "level", "format"};
     if (table == nullptr || !check_keys(*table, kLogKeys, "[log]")) {
       return;
     }
     if (const toml::node* path = table->get("path")) {
       if (auto s = as_string(*path, "path")) {
         log.path = *s;
+      }
+    }
+    if (const toml::node* format = table->get("format")) {
+      const auto s = format->as_string();
+      if (s != nullptr && s->get() == "text") {
+        log.format = LogFormat::text;
+      } else if (s != nullptr && s->get() == "jsonl") {
+        log.format = LogFormat::jsonl;
+      } else {
+        fail(format->source(), "'format' must be \"text\" or \"jsonl\", not " + describe(*format));
       }
     }
     if (const toml::node* level = table->get("level")) {

@@ -126,7 +126,7 @@ def curl(args, checks, policy_path):
         server.terminate()
         server.wait(timeout=10)
     text = open(log, encoding="utf-8").read() if os.path.exists(log) else ""
-    curl_lines = [l for l in text.splitlines() if "conn_open" in l and 'rule="curl"' in l and "role=client" in l]
+    curl_lines = [l for l in text.splitlines() if "conn_open" in l and 'rule=curl' in l and "role=client" in l]
     checks.check(bool(curl_lines), "log: curl's connection matched rule 'curl'")
     checks.check(any('user_timeout requested="15000ms" effective="15000"' in l for l in curl_lines),
                  "log: user_timeout requested and effective for curl")

@@ -98,9 +98,12 @@ struct Rule {
 
 enum class LogLevel { trace, debug, info, warn, error, off };
 
+enum class LogFormat { text, jsonl };
+
 struct LogSettings {
   std::string path;  // may contain {pid} and {program}; empty: no log file
   LogLevel level = LogLevel::info;
+  LogFormat format = LogFormat::text;
 };
 
 struct Policy {

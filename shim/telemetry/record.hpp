@@ -1,0 +1,42 @@
+// One log record: an event name and its fields, in order, rendered either as a text line
+// ("conn_close fd=7 writes=12 ...") or as the fields of a JSON object (the log adds the
+// time, level, pid and program). Built off the write path: it allocates.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "json_writer.hpp"
+
+namespace tcptune::telemetry {
+
+class Record {
+ public:
+  explicit Record(std::string_view event);
+
+  Record& add(std::string_view key, std::string_view value);
+  Record& add(std::string_view key, const char* value) { return add(key, std::string_view(value)); }
+  Record& add(std::string_view key, std::int64_t value);
+  Record& add(std::string_view key, std::uint64_t value);
+  Record& add(std::string_view key, int value) { return add(key, static_cast<std::int64_t>(value)); }
+  Record& add(std::string_view key, double value);
+  Record& add(std::string_view key, bool value);
+  // A nested JSON value, and how the text line shows it ("key=text").
+  Record& add_json(std::string_view key, std::string_view json, std::string_view text);
+  // A nested JSON value the text line shows as a trailing "| ..." section instead.
+  Record& add_json_section(std::string_view key, std::string_view json, std::string_view text);
+
+  [[nodiscard]] const std::string& event() const { return event_; }
+  [[nodiscard]] const std::string& text() const { return text_; }
+  // "\"event\":\"conn_close\",\"fd\":7,..." without the braces.
+  [[nodiscard]] std::string json_fields() const;
+
+ private:
+  void add_text(std::string_view key, std::string_view value, bool quote);
+  std::string event_;
+  std::string text_;
+  JsonObject json_;
+};
+
+}  // namespace tcptune::telemetry
