@@ -16,8 +16,6 @@ void reset(SocketSlot& slot) noexcept {
   slot.app_options.store(0, std::memory_order_relaxed);
   slot.held_sndbuf.store(kNoHeldBuffer, std::memory_order_relaxed);
   slot.held_rcvbuf.store(kNoHeldBuffer, std::memory_order_relaxed);
-  slot.writes.store(0, std::memory_order_relaxed);
-  slot.bytes_written.store(0, std::memory_order_relaxed);
   slot.kind.store(FdKind::unknown, std::memory_order_release);
 }
 }  // namespace

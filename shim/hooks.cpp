@@ -15,6 +15,7 @@
 #include "next_symbols.hpp"
 #include "process_runtime.hpp"
 #include "socket_events.hpp"
+#include "telemetry_worker.hpp"
 
 using tcptune::shim::next;
 using tcptune::shim::SocketSlot;
@@ -30,17 +31,35 @@ namespace {
   core::adopt_inherited_sockets();
 }
 
-// Timing and counting around one write-family call on a tracked TCP socket.
-template <typename Call>
-auto tracked_write(int fd, Call call) -> decltype(call()) {
+// Runs at exit (after the program's atexit handlers), wherever exit() was called from.
+[[gnu::destructor]] void unload_shim() {
+  core::flush_telemetry_at_exit();
+}
+
+// Timing and counting around one write-family call on a tracked TCP socket. `offered` (the
+// bytes the call was given) is only worked out for a measured socket.
+template <typename Offered, typename Call>
+auto tracked_write(int fd, Offered offered, Call call) -> decltype(call()) {
   SocketSlot* slot = core::tcp_slot_for_io(fd);
   if (slot == nullptr) [[likely]] {
     return call();
   }
   core::before_write(*slot, fd);
+  if (!slot->has_flag(tcptune::shim::flag_measured)) {
+    return call();
+  }
+  const std::int64_t start_ns = core::monotonic_ns();
   const auto result = call();
-  core::after_write(*slot, static_cast<ssize_t>(result));
+  core::after_measured_write(*slot, start_ns, static_cast<ssize_t>(result), offered());
   return result;
+}
+
+std::size_t iov_bytes(const iovec* iov, std::size_t count) {
+  std::size_t total = 0;
+  for (std::size_t i = 0; iov != nullptr && i < count; ++i) {
+    total += iov[i].iov_len;
+  }
+  return total;
 }
 
 template <typename Call>
@@ -103,25 +122,26 @@ TCPTUNE_HOOK int getsockopt(int fd, int level, int name, void* value, socklen_t*
 }
 
 TCPTUNE_HOOK ssize_t write(int fd, const void* buf, size_t count) {
-  return tracked_write(fd, [&] { return next().write.get()(fd, buf, count); });
+  return tracked_write(fd, [&] { return count; }, [&] { return next().write.get()(fd, buf, count); });
 }
 
 TCPTUNE_HOOK ssize_t send(int fd, const void* buf, size_t count, int flags) {
-  return tracked_write(fd, [&] { return next().send.get()(fd, buf, count, flags); });
+  return tracked_write(fd, [&] { return count; }, [&] { return next().send.get()(fd, buf, count, flags); });
 }
 
 TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, const sockaddr* addr, socklen_t len) {
   if ((flags & MSG_FASTOPEN) != 0 && addr != nullptr) {
     core::before_connect(fd, addr, len);  // TCP Fast Open: this call sends the SYN
   }
-  return tracked_write(fd, [&] { return next().sendto.get()(fd, buf, count, flags, addr, len); });
+  return tracked_write(fd, [&] { return count; }, [&] { return next().sendto.get()(fd, buf, count, flags, addr, len); });
 }
 
 TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {
   if ((flags & MSG_FASTOPEN) != 0 && message != nullptr && message->msg_name != nullptr) {
     core::before_connect(fd, static_cast<const sockaddr*>(message->msg_name), message->msg_namelen);
   }
-  return tracked_write(fd, [&] { return next().sendmsg.get()(fd, message, flags); });
+  const auto offered = [&] { return message != nullptr ? iov_bytes(message->msg_iov, message->msg_iovlen) : 0; };
+  return tracked_write(fd, offered, [&] { return next().sendmsg.get()(fd, message, flags); });
 }
 
 TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int flags) {
@@ -130,23 +150,35 @@ TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int fla
     return next().sendmmsg.get()(fd, messages, count, flags);
   }
   core::before_write(*slot, fd);
-  const int sent = next().sendmmsg.get()(fd, messages, count, flags);
-  for (int i = 0; i < sent; ++i) {
-    core::after_write(*slot, static_cast<ssize_t>(messages[i].msg_len));
+  if (!slot->has_flag(tcptune::shim::flag_measured)) {
+    return next().sendmmsg.get()(fd, messages, count, flags);
   }
+  // Measured as one write of all its messages.
+  std::size_t offered = 0;
+  for (unsigned int i = 0; messages != nullptr && i < count; ++i) {
+    offered += iov_bytes(messages[i].msg_hdr.msg_iov, messages[i].msg_hdr.msg_iovlen);
+  }
+  const std::int64_t start_ns = core::monotonic_ns();
+  const int sent = next().sendmmsg.get()(fd, messages, count, flags);
+  std::size_t bytes = 0;
+  for (int i = 0; i < sent; ++i) {
+    bytes += messages[i].msg_len;
+  }
+  core::after_measured_write(*slot, start_ns, sent < 0 ? -1 : static_cast<ssize_t>(bytes), offered);
   return sent;
 }
 
 TCPTUNE_HOOK ssize_t writev(int fd, const iovec* iov, int count) {
-  return tracked_write(fd, [&] { return next().writev.get()(fd, iov, count); });
+  const auto offered = [&] { return count > 0 ? iov_bytes(iov, static_cast<std::size_t>(count)) : std::size_t{0}; };
+  return tracked_write(fd, offered, [&] { return next().writev.get()(fd, iov, count); });
 }
 
 TCPTUNE_HOOK ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
-  return tracked_write(out_fd, [&] { return next().sendfile.get()(out_fd, in_fd, offset, count); });
+  return tracked_write(out_fd, [&] { return count; }, [&] { return next().sendfile.get()(out_fd, in_fd, offset, count); });
 }
 
 TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t count) {
-  return tracked_write(out_fd, [&] { return next().sendfile64.get()(out_fd, in_fd, offset, count); });
+  return tracked_write(out_fd, [&] { return count; }, [&] { return next().sendfile64.get()(out_fd, in_fd, offset, count); });
 }
 
 TCPTUNE_HOOK ssize_t read(int fd, void* buf, size_t count) {

@@ -16,6 +16,7 @@
 #include "errno_saver.hpp"
 #include "next_symbols.hpp"
 #include "shim_log.hpp"
+#include "telemetry_worker.hpp"
 #include "tcptune/config/host_sysctl.hpp"
 #include "tcptune/config/policy_loader.hpp"
 
@@ -81,6 +82,7 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
 // operator expects one file per process.
 void after_fork_in_child() noexcept {
   log_after_fork();
+  telemetry_after_fork_in_child();
   if (g_log_pattern == nullptr || g_log_pattern->find("{pid}") == std::string::npos || g_runtime == nullptr) {
     return;
   }

@@ -16,6 +16,7 @@
 #include "process_runtime.hpp"
 #include "shim_log.hpp"
 #include "socket_probe.hpp"
+#include "telemetry_worker.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 
 namespace tcptune::shim {
@@ -73,6 +74,24 @@ void log_connection(const char* event, int fd, const SocketSlot& slot, const con
   log_record(LogLevel::info, record);
 }
 
+// Connections (not listeners) are measured when there is a log for their conn_close record.
+void start_measuring(SocketSlot& slot, bool is_listener) {
+  if (is_listener || !log_enabled(LogLevel::info)) {
+    return;
+  }
+  slot.stats.reset(monotonic_ns());
+  slot.set_flag(flag_measured);
+  ensure_telemetry_worker();
+}
+
+// A measured connection's summary goes to the worker before its slot is retired.
+void summarize_if_measured(int fd) noexcept {
+  const SocketSlot* slot = fd_table().find(fd);
+  if (slot != nullptr && slot->is_tcp() && slot->has_flag(flag_measured)) {
+    post_closed_connection(fd, *slot);
+  }
+}
+
 // Picks the rule for `facts`, records it in the slot, applies it and logs what happened.
 void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::ConnectionFacts facts, SocketRole role,
                       ApplyPhase phase) {
@@ -83,6 +102,7 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   slot.role.store(role, std::memory_order_relaxed);
   const ApplyReport report = apply_tuning(fd, slot, config::tuning_for(*runtime.policy, rule), phase);
   log_connection("conn_open", fd, slot, *runtime.policy, rule, phase, report);
+  start_measuring(slot, is_listener);
 }
 
 // A socket we find already listening or connected (inherited, created by raw system call).
@@ -361,13 +381,6 @@ SocketSlot* classify_for_io(int fd) noexcept {
   return kind == FdKind::tcp ? slot : nullptr;
 }
 
-void after_write(SocketSlot& slot, ssize_t result) noexcept {
-  if (result >= 0) {
-    slot.writes.fetch_add(1, std::memory_order_relaxed);
-    slot.bytes_written.fetch_add(static_cast<std::uint64_t>(result), std::memory_order_relaxed);
-  }
-}
-
 void size_sndbuf_from_measured_rtt(SocketSlot& slot, int fd) noexcept {
   const ErrnoSaver saver;
   const Runtime* runtime = active_runtime();
@@ -392,6 +405,7 @@ bool before_close(int fd) noexcept {
   if (is_log_fd(fd)) {
     return false;
   }
+  summarize_if_measured(fd);
   fd_table().retire(fd);
   return true;
 }
@@ -405,10 +419,17 @@ int shim_fd_in_range(unsigned int first, unsigned int last) noexcept {
 void before_dup_onto(int target) noexcept {
   const ErrnoSaver saver;
   move_log_fd_away_from(target);
+  summarize_if_measured(target);  // dup2 closes what `target` named
 }
 
 void before_close_range(unsigned int first, unsigned int last, int flags) noexcept {
   if ((flags & CLOSE_RANGE_CLOEXEC) == 0) {
+    fd_table().for_each_tcp([&](int fd, const SocketSlot& slot) {
+      if (static_cast<unsigned int>(fd) >= first && static_cast<unsigned int>(fd) <= last &&
+          slot.has_flag(flag_measured)) {
+        post_closed_connection(fd, slot);
+      }
+    });
     fd_table().retire_range(first, last);
   }
 }
@@ -416,6 +437,10 @@ void before_close_range(unsigned int first, unsigned int last, int flags) noexce
 void after_dup(int from, int to) noexcept {
   if (to >= 0 && to != from) {
     fd_table().copy(from, to);
+    // The duplicate is measured on its own, from now, and summarized when it closes.
+    if (SocketSlot* copy = fd_table().find(to); copy != nullptr && copy->has_flag(flag_measured)) {
+      copy->stats.reset(monotonic_ns());
+    }
   }
 }
 

@@ -6,7 +6,11 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include <cerrno>
+#include <cstdint>
+
 #include "fd_table.hpp"
+#include "monotonic_clock.hpp"
 #include "socket_slot.hpp"
 
 namespace tcptune::shim {
@@ -31,7 +35,9 @@ bool answer_app_getsockopt(int fd, int level, int name, void* value, socklen_t* 
 inline SocketSlot* tcp_slot_for_io(int fd) noexcept;
 SocketSlot* classify_for_io(int fd) noexcept;
 inline void before_write(SocketSlot& slot, int fd) noexcept;
-void after_write(SocketSlot& slot, ssize_t result) noexcept;
+// After a measured call (slot has flag_measured) that started at start_ns and offered
+// `offered` bytes: its latency and outcome go into the slot's statistics. Preserves errno.
+inline void after_measured_write(SocketSlot& slot, std::int64_t start_ns, ssize_t result, std::size_t offered) noexcept;
 // rtt = "auto" on a non-blocking connect: the first write finds the connection established.
 void size_sndbuf_from_measured_rtt(SocketSlot& slot, int fd) noexcept;
 
@@ -68,6 +74,14 @@ inline void before_write(SocketSlot& slot, int fd) noexcept {
   if (slot.has_flag(flag_rtt_auto_pending)) [[unlikely]] {
     size_sndbuf_from_measured_rtt(slot, fd);
   }
+}
+
+inline void after_measured_write(SocketSlot& slot, std::int64_t start_ns, ssize_t result,
+                                 std::size_t offered) noexcept {
+  const int error = errno;
+  const std::int64_t end_ns = monotonic_ns();
+  slot.stats.record_write(static_cast<std::uint64_t>(end_ns - start_ns), end_ns, result, offered, error);
+  errno = error;
 }
 
 }  // namespace tcptune::shim

@@ -1,4 +1,5 @@
-// What the shim knows about one file descriptor number. Slots live in the FdTable and are
+// What the shim knows about one file descriptor number (about 900 bytes with its write
+// statistics, inside the 1 KiB per-connection budget). Slots live in the FdTable and are
 // never freed: closing an fd retires its slot (generation bumped, state reset), so a reused
 // number never inherits an old connection's state and a racing reader never touches freed
 // memory. Every field is atomic because hooks on one fd may run on several threads.
@@ -6,6 +7,8 @@
 
 #include <atomic>
 #include <cstdint>
+
+#include "connection_stats.hpp"
 
 namespace tcptune::shim {
 
@@ -43,6 +46,7 @@ enum SlotFlag : std::uint16_t {
   flag_veto_nodelay_logged = 1U << 4,
   flag_veto_cork_logged = 1U << 5,
   flag_veto_buffers_logged = 1U << 6,
+  flag_measured = 1U << 7,  // writes are timed; a conn_close record follows the close
 };
 
 inline constexpr std::int32_t kNoHeldBuffer = -1;
@@ -57,8 +61,9 @@ struct SocketSlot {
   // The app's SO_SNDBUF/SO_RCVBUF held back until the rule is known (kNoHeldBuffer: none).
   std::atomic<std::int32_t> held_sndbuf{kNoHeldBuffer};
   std::atomic<std::int32_t> held_rcvbuf{kNoHeldBuffer};
-  std::atomic<std::uint64_t> writes{0};
-  std::atomic<std::uint64_t> bytes_written{0};
+  // Reset when measurement starts (the rule is applied), not when the fd is retired: a close
+  // only has to bump the generation.
+  telemetry::ConnectionStats stats;
 
   [[nodiscard]] bool is_tcp() const noexcept { return kind.load(std::memory_order_acquire) == FdKind::tcp; }
   [[nodiscard]] bool has_flag(SlotFlag flag) const noexcept {

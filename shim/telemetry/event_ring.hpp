@@ -58,6 +58,16 @@ class EventRing {
     return true;
   }
 
+  // In a fork child (one thread): events the parent had in flight are the parent's to report.
+  void reset_in_child() noexcept {
+    for (auto& cell : cells_) {
+      cell.sequence_from_index.store(0, std::memory_order_relaxed);
+    }
+    tail_.store(0, std::memory_order_relaxed);
+    head_ = 0;
+    dropped_.store(0, std::memory_order_relaxed);
+  }
+
   // Events dropped since the last call (the worker reports them, then they start again).
   std::uint64_t take_dropped() noexcept { return dropped_.exchange(0, std::memory_order_relaxed); }
 

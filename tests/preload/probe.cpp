@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -406,6 +408,45 @@ void cmd_close_everything(const Args& /*args*/) {
   close_pair(pair);
 }
 
+// writes --count N --size S [--keep-open 1] [--exit-from-thread 1]: N write()s, one writev()
+// and one send() of S bytes each on a loopback connection, then close; with keep-open, a
+// second connection with 3 writes is still open at exit; exit() may come from another thread.
+void cmd_writes(const Args& args) {
+  const int count = arg_int(args, "count", 100);
+  const auto size = static_cast<std::size_t>(arg_int(args, "size", 100));
+  const std::vector<char> data(size, 'w');
+  auto drain = [](int fd) {
+    char buffer[65536];
+    while (read(fd, buffer, sizeof buffer) > 0) {
+    }
+  };
+  const Pair pair = make_pair();
+  std::thread reader(drain, pair.server);
+  for (int i = 0; i < count; ++i) {
+    check(write(pair.client, data.data(), size) == static_cast<ssize_t>(size), "write");
+  }
+  const iovec halves[2] = {{const_cast<char*>(data.data()), size / 2},
+                           {const_cast<char*>(data.data()) + size / 2, size - size / 2}};
+  check(writev(pair.client, halves, 2) == static_cast<ssize_t>(size), "writev");
+  check(send(pair.client, data.data(), size, 0) == static_cast<ssize_t>(size), "send");
+  shutdown(pair.client, SHUT_WR);
+  reader.join();
+  close_pair(pair);
+  if (arg_int(args, "keep-open", 0) == 1) {
+    static Pair kept = make_pair();
+    static std::thread kept_reader(drain, kept.server);
+    kept_reader.detach();
+    for (int i = 0; i < 3; ++i) {
+      check(write(kept.client, data.data(), size) == static_cast<ssize_t>(size), "write on the kept connection");
+    }
+  }
+  if (arg_int(args, "exit-from-thread", 0) == 1) {
+    std::printf("%d failed\n", g_failures);
+    std::fflush(stdout);
+    std::thread([] { std::exit(g_failures == 0 ? 0 : 1); }).join();
+  }
+}
+
 // Runs main and prints a marker: for fail-open and strict-mode tests.
 void cmd_main_ran(const Args& args) {
   std::printf("main ran\n");
@@ -443,6 +484,7 @@ int main(int argc, char** argv) {
       {"inherit-child", cmd_inherit_child},
       {"close-everything", cmd_close_everything},
       {"main-ran", cmd_main_ran},
+      {"writes", cmd_writes},
   };
   const auto found = commands.find(argv[1]);
   if (found == commands.end()) {

@@ -1,0 +1,116 @@
+#include "connection_summary.hpp"
+
+#include <cstdio>
+
+#include "errno_saver.hpp"
+#include "json_writer.hpp"
+#include "record.hpp"
+#include "socket_probe.hpp"
+#include "tcptune/config/rule_matcher.hpp"
+
+namespace tcptune::shim {
+
+namespace {
+
+const char* role_text(SocketRole role) {
+  switch (role) {
+    case SocketRole::client: return "client";
+    case SocketRole::listener: return "listener";
+    case SocketRole::server: return "server";
+    case SocketRole::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+double us(double ns) { return ns / 1000.0; }
+
+}  // namespace
+
+void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, ConnectionSnapshot& out) noexcept {
+  const ErrnoSaver saver;
+  const telemetry::ConnectionStats& stats = slot.stats;
+  out.fd = fd;
+  out.role = slot.role.load(std::memory_order_relaxed);
+  out.rule_index = slot.rule_index.load(std::memory_order_relaxed);
+  out.open_at_exit = open_at_exit;
+  out.opened_ns = stats.opened_ns.load(std::memory_order_relaxed);
+  out.closed_ns = monotonic_ns();
+  out.writes = stats.writes.load(std::memory_order_relaxed);
+  out.bytes = stats.bytes.load(std::memory_order_relaxed);
+  out.partial_writes = stats.partial_writes.load(std::memory_order_relaxed);
+  out.would_block = stats.would_block.load(std::memory_order_relaxed);
+  out.errors = stats.errors.load(std::memory_order_relaxed);
+  out.histogram_lost_carries = stats.carries.lost();
+  out.write_latency = telemetry::LatencyHistogram();
+  stats.write_latency_into(out.write_latency);
+  out.tcp_info = read_tcp_info(fd);
+  out.local = local_endpoint(fd);
+  out.peer = peer_endpoint(fd);
+}
+
+std::string latency_json_us(const telemetry::LatencyHistogram& histogram) {
+  return telemetry::JsonObject()
+      .field("count", histogram.count())
+      .field("p50", us(histogram.percentile_ns(50)))
+      .field("p90", us(histogram.percentile_ns(90)))
+      .field("p99", us(histogram.percentile_ns(99)))
+      .field("p999", us(histogram.percentile_ns(99.9)))
+      .field("max", us(static_cast<double>(histogram.max_ns())))
+      .str();
+}
+
+std::string latency_text_us(const telemetry::LatencyHistogram& histogram) {
+  char text[160];
+  (void)std::snprintf(text, sizeof text, "p50=%.1f,p90=%.1f,p99=%.1f,p999=%.1f,max=%.1f",
+                      us(histogram.percentile_ns(50)), us(histogram.percentile_ns(90)),
+                      us(histogram.percentile_ns(99)), us(histogram.percentile_ns(99.9)),
+                      us(static_cast<double>(histogram.max_ns())));
+  return text;
+}
+
+telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const config::Policy& policy) {
+  telemetry::Record record("conn_close");
+  record.add("fd", snapshot.fd)
+      .add("role", role_text(snapshot.role))
+      .add("rule", config::rule_name(policy, snapshot.rule_index));
+  if (snapshot.local.family != 0) {
+    record.add("local", config::format_endpoint(snapshot.local));
+  }
+  if (snapshot.peer.family != 0) {
+    record.add("peer", config::format_endpoint(snapshot.peer));
+  }
+  record.add("open_at_exit", snapshot.open_at_exit)
+      .add("duration_s", static_cast<double>(snapshot.closed_ns - snapshot.opened_ns) / 1e9)
+      .add("writes", snapshot.writes)
+      .add("bytes", snapshot.bytes)
+      .add("partial_writes", snapshot.partial_writes)
+      .add("eagain", snapshot.would_block)
+      .add("write_errors", snapshot.errors)
+      .add_json("write_latency_us", latency_json_us(snapshot.write_latency), latency_text_us(snapshot.write_latency));
+  if (snapshot.histogram_lost_carries != 0) {
+    record.add("write_latency_undercounted", static_cast<std::uint64_t>(snapshot.histogram_lost_carries) *
+                                                 telemetry::ConnectionWriteHistogram::kCarryUnit);
+  }
+  if (snapshot.tcp_info) {
+    const TcpInfoSummary& info = *snapshot.tcp_info;
+    telemetry::JsonObject json;
+    json.field("rtt_us", info.rtt_us)
+        .field("rttvar_us", info.rttvar_us)
+        .field("cwnd", info.snd_cwnd)
+        .field("mss", info.snd_mss)
+        .field("retransmits", info.total_retrans);
+    if (info.delivery_rate_Bps) {
+      json.field("delivery_rate_bps", *info.delivery_rate_Bps * 8);
+    }
+    if (info.bytes_acked) {
+      json.field("bytes_acked", *info.bytes_acked);
+    }
+    char text[160];
+    (void)std::snprintf(text, sizeof text, "rtt_us=%u,cwnd=%u,retransmits=%u", info.rtt_us, info.snd_cwnd,
+                        info.total_retrans);
+    record.add_json("tcp_info", json.str(), text);
+  }
+  return record;
+}
+
+}  // namespace tcptune::shim

@@ -1,0 +1,49 @@
+// A connection's measurements, frozen when it closes (or when the process exits with it
+// open), and the conn_close record the worker makes of them. Taking the snapshot is
+// async-signal-safe (no lock, no allocation: snapshots come from a fixed pool), because
+// close() may be called anywhere; formatting it happens on the worker thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "latency_histogram.hpp"
+#include "monotonic_clock.hpp"
+#include "record.hpp"
+#include "socket_slot.hpp"
+#include "tcp_info_reader.hpp"
+#include "tcptune/config/cidr.hpp"
+#include "tcptune/config/policy.hpp"
+
+namespace tcptune::shim {
+
+struct ConnectionSnapshot {
+  int fd = -1;
+  SocketRole role = SocketRole::unknown;
+  std::int16_t rule_index = kRuleDefaults;
+  bool open_at_exit = false;
+  std::int64_t opened_ns = 0;
+  std::int64_t closed_ns = 0;
+  std::uint64_t writes = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t partial_writes = 0;
+  std::uint64_t would_block = 0;
+  std::uint64_t errors = 0;
+  std::uint32_t histogram_lost_carries = 0;
+  telemetry::LatencyHistogram write_latency;
+  std::optional<TcpInfoSummary> tcp_info;
+  config::Endpoint local;
+  config::Endpoint peer;
+};
+
+// Fills `out` from the slot and the kernel (TCP_INFO, endpoints). Preserves errno.
+void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, ConnectionSnapshot& out) noexcept;
+
+// {"p50","p90","p99","p999","max"} in microseconds, and its text form.
+std::string latency_json_us(const telemetry::LatencyHistogram& histogram);
+std::string latency_text_us(const telemetry::LatencyHistogram& histogram);
+
+telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const config::Policy& policy);
+
+}  // namespace tcptune::shim

@@ -1,0 +1,39 @@
+#include "tcp_info_reader.hpp"
+
+#include <linux/tcp.h>
+#include <netinet/in.h>
+
+#include <cstddef>
+
+#include "errno_saver.hpp"
+#include "next_symbols.hpp"
+
+namespace tcptune::shim {
+
+std::optional<TcpInfoSummary> read_tcp_info(int fd) noexcept {
+  const ErrnoSaver saver;
+  tcp_info info{};
+  socklen_t length = sizeof info;
+  if (next_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) {
+    return std::nullopt;
+  }
+  const auto has = [&](std::size_t offset, std::size_t size) { return length >= offset + size; };
+  TcpInfoSummary out;
+  out.rtt_us = info.tcpi_rtt;
+  out.rttvar_us = info.tcpi_rttvar;
+  out.rto_us = info.tcpi_rto;
+  out.snd_cwnd = info.tcpi_snd_cwnd;
+  out.snd_mss = info.tcpi_snd_mss;
+  out.unacked = info.tcpi_unacked;
+  out.last_data_sent_ms = info.tcpi_last_data_sent;
+  out.total_retrans = info.tcpi_total_retrans;
+  if (has(offsetof(tcp_info, tcpi_bytes_acked), sizeof info.tcpi_bytes_acked)) {
+    out.bytes_acked = info.tcpi_bytes_acked;
+  }
+  if (has(offsetof(tcp_info, tcpi_delivery_rate), sizeof info.tcpi_delivery_rate)) {
+    out.delivery_rate_Bps = info.tcpi_delivery_rate;
+  }
+  return out;
+}
+
+}  // namespace tcptune::shim

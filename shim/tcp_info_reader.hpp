@@ -1,0 +1,27 @@
+// The TCP_INFO fields telemetry reports, read with the kernel's own struct layout (glibc's
+// <netinet/tcp.h> copy stops before tcpi_bytes_acked and tcpi_delivery_rate). A field the
+// running kernel does not fill (a short optlen) is reported as absent.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace tcptune::shim {
+
+struct TcpInfoSummary {
+  std::uint32_t rtt_us = 0;
+  std::uint32_t rttvar_us = 0;
+  std::uint32_t rto_us = 0;
+  std::uint32_t snd_cwnd = 0;
+  std::uint32_t snd_mss = 0;
+  std::uint32_t unacked = 0;
+  std::uint32_t last_data_sent_ms = 0;
+  std::uint32_t total_retrans = 0;
+  std::optional<std::uint64_t> bytes_acked;        // Linux 4.1+
+  std::optional<std::uint64_t> delivery_rate_Bps;  // Linux 4.9+, bytes per second
+};
+
+// Through the next getsockopt; preserves errno. Async-signal-safe.
+std::optional<TcpInfoSummary> read_tcp_info(int fd) noexcept;
+
+}  // namespace tcptune::shim

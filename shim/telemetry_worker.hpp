@@ -1,0 +1,20 @@
+// The telemetry worker: one thread per process, started on the first measured connection,
+// that turns closed connections' snapshots into conn_close records and keeps the totals for
+// the process summary written at exit. The app's threads only hand it snapshots through a
+// lock-free ring (dropped and counted when full, never blocking).
+#pragma once
+
+#include "socket_slot.hpp"
+
+namespace tcptune::shim {
+
+// Idempotent and thread-safe; called when a connection starts being measured.
+void ensure_telemetry_worker() noexcept;
+// A measured connection is closing: its snapshot goes to the worker. Async-signal-safe.
+void post_closed_connection(int fd, const SocketSlot& slot) noexcept;
+// Process exit: stop the worker, summarize connections still open, write the summary.
+void flush_telemetry_at_exit() noexcept;
+// Fork child: no worker yet (it restarts on the next measured connection), nothing inherited.
+void telemetry_after_fork_in_child() noexcept;
+
+}  // namespace tcptune::shim

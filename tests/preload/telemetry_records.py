@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""conn_close and summary records: counts that match what the program did, latency
+percentiles from the write histogram, connections still open at exit, exit() from another
+thread, and the text form."""
+import json
+import os
+
+from testlib import Checks, clean_env, parse_args, run
+
+COUNT, SIZE = 200, 1000
+
+
+def records_of(path):
+    return [json.loads(line) for line in open(path).read().splitlines()] if os.path.exists(path) else []
+
+
+def main():
+    args = parse_args()
+    checks = Checks()
+
+    def probe(log, *extra, fmt="jsonl"):
+        if os.path.exists(log):
+            os.remove(log)
+        env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=log, TCPTUNE_LOG_FORMAT=fmt)
+        return run([args.probe, "writes", "--count", str(COUNT), "--size", str(SIZE), *extra], env)
+
+    log = os.path.join(args.work_dir, "writes.jsonl")
+    done = probe(log, "--keep-open", "1")
+    checks.check(done.returncode == 0, "probe writes ran under the shim")
+    records = records_of(log)
+    closes = [r for r in records if r["event"] == "conn_close"]
+    clients = [r for r in closes if r["role"] == "client" and not r["open_at_exit"]]
+    checks.check(len(clients) == 1, f"one conn_close for the closed client ({len(clients)})")
+    for r in clients:
+        writes = COUNT + 2  # the write()s, one writev(), one send()
+        checks.check(r["writes"] == writes and r["bytes"] == writes * SIZE,
+                     f"writes and bytes match the program ({r['writes']}, {r['bytes']})")
+        checks.check(r["partial_writes"] == 0 and r["eagain"] == 0 and r["write_errors"] == 0, "no partial writes")
+        latency = r["write_latency_us"]
+        checks.check(latency["count"] == writes, f"every write is in the histogram ({latency['count']})")
+        checks.check(0 < latency["p50"] <= latency["p90"] <= latency["p99"] <= latency["p999"] <= latency["max"],
+                     f"latency percentiles are ordered and positive ({latency})")
+        checks.check(latency["p50"] < 10_000, "a loopback write takes well under 10 ms")
+        checks.check({"rtt_us", "cwnd", "retransmits", "mss"} <= set(r.get("tcp_info", {})),
+                     "the final TCP_INFO is there")
+        checks.check(r["peer"].startswith("127.0.0.1:") and r["duration_s"] >= 0, "peer and duration")
+    servers = [r for r in closes if r["role"] == "server" and not r["open_at_exit"]]
+    checks.check(len(servers) == 1 and servers[0]["writes"] == 0, "the accepted end is summarized too")
+    kept = [r for r in closes if r["open_at_exit"] and r["role"] == "client"]
+    checks.check(len(kept) == 1 and kept[0]["writes"] == 3, "a connection open at exit is summarized at exit")
+    summaries = [r for r in records if r["event"] == "summary"]
+    checks.check(len(summaries) == 1 and records[-1]["event"] == "summary", "one summary, the last record")
+    for s in summaries:
+        checks.check(s["connections"] == 4 and s["writes"] == COUNT + 5 and s["dropped_records"] == 0,
+                     f"the summary adds up ({s['connections']} connections, {s['writes']} writes)")
+        checks.check(len(s["by_rule"]) == 1 and s["by_rule"][0]["rule"] == "(defaults)", "by rule")
+
+    # exit() from another thread still flushes the summary.
+    log = os.path.join(args.work_dir, "exit-thread.jsonl")
+    done = probe(log, "--exit-from-thread", "1")
+    records = records_of(log)
+    checks.check(done.returncode == 0 and records and records[-1]["event"] == "summary",
+                 "exit() from another thread writes the summary")
+
+    # Text form.
+    log = os.path.join(args.work_dir, "writes.log")
+    probe(log, fmt="text")
+    text = open(log).read() if os.path.exists(log) else ""
+    checks.check(f"conn_close fd=" in text and f"writes={COUNT + 2}" in text and "write_latency_us=p50=" in text,
+                 "text log has conn_close with counts and percentiles")
+    checks.check(" summary connections=2 " in text, "text log has the summary")
+
+    # No log: nothing to measure for; the program runs as before.
+    env = clean_env(LD_PRELOAD=args.shim)
+    done = run([args.probe, "writes", "--count", "10", "--size", "10", "--keep-open", "1"], env)
+    checks.check(done.returncode == 0, "without a log the program runs the same")
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main()
