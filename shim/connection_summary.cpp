@@ -40,6 +40,7 @@ void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, Connection
   out.partial_writes = stats.partial_writes.load(std::memory_order_relaxed);
   out.would_block = stats.would_block.load(std::memory_order_relaxed);
   out.errors = stats.errors.load(std::memory_order_relaxed);
+  out.idle_restarts = stats.idle_restarts.load(std::memory_order_relaxed);
   out.histogram_lost_carries = stats.carries.lost();
   out.write_latency = telemetry::LatencyHistogram();
   stats.write_latency_into(out.write_latency);
@@ -86,6 +87,7 @@ telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const co
       .add("partial_writes", snapshot.partial_writes)
       .add("eagain", snapshot.would_block)
       .add("write_errors", snapshot.errors)
+      .add("idle_restarts", snapshot.idle_restarts)
       .add_json("write_latency_us", latency_json_us(snapshot.write_latency), latency_text_us(snapshot.write_latency));
   if (snapshot.histogram_lost_carries != 0) {
     record.add("write_latency_undercounted", static_cast<std::uint64_t>(snapshot.histogram_lost_carries) *

@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "errno_saver.hpp"
+#include "idle_restart.hpp"
 #include "next_symbols.hpp"
 #include "process_runtime.hpp"
 #include "socket_events.hpp"
@@ -49,8 +50,12 @@ auto tracked_write(int fd, Offered offered, Call call) -> decltype(call()) {
     return call();
   }
   const std::int64_t start_ns = core::monotonic_ns();
+  const core::IdleCheck idle = core::check_idle_before_write(fd, *slot, start_ns);
   const auto result = call();
   core::after_measured_write(*slot, start_ns, static_cast<ssize_t>(result), offered());
+  if (idle.armed) [[unlikely]] {
+    core::report_idle_restart(fd, *slot, idle, static_cast<ssize_t>(result), offered());
+  }
   return result;
 }
 

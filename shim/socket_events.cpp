@@ -11,6 +11,7 @@
 #include <string>
 
 #include "errno_saver.hpp"
+#include "idle_restart.hpp"
 #include "next_symbols.hpp"
 #include "option_applier.hpp"
 #include "process_runtime.hpp"
@@ -75,11 +76,14 @@ void log_connection(const char* event, int fd, const SocketSlot& slot, const con
 }
 
 // Connections (not listeners) are measured when there is a log for their conn_close record.
-void start_measuring(SocketSlot& slot, bool is_listener) {
+void start_measuring(int fd, SocketSlot& slot, bool is_listener) {
   if (is_listener || !log_enabled(LogLevel::info)) {
     return;
   }
   slot.stats.reset(monotonic_ns());
+  if (namespace_restarts_after_idle() && get_congestion(fd).rfind("bbr", 0) != 0) {
+    slot.set_flag(flag_idle_restart_possible);
+  }
   slot.set_flag(flag_measured);
   ensure_telemetry_worker();
 }
@@ -102,7 +106,7 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   slot.role.store(role, std::memory_order_relaxed);
   const ApplyReport report = apply_tuning(fd, slot, config::tuning_for(*runtime.policy, rule), phase);
   log_connection("conn_open", fd, slot, *runtime.policy, rule, phase, report);
-  start_measuring(slot, is_listener);
+  start_measuring(fd, slot, is_listener);
 }
 
 // A socket we find already listening or connected (inherited, created by raw system call).

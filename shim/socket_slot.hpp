@@ -47,6 +47,9 @@ enum SlotFlag : std::uint16_t {
   flag_veto_cork_logged = 1U << 5,
   flag_veto_buffers_logged = 1U << 6,
   flag_measured = 1U << 7,  // writes are timed; a conn_close record follows the close
+  // The kernel may restart cwnd after idle here (tcp_slow_start_after_idle=1, no BBR): the
+  // first write after idle is checked against TCP_INFO.
+  flag_idle_restart_possible = 1U << 8,
 };
 
 inline constexpr std::int32_t kNoHeldBuffer = -1;

@@ -27,12 +27,14 @@ namespace {
 
 using config::LogLevel;
 
-struct ClosedEvent {
+// A closed connection's snapshot, or (snapshot null) an idle restart.
+struct TelemetryEvent {
   ConnectionSnapshot* snapshot;
+  IdleRestart idle;
 };
 
 // Bounded memory: 128 snapshots of about 3 KiB wait for the worker, which drains every 100 ms.
-telemetry::EventRing<ClosedEvent, 256> g_ring;
+telemetry::EventRing<TelemetryEvent, 256> g_ring;
 telemetry::SnapshotPool<ConnectionSnapshot, 128> g_pool;
 std::atomic<std::uint64_t> g_pool_exhausted{0};
 
@@ -47,12 +49,36 @@ struct Totals {
   std::uint64_t bytes = 0;
   std::uint64_t partial_writes = 0;
   std::uint64_t would_block = 0;
+  std::uint64_t idle_restarts = 0;
   telemetry::LatencyHistogram write_latency;
 };
 // Index 0: the process; 1: [defaults]; 2 + i: rule i. Touched by the worker only (and by the
 // exiting thread once the worker has stopped).
 std::vector<Totals>* g_totals = nullptr;
 std::uint64_t g_dropped_total = 0;
+
+Totals* rule_totals(std::int16_t rule_index) {
+  const auto index = static_cast<std::size_t>(rule_index + 2);
+  return index < g_totals->size() ? &(*g_totals)[index] : nullptr;
+}
+
+void handle_idle_restart(const IdleRestart& idle, const Runtime& runtime) {
+  telemetry::Record record("idle_restart");
+  record.add("fd", idle.fd)
+      .add("rule", config::rule_name(*runtime.policy, idle.rule_index))
+      .add("idle_ms", static_cast<std::uint64_t>(idle.idle_ms))
+      .add("rto_ms", static_cast<double>(idle.rto_us) / 1000.0)
+      .add("rtt_ms", static_cast<double>(idle.rtt_us) / 1000.0)
+      .add("cwnd_before", static_cast<std::uint64_t>(idle.cwnd_before))
+      .add("cwnd_after", static_cast<std::uint64_t>(idle.cwnd_after))
+      .add("write_bytes", idle.bytes)
+      .add("extra_round_trips", static_cast<std::uint64_t>(idle.extra_round_trips));
+  log_record(LogLevel::info, record);
+  ++(*g_totals)[0].idle_restarts;
+  if (Totals* totals = rule_totals(idle.rule_index)) {
+    ++totals->idle_restarts;
+  }
+}
 
 void add_to(Totals& totals, const ConnectionSnapshot& snapshot) {
   ++totals.connections;
@@ -66,9 +92,8 @@ void add_to(Totals& totals, const ConnectionSnapshot& snapshot) {
 void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
   log_record(LogLevel::info, conn_close_record(snapshot, *runtime.policy));
   add_to((*g_totals)[0], snapshot);
-  const auto rule_slot = static_cast<std::size_t>(snapshot.rule_index + 2);
-  if (rule_slot < g_totals->size()) {
-    add_to((*g_totals)[rule_slot], snapshot);
+  if (Totals* totals = rule_totals(snapshot.rule_index)) {
+    add_to(*totals, snapshot);
   }
 }
 
@@ -83,14 +108,20 @@ void report_drops() {
 }
 
 void drain(const Runtime& runtime) {
-  ClosedEvent event{};
+  TelemetryEvent event{};
   while (g_ring.try_pop(event)) {
     try {
-      handle(*event.snapshot, runtime);
+      if (event.snapshot != nullptr) {
+        handle(*event.snapshot, runtime);
+      } else {
+        handle_idle_restart(event.idle, runtime);
+      }
     } catch (...) {
       // Out of memory while formatting: the record is lost, the app is not.
     }
-    g_pool.release(event.snapshot);
+    if (event.snapshot != nullptr) {
+      g_pool.release(event.snapshot);
+    }
   }
   report_drops();
 }
@@ -120,6 +151,7 @@ telemetry::Record summary_record(const Runtime& runtime) {
       .add("bytes", all.bytes)
       .add("partial_writes", all.partial_writes)
       .add("eagain", all.would_block)
+      .add("idle_restarts", all.idle_restarts)
       .add_json("write_latency_us", latency_json_us(all.write_latency), latency_text_us(all.write_latency))
       .add("dropped_records", g_dropped_total);
   telemetry::JsonArray by_rule;
@@ -135,6 +167,7 @@ telemetry::Record summary_record(const Runtime& runtime) {
                         .field("connections", totals.connections)
                         .field("writes", totals.writes)
                         .field("bytes", totals.bytes)
+                        .field("idle_restarts", totals.idle_restarts)
                         .raw("write_latency_us", latency_json_us(totals.write_latency))
                         .str());
     text += " " + name + ":connections=" + std::to_string(totals.connections) + ",writes=" +
@@ -185,8 +218,14 @@ void post_closed_connection(int fd, const SocketSlot& slot) noexcept {
     return;
   }
   take_snapshot(fd, slot, false, *snapshot);
-  if (!g_ring.try_push({snapshot})) {
+  if (!g_ring.try_push({snapshot, {}})) {
     g_pool.release(snapshot);
+  }
+}
+
+void post_idle_restart(const IdleRestart& event) noexcept {
+  if (g_state.load(std::memory_order_acquire) == WorkerState::running) {
+    g_ring.try_push({nullptr, event});  // a full ring counts the drop
   }
 }
 

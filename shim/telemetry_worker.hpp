@@ -4,6 +4,8 @@
 // lock-free ring (dropped and counted when full, never blocking).
 #pragma once
 
+#include <cstdint>
+
 #include "socket_slot.hpp"
 
 namespace tcptune::shim {
@@ -12,6 +14,20 @@ namespace tcptune::shim {
 void ensure_telemetry_worker() noexcept;
 // A measured connection is closing: its snapshot goes to the worker. Async-signal-safe.
 void post_closed_connection(int fd, const SocketSlot& slot) noexcept;
+// A write found the congestion window restarted after idle (see idle_restart.hpp).
+struct IdleRestart {
+  int fd = -1;
+  std::int16_t rule_index = kRuleDefaults;
+  std::uint32_t idle_ms = 0;
+  std::uint32_t rto_us = 0;
+  std::uint32_t rtt_us = 0;
+  std::uint32_t cwnd_before = 0;
+  std::uint32_t cwnd_after = 0;
+  std::uint32_t mss = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t extra_round_trips = 0;
+};
+void post_idle_restart(const IdleRestart& event) noexcept;
 // Process exit: stop the worker, summarize connections still open, write the summary.
 void flush_telemetry_at_exit() noexcept;
 // Fork child: no worker yet (it restarts on the next measured connection), nothing inherited.

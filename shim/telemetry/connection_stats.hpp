@@ -70,6 +70,7 @@ struct ConnectionStats {
   std::atomic<std::uint64_t> partial_writes{0};  // fewer bytes accepted than offered
   std::atomic<std::uint64_t> would_block{0};     // EAGAIN/EWOULDBLOCK
   std::atomic<std::uint64_t> errors{0};          // any other failure
+  std::atomic<std::uint64_t> idle_restarts{0};   // writes that found cwnd restarted after idle
   std::atomic<std::int64_t> last_write_end_ns{0};
 
   // One write-family call that offered `offered` bytes, took `duration_ns` and returned
@@ -104,7 +105,7 @@ struct ConnectionStats {
     write_latency.reset();
     carries.reset();
     opened_ns.store(now_ns, std::memory_order_relaxed);
-    for (auto* counter : {&writes, &bytes, &partial_writes, &would_block, &errors}) {
+    for (auto* counter : {&writes, &bytes, &partial_writes, &would_block, &errors, &idle_restarts}) {
       counter->store(0, std::memory_order_relaxed);
     }
     last_write_end_ns.store(0, std::memory_order_relaxed);

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""idle_restart records over the emulated 180 ms link: recorded with cubic and
+tcp_slow_start_after_idle=1, not recorded with the sysctl off, nor under BBR.
+
+  idle_restart.py --bin BUILD/bin --lib BUILD/lib --source-dir SRC --work-dir DIR
+Root and /dev/net/tun, else exit 77."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+parser = argparse.ArgumentParser()
+for option in ("--bin", "--lib", "--source-dir", "--work-dir"):
+    parser.add_argument(option, required=True)
+args = parser.parse_args()
+if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
+    print("skipped: needs root and /dev/net/tun for the emulated link")
+    sys.exit(77)
+os.makedirs(args.work_dir, exist_ok=True)
+linkem = os.path.join(args.bin, "tcptune-linkem")
+failed = 0
+
+
+def check(ok, what):
+    global failed
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    failed += not ok
+
+
+def sysctl(value):
+    for namespace in ("tcptune-a", "tcptune-b"):
+        subprocess.run(["ip", "netns", "exec", namespace, "sysctl", "-qw",
+                        f"net.ipv4.tcp_slow_start_after_idle={value}"], check=True)
+
+
+def bursty(name, policy_toml, port):
+    """Four 60 KB messages after 1 s gaps, the sender under the shim; its log's records."""
+    policy = os.path.join(args.work_dir, f"{name}.toml")
+    with open(policy, "w") as f:
+        f.write(policy_toml)
+    log = os.path.join(args.work_dir, f"{name}.jsonl")
+    if os.path.exists(log):
+        os.remove(log)
+    endpoint = f"198.18.0.2:{port}"
+    receiver = subprocess.Popen(["ip", "netns", "exec", "tcptune-b", os.path.join(args.bin, "bursty"), "receive",
+                                 "--listen", endpoint], stdout=subprocess.PIPE, text=True)
+    env = dict(os.environ, LD_PRELOAD=os.path.join(args.lib, "libtcptune.so"), TCPTUNE_POLICY=policy,
+               TCPTUNE_LOG=log, TCPTUNE_LOG_FORMAT="jsonl")
+    sender = subprocess.run(["ip", "netns", "exec", "tcptune-a", os.path.join(args.bin, "bursty"), "send",
+                             "--connect", endpoint, "--gap", "1s", "--count", "4", "--warmup", "3"],
+                            env=env, capture_output=True, text=True, timeout=120)
+    out, _ = receiver.communicate(timeout=60)
+    check(sender.returncode == 0 and receiver.returncode == 0, f"{name}: bursty ran ({sender.stderr.strip()})")
+    records = [json.loads(line) for line in open(log)] if os.path.exists(log) else []
+    latency = json.loads(out.strip().splitlines()[-1])["latency_ms"] if out.strip() else {}
+    return records, latency
+
+
+NODELAY = 'version = 1\n[defaults]\nnodelay = "on"\n'
+BBR = 'version = 1\n[defaults]\nnodelay = "on"\ncongestion = "bbr"\n'
+up = subprocess.run([linkem, "up", "--rtt", "180ms", "--congestion", "cubic", "--slow-start-after-idle", "1"],
+                    capture_output=True, text=True)
+if up.returncode != 0:
+    print(f"FAIL tcptune-linkem up: {up.stderr.strip()}")
+    sys.exit(1)
+try:
+    records, latency = bursty("cubic", NODELAY, 5601)
+    restarts = [r for r in records if r["event"] == "idle_restart"]
+    check(len(restarts) >= 3, f"cubic, sysctl on: an idle_restart per message after a gap ({len(restarts)})")
+    for r in restarts[:1]:
+        # 1 s is about two RTOs of idle: cwnd is halved twice (kernel-notes.md).
+        check(r["cwnd_after"] <= r["cwnd_before"] // 2, f"cwnd shrank ({r['cwnd_before']} -> {r['cwnd_after']})")
+        check(r["idle_ms"] > r["rto_ms"] and 150 < r["rtt_ms"] < 250, f"idle beyond the RTO, RTT ~180 ms ({r})")
+        check(r["extra_round_trips"] >= 1 and r["write_bytes"] == 60000, "it names the write and its extra round trips")
+    close = [r for r in records if r["event"] == "conn_close" and r["role"] == "client"]
+    check(bool(close) and close[0]["idle_restarts"] == len(restarts), "conn_close counts them")
+    # One extra round trip (180 ms) on top of the 90 ms one-way delay.
+    check(latency.get("p50", 0) > 200, f"and the messages paid for it (p50 {latency.get('p50')} ms)")
+
+    sysctl(0)
+    records, latency = bursty("sysctl-off", NODELAY, 5602)
+    check(not [r for r in records if r["event"] == "idle_restart"], "sysctl off: no idle_restart")
+    check(latency.get("p50", 1e9) < 150, f"and no extra round trips (p50 {latency.get('p50')} ms)")
+    sysctl(1)
+
+    records, latency = bursty("bbr", BBR, 5603)
+    check(not [r for r in records if r["event"] == "idle_restart"], "BBR: no idle_restart")
+    check(any(r["event"] == "summary" for r in records), "the summary is there")
+finally:
+    subprocess.run([linkem, "down"], capture_output=True)
+print(f"{failed} failed")
+sys.exit(1 if failed else 0)
