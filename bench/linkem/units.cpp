@@ -16,25 +16,6 @@ std::string quoted(std::string_view text) {
   return "\"" + std::string(text) + "\"";
 }
 
-// "0.5%" -> 0.5 and "%". Only plain non-negative decimals ("1", "0.5", "1.5"), no signs or exponents.
-bool split_number(std::string_view text, double& number, std::string_view& suffix) {
-  std::size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) != 0 || text[i] == '.')) {
-    ++i;
-  }
-  if (i == 0) {
-    return false;
-  }
-  const std::string digits(text.substr(0, i));
-  char* end = nullptr;
-  number = std::strtod(digits.c_str(), &end);
-  if (end != digits.c_str() + digits.size() || !std::isfinite(number)) {
-    return false;
-  }
-  suffix = text.substr(i);
-  return true;
-}
-
 }  // namespace
 
 // The policy's own unit syntax (config/units), plus a bare "0": no delay, unlimited rate.
@@ -98,9 +79,15 @@ std::optional<std::uint64_t> parse_count(std::string_view text, std::uint64_t ma
 }
 
 std::optional<double> parse_percent(std::string_view text, std::string& error) {
-  double number = 0;
-  std::string_view suffix;
-  if (!split_number(text, number, suffix) || !(suffix.empty() || suffix == "%")) {
+  if (text.ends_with('%')) {
+    text.remove_suffix(1);
+  }
+  // Plain non-negative decimals only ("5", "0.1"): no signs, exponents or spaces.
+  const std::string digits(text);
+  char* end = nullptr;
+  const double number = std::strtod(digits.c_str(), &end);
+  if (digits.empty() || digits.find_first_not_of("0123456789.") != std::string::npos ||
+      end != digits.c_str() + digits.size() || !std::isfinite(number)) {
     error = quoted(text) + " is not a percentage (e.g. 5, 0.1 or 2.5%)";
     return std::nullopt;
   }
