@@ -22,7 +22,9 @@ const char* role_text(SocketRole role) {
   return "unknown";
 }
 
-double us(double ns) { return ns / 1000.0; }
+double us(double ns) {
+  return ns / 1000.0;
+}
 
 }  // namespace
 
@@ -63,9 +65,8 @@ std::string latency_json_us(const telemetry::LatencyHistogram& histogram) {
 std::string latency_text_us(const telemetry::LatencyHistogram& histogram) {
   char text[160];
   (void)std::snprintf(text, sizeof text, "p50=%.1f,p90=%.1f,p99=%.1f,p999=%.1f,max=%.1f",
-                      us(histogram.percentile_ns(50)), us(histogram.percentile_ns(90)),
-                      us(histogram.percentile_ns(99)), us(histogram.percentile_ns(99.9)),
-                      us(static_cast<double>(histogram.max_ns())));
+                      us(histogram.percentile_ns(50)), us(histogram.percentile_ns(90)), us(histogram.percentile_ns(99)),
+                      us(histogram.percentile_ns(99.9)), us(static_cast<double>(histogram.max_ns())));
   return text;
 }
 

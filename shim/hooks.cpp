@@ -127,18 +127,21 @@ TCPTUNE_HOOK int getsockopt(int fd, int level, int name, void* value, socklen_t*
 }
 
 TCPTUNE_HOOK ssize_t write(int fd, const void* buf, size_t count) {
-  return tracked_write(fd, [&] { return count; }, [&] { return next().write.get()(fd, buf, count); });
+  return tracked_write(
+      fd, [&] { return count; }, [&] { return next().write.get()(fd, buf, count); });
 }
 
 TCPTUNE_HOOK ssize_t send(int fd, const void* buf, size_t count, int flags) {
-  return tracked_write(fd, [&] { return count; }, [&] { return next().send.get()(fd, buf, count, flags); });
+  return tracked_write(
+      fd, [&] { return count; }, [&] { return next().send.get()(fd, buf, count, flags); });
 }
 
 TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, const sockaddr* addr, socklen_t len) {
   if ((flags & MSG_FASTOPEN) != 0 && addr != nullptr) {
     core::before_connect(fd, addr, len);  // TCP Fast Open: this call sends the SYN
   }
-  return tracked_write(fd, [&] { return count; }, [&] { return next().sendto.get()(fd, buf, count, flags, addr, len); });
+  return tracked_write(
+      fd, [&] { return count; }, [&] { return next().sendto.get()(fd, buf, count, flags, addr, len); });
 }
 
 TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {
@@ -179,11 +182,13 @@ TCPTUNE_HOOK ssize_t writev(int fd, const iovec* iov, int count) {
 }
 
 TCPTUNE_HOOK ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
-  return tracked_write(out_fd, [&] { return count; }, [&] { return next().sendfile.get()(out_fd, in_fd, offset, count); });
+  return tracked_write(
+      out_fd, [&] { return count; }, [&] { return next().sendfile.get()(out_fd, in_fd, offset, count); });
 }
 
 TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t count) {
-  return tracked_write(out_fd, [&] { return count; }, [&] { return next().sendfile64.get()(out_fd, in_fd, offset, count); });
+  return tracked_write(
+      out_fd, [&] { return count; }, [&] { return next().sendfile64.get()(out_fd, in_fd, offset, count); });
 }
 
 TCPTUNE_HOOK ssize_t read(int fd, void* buf, size_t count) {

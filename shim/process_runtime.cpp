@@ -16,9 +16,9 @@
 #include "errno_saver.hpp"
 #include "next_symbols.hpp"
 #include "shim_log.hpp"
-#include "telemetry_worker.hpp"
 #include "tcptune/config/host_sysctl.hpp"
 #include "tcptune/config/policy_loader.hpp"
+#include "telemetry_worker.hpp"
 
 namespace tcptune::shim {
 

@@ -1,9 +1,9 @@
 #include "shim_log.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <spdlog/logger.h>
 #include <spdlog/sinks/base_sink.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>

@@ -17,8 +17,8 @@
 #include "process_runtime.hpp"
 #include "shim_log.hpp"
 #include "socket_probe.hpp"
-#include "telemetry_worker.hpp"
 #include "tcptune/config/rule_matcher.hpp"
+#include "telemetry_worker.hpp"
 
 namespace tcptune::shim {
 

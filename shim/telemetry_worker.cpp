@@ -170,8 +170,8 @@ telemetry::Record summary_record(const Runtime& runtime) {
                         .field("idle_restarts", totals.idle_restarts)
                         .raw("write_latency_us", latency_json_us(totals.write_latency))
                         .str());
-    text += " " + name + ":connections=" + std::to_string(totals.connections) + ",writes=" +
-            std::to_string(totals.writes);
+    text +=
+        " " + name + ":connections=" + std::to_string(totals.connections) + ",writes=" + std::to_string(totals.writes);
   }
   record.add_json_section("by_rule", by_rule.str(), text);
   return record;

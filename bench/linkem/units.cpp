@@ -1,10 +1,10 @@
 #include "units.hpp"
 
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
 
 #include "tcptune/config/units.hpp"
 

@@ -76,10 +76,14 @@ void tracked_write_body(benchmark::State& state, bool measured) {
   close(fd);
 }
 
-void tcp_write_unmeasured(benchmark::State& state) { tracked_write_body(state, false); }
+void tcp_write_unmeasured(benchmark::State& state) {
+  tracked_write_body(state, false);
+}
 BENCHMARK(tcp_write_unmeasured);
 
-void tcp_write_measured(benchmark::State& state) { tracked_write_body(state, true); }
+void tcp_write_measured(benchmark::State& state) {
+  tracked_write_body(state, true);
+}
 BENCHMARK(tcp_write_measured);
 
 // The real calls, for scale: what the hooks' cost is added to.

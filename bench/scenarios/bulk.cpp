@@ -61,9 +61,9 @@ int receive(const ScenarioArgs& args) {
   const double goodput = seconds > 0 ? static_cast<double>(total) * 8 / seconds / 1e6 : 0;
   const double steady = steady_seconds > 0 ? static_cast<double>(after_first_second) * 8 / steady_seconds / 1e6 : 0;
   std::printf(R"({"scenario":"bulk","role":"receive","bytes":%llu,"seconds":%.3f,"goodput_mbit":%.2f,)"
-              R"("steady_goodput_mbit":%.2f,"rcvbuf_effective":%d,"rcvbuf_pinned":%d})" "\n",
-              static_cast<unsigned long long>(total), seconds, goodput, steady, effective_rcvbuf,
-              no_pin ? 0 : rcvbuf);
+              R"("steady_goodput_mbit":%.2f,"rcvbuf_effective":%d,"rcvbuf_pinned":%d})"
+              "\n",
+              static_cast<unsigned long long>(total), seconds, goodput, steady, effective_rcvbuf, no_pin ? 0 : rcvbuf);
   return total > 0 ? 0 : 1;
 }
 
@@ -87,7 +87,8 @@ int send(const ScenarioArgs& args) {
     sent += chunk.size();
   }
   close(fd);
-  std::printf(R"({"scenario":"bulk","role":"send","bytes":%llu,"duration_s":%.3f})" "\n",
+  std::printf(R"({"scenario":"bulk","role":"send","bytes":%llu,"duration_s":%.3f})"
+              "\n",
               static_cast<unsigned long long>(sent), duration);
   return 0;
 }

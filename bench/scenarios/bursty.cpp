@@ -104,7 +104,8 @@ int send(const ScenarioArgs& args) {
       return 1;
     }
   }
-  std::printf(R"({"scenario":"bursty","role":"send","messages":%llu,"warmup":%llu,"size":%llu})" "\n",
+  std::printf(R"({"scenario":"bursty","role":"send","messages":%llu,"warmup":%llu,"size":%llu})"
+              "\n",
               static_cast<unsigned long long>(count), static_cast<unsigned long long>(warmup),
               static_cast<unsigned long long>(size));
   return 0;

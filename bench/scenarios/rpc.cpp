@@ -75,7 +75,8 @@ int call(const ScenarioArgs& args) {
   }
   const double elapsed_s = static_cast<double>(tcptune::bench::monotonic_ns() - first) / 1e9;
   close(fd);
-  std::printf(R"({"scenario":"rpc","role":"call","requests":%llu,"requests_per_s":%.1f,"latency_ms":%s})" "\n",
+  std::printf(R"({"scenario":"rpc","role":"call","requests":%llu,"requests_per_s":%.1f,"latency_ms":%s})"
+              "\n",
               static_cast<unsigned long long>(requests), static_cast<double>(requests) / elapsed_s,
               tcptune::bench::summary_json(latencies_ms).c_str());
   return 0;

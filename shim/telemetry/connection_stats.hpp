@@ -76,7 +76,7 @@ struct ConnectionStats {
   // One write-family call that offered `offered` bytes, took `duration_ns` and returned
   // `result` (errno as the call left it).
   void record_write(std::uint64_t duration_ns, std::int64_t end_ns, ssize_t result, std::size_t offered,
-                   int error) noexcept {
+                    int error) noexcept {
     writes.fetch_add(1, std::memory_order_relaxed);
     if (result >= 0) {
       bytes.fetch_add(static_cast<std::uint64_t>(result), std::memory_order_relaxed);

@@ -4,7 +4,9 @@
 
 namespace tcptune::telemetry {
 
-Record::Record(std::string_view event) : event_(event), text_(event) { json_.field("event", event); }
+Record::Record(std::string_view event) : event_(event), text_(event) {
+  json_.field("event", event);
+}
 
 void Record::add_text(std::string_view key, std::string_view value, bool quote) {
   text_ += ' ';

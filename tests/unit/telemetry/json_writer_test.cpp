@@ -22,10 +22,8 @@ TEST(JsonObject, FieldsInOrderWithTypes) {
 }
 
 TEST(JsonObject, EscapesStringsAndRefusesNonFiniteNumbers) {
-  const std::string line = JsonObject()
-                               .field("program", "a\"b\\c\nd\x01")
-                               .field("nan", std::numeric_limits<double>::quiet_NaN())
-                               .str();
+  const std::string line =
+      JsonObject().field("program", "a\"b\\c\nd\x01").field("nan", std::numeric_limits<double>::quiet_NaN()).str();
   EXPECT_EQ(line, R"({"program":"a\"b\\c\nd\u0001","nan":null})");
 }
 

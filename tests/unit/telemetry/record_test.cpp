@@ -15,8 +15,9 @@ TEST(Record, TextAndJsonCarryTheSameFields) {
       .add("forced", true)
       .add_json_section("options", R"([{"name":"nodelay"}])", " nodelay requested=\"on\"");
   EXPECT_EQ(record.event(), "conn_open");
-  EXPECT_EQ(record.text(),
-            R"(conn_open fd=7 rule=wan peer=198.18.0.2:5001 note="left alone" ratio=0.5 forced=true | nodelay requested="on")");
+  EXPECT_EQ(
+      record.text(),
+      R"(conn_open fd=7 rule=wan peer=198.18.0.2:5001 note="left alone" ratio=0.5 forced=true | nodelay requested="on")");
   EXPECT_EQ(record.json_fields(), R"("event":"conn_open","fd":7,"rule":"wan","peer":"198.18.0.2:5001",)"
                                   R"("note":"left alone","ratio":0.5,"forced":true,"options":[{"name":"nodelay"}])");
 }

@@ -56,7 +56,7 @@ TEST(ConnectionStats, CountsOutcomesAndCarriesWrappedBuckets) {
   static ConnectionStats stats;
   stats.reset(1);
   stats.record_write(1000, 10, 100, 100, 0);
-  stats.record_write(1000, 20, 40, 100, 0);      // partial
+  stats.record_write(1000, 20, 40, 100, 0);       // partial
   stats.record_write(1000, 30, -1, 100, EAGAIN);  // would block
   stats.record_write(1000, 40, -1, 100, EPIPE);   // error
   EXPECT_EQ(stats.writes.load(), 4U);
