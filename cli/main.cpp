@@ -10,6 +10,7 @@ constexpr const char* kUsage =
     "  run [--policy FILE] [--log FILE] [-v] -- CMD ARGS...   run CMD with libtcptune.so preloaded\n"
     "  check FILE                                           validate a policy and explain it for this host\n"
     "  doctor                                               this network namespace's TCP settings\n"
+    "  report LOG... [--by rule|peer|program] [--json]      connections, writes and latency from jsonl logs\n"
     "  --version                                            print the version\n";
 }
 
@@ -33,6 +34,9 @@ int main(int argc, char** argv) {
     }
     if (std::strcmp(argv[1], "doctor") == 0) {
       return tcptune::cli::doctor_command(args);
+    }
+    if (std::strcmp(argv[1], "report") == 0) {
+      return tcptune::cli::report_command(args);
     }
   } catch (const std::exception& error) {
     (void)std::fprintf(stderr, "tcptune: %s\n", error.what());

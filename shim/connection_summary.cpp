@@ -70,6 +70,19 @@ std::string latency_text_us(const telemetry::LatencyHistogram& histogram) {
   return text;
 }
 
+std::string histogram_buckets_json(const telemetry::LatencyHistogram& histogram) {
+  telemetry::JsonArray buckets;
+  for (int bucket = 0; bucket < telemetry::HistogramLayout::kBuckets; ++bucket) {
+    if (const std::uint64_t count = histogram.bucket_count(bucket); count != 0) {
+      char entry[96];
+      (void)std::snprintf(entry, sizeof entry, "[%.0f,%.0f,%llu]", telemetry::HistogramLayout::lower_bound(bucket),
+                          telemetry::HistogramLayout::upper_bound(bucket), static_cast<unsigned long long>(count));
+      buckets.add_raw(entry);
+    }
+  }
+  return buckets.str();
+}
+
 telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const config::Policy& policy) {
   telemetry::Record record("conn_close");
   record.add("fd", snapshot.fd)
@@ -89,7 +102,8 @@ telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const co
       .add("eagain", snapshot.would_block)
       .add("write_errors", snapshot.errors)
       .add("idle_restarts", snapshot.idle_restarts)
-      .add_json("write_latency_us", latency_json_us(snapshot.write_latency), latency_text_us(snapshot.write_latency));
+      .add_json("write_latency_us", latency_json_us(snapshot.write_latency), latency_text_us(snapshot.write_latency))
+      .add_json_section("write_latency_hist", histogram_buckets_json(snapshot.write_latency), "");
   if (snapshot.histogram_lost_carries != 0) {
     record.add("write_latency_undercounted", static_cast<std::uint64_t>(snapshot.histogram_lost_carries) *
                                                  telemetry::ConnectionWriteHistogram::kCarryUnit);

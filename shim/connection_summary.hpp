@@ -44,6 +44,9 @@ void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, Connection
 // {"p50","p90","p99","p999","max"} in microseconds, and its text form.
 std::string latency_json_us(const telemetry::LatencyHistogram& histogram);
 std::string latency_text_us(const telemetry::LatencyHistogram& histogram);
+// [[lower_ns, upper_ns, count], ...] for the non-empty buckets: enough for a reader to merge
+// connections' histograms exactly (tcptune report does).
+std::string histogram_buckets_json(const telemetry::LatencyHistogram& histogram);
 
 telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const config::Policy& policy);
 

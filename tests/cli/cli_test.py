@@ -122,6 +122,34 @@ open(os.path.join(tree, "lib", "libtcptune.so"), "w").close()
 r = subprocess.run([os.path.join(tree, "bin", "tcptune"), "run", "--", "/bin/sh", "-c", 'echo "$LD_PRELOAD"'],
                    capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
 check(r.stdout.strip() == os.path.realpath(os.path.join(tree, "lib", "libtcptune.so")), "run finds ../lib/libtcptune.so")
+# report: a recorded fixture (two runs of `probe writes`, a rule for accepted sockets, and a
+# last line cut as kill -9 would leave it).
+import json
+fixture = os.path.join(args.source_dir, "tests", "cli", "fixtures", "probe-two-runs.jsonl")
+r = tcptune("report", fixture)
+rows = {line.split()[0]: line.split() for line in r.stdout.splitlines() if line and line.split()[0] in
+        ("(defaults)", "servers", "total")}
+check(r.returncode == 0 and rows.get("(defaults)", [None, ""])[1] == "3" and rows["(defaults)"][2] == "407",
+      f"report: (defaults) has 3 connections and 407 writes ({rows.get('(defaults)')})")
+check(rows.get("servers", [None, ""])[1] == "3" and rows["servers"][2] == "0", "report: the servers rule")
+check(rows.get("total", [None, ""])[1] == "6", "report: total")
+check("1 line(s) skipped" in r.stdout, "report: the cut last line is skipped and said so")
+r = tcptune("report", fixture, "--by", "program", "--json")
+report = json.loads(r.stdout)
+check(report["groups"][0]["key"] == "probe" and report["total"]["bytes"] == 661000 and report["skipped_lines"] == 1,
+      "report --json by program")
+# Merged percentiles agree with the shim's own, for a group of one connection.
+records = [json.loads(line) for line in open(fixture) if line.rstrip().endswith("}")]
+busy = [rec for rec in records if rec["event"] == "conn_close" and rec["writes"] > 100][0]
+single = os.path.join(args.work_dir, "single.jsonl")
+with open(single, "w") as f:
+    f.write(json.dumps(busy) + "\n")
+merged = json.loads(tcptune("report", single, "--json").stdout)["total"]["write_latency_us"]
+check(all(abs(merged[p] - busy["write_latency_us"][p]) <= 0.01 * busy["write_latency_us"][p] + 0.002
+          for p in ("p50", "p90", "p99")), f"report's percentiles match the shim's ({merged} vs {busy['write_latency_us']})")
+check(tcptune("report", fixture, "--by", "callsite").returncode == 2, "report --by callsite says it is not built")
+check(tcptune("report", "/nonexistent.jsonl").returncode == 1, "report on a missing file fails")
+
 r = tcptune("bogus")
 check(r.returncode == 2 and "unknown command" in r.stderr, "unknown command exits 2")
 r = tcptune("--version")
