@@ -1,100 +1,19 @@
 // tcptune report LOG... [--by rule|peer|program] [--json]: the conn_close records of one or
 // more JSON-lines logs, grouped, with write-latency percentiles merged exactly from each
 // connection's histogram buckets.
-#include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
-#include "json_value.hpp"
+#include "log_summary.hpp"
 #include "tcptune/config/units.hpp"
 
 namespace tcptune::cli {
 
 namespace {
 
-struct Group {
-  std::uint64_t connections = 0;
-  std::uint64_t writes = 0;
-  std::uint64_t bytes = 0;
-  std::uint64_t partial_writes = 0;
-  std::uint64_t would_block = 0;
-  std::uint64_t idle_restarts = 0;
-  double max_us = 0;
-  std::map<std::pair<double, double>, std::uint64_t> buckets;  // [lower, upper) ns -> count
-
-  void add(const JsonValue& record) {
-    ++connections;
-    writes += static_cast<std::uint64_t>(record.number("writes"));
-    bytes += static_cast<std::uint64_t>(record.number("bytes"));
-    partial_writes += static_cast<std::uint64_t>(record.number("partial_writes"));
-    would_block += static_cast<std::uint64_t>(record.number("eagain"));
-    idle_restarts += static_cast<std::uint64_t>(record.number("idle_restarts"));
-    if (const JsonValue* latency = record.get("write_latency_us")) {
-      max_us = std::max(max_us, latency->number("max"));
-    }
-    if (const JsonValue* hist = record.get("write_latency_hist")) {
-      for (const JsonValue& bucket : hist->array()) {
-        const auto& fields = bucket.array();
-        if (fields.size() == 3) {
-          buckets[{fields[0].number_or(0), fields[1].number_or(0)}] +=
-              static_cast<std::uint64_t>(fields[2].number_or(0));
-        }
-      }
-    }
-  }
-  void merge(const Group& other) {
-    connections += other.connections;
-    writes += other.writes;
-    bytes += other.bytes;
-    partial_writes += other.partial_writes;
-    would_block += other.would_block;
-    idle_restarts += other.idle_restarts;
-    max_us = std::max(max_us, other.max_us);
-    for (const auto& [bounds, count] : other.buckets) {
-      buckets[bounds] += count;
-    }
-  }
-  // Nearest rank over the merged buckets, reported as the shim reports a bucket (2ab/(a+b)).
-  [[nodiscard]] double percentile_us(double p) const {
-    std::uint64_t total = 0;
-    for (const auto& [bounds, count] : buckets) {
-      total += count;
-    }
-    if (total == 0) {
-      return 0;
-    }
-    const double wanted = p / 100.0 * static_cast<double>(total);
-    auto rank = static_cast<std::uint64_t>(wanted);
-    if (static_cast<double>(rank) < wanted || rank == 0) {
-      ++rank;
-    }
-    std::uint64_t seen = 0;
-    for (const auto& [bounds, count] : buckets) {
-      seen += count;
-      if (seen >= rank) {
-        const auto [low, high] = bounds;
-        const double value = low + high > 0 ? 2 * low * high / (low + high) : 0;
-        return std::min(value / 1000.0, max_us);
-      }
-    }
-    return max_us;
-  }
-};
-
-std::string key_of(const JsonValue& record, const std::string& by) {
-  if (by == "peer") {
-    std::string peer = record.string("peer", "(unknown)");
-    const auto colon = peer.rfind(':');  // the address, without the (ephemeral) port
-    return colon == std::string::npos ? peer : peer.substr(0, colon);
-  }
-  return record.string(by, "(unknown)");
-}
-
-std::string latency_json(const Group& group) {
+std::string latency_json(const ConnectionGroup& group) {
   char text[200];
   (void)std::snprintf(text, sizeof text, R"({"p50":%.3f,"p90":%.3f,"p99":%.3f,"p999":%.3f,"max":%.3f})",
                       group.percentile_us(50), group.percentile_us(90), group.percentile_us(99),
@@ -102,7 +21,7 @@ std::string latency_json(const Group& group) {
   return text;
 }
 
-std::string group_json(const std::string& key, const Group& group) {
+std::string group_json(const std::string& key, const ConnectionGroup& group) {
   std::string escaped;
   for (const char c : key) {
     if (c == '"' || c == '\\') {
@@ -122,7 +41,7 @@ std::string group_json(const std::string& key, const Group& group) {
   return text;
 }
 
-void print_row(const std::string& key, const Group& group) {
+void print_row(const std::string& key, const ConnectionGroup& group) {
   std::printf("%-24s %6llu %9llu %10s %10.1f %10.1f %10.1f %10.1f %8llu\n", key.c_str(),
               static_cast<unsigned long long>(group.connections), static_cast<unsigned long long>(group.writes),
               config::format_size(group.bytes).c_str(), group.percentile_us(50), group.percentile_us(90),
@@ -159,33 +78,16 @@ int report_command(const std::vector<std::string>& args) {
   if (files.empty() || (by != "rule" && by != "peer" && by != "program")) {
     return usage();
   }
-  std::map<std::string, Group> groups;
-  std::uint64_t skipped = 0;
-  std::uint64_t records = 0;
-  for (const std::string& file : files) {
-    std::ifstream in(file);
-    if (!in) {
-      (void)std::fprintf(stderr, "tcptune report: cannot read %s\n", file.c_str());
-      return 1;
-    }
-    std::string line;
-    while (std::getline(in, line)) {
-      std::string error;
-      const auto record = parse_json(line, error);
-      if (!record || !record->is_object()) {
-        ++skipped;  // a text log line, or the last line of a log cut by kill -9
-        continue;
-      }
-      ++records;
-      if (record->string("event") == "conn_close") {
-        groups[key_of(*record, by)].add(*record);
-      }
-    }
+  LogSummary summary;
+  std::string error;
+  if (!summarize_logs(files, by, summary, error)) {
+    (void)std::fprintf(stderr, "tcptune report: %s\n", error.c_str());
+    return 1;
   }
-  Group total;
-  for (const auto& [key, group] : groups) {
-    total.merge(group);
-  }
+  const auto& groups = summary.groups;
+  const ConnectionGroup& total = summary.total;
+  const std::uint64_t records = summary.records;
+  const std::uint64_t skipped = summary.skipped_lines;
   if (json) {
     std::string out = R"({"by":")" + by + R"(","groups":[)";
     bool first = true;

@@ -1,0 +1,107 @@
+#include "log_summary.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+namespace tcptune::cli {
+
+void ConnectionGroup::add(const JsonValue& record) {
+  ++connections;
+  writes += static_cast<std::uint64_t>(record.number("writes"));
+  bytes += static_cast<std::uint64_t>(record.number("bytes"));
+  partial_writes += static_cast<std::uint64_t>(record.number("partial_writes"));
+  would_block += static_cast<std::uint64_t>(record.number("eagain"));
+  idle_restarts += static_cast<std::uint64_t>(record.number("idle_restarts"));
+  if (const JsonValue* latency = record.get("write_latency_us")) {
+    max_us = std::max(max_us, latency->number("max"));
+  }
+  if (const JsonValue* hist = record.get("write_latency_hist")) {
+    for (const JsonValue& bucket : hist->array()) {
+      const auto& fields = bucket.array();
+      if (fields.size() == 3) {
+        buckets[{fields[0].number_or(0), fields[1].number_or(0)}] += static_cast<std::uint64_t>(fields[2].number_or(0));
+      }
+    }
+  }
+}
+
+void ConnectionGroup::merge(const ConnectionGroup& other) {
+  connections += other.connections;
+  writes += other.writes;
+  bytes += other.bytes;
+  partial_writes += other.partial_writes;
+  would_block += other.would_block;
+  idle_restarts += other.idle_restarts;
+  max_us = std::max(max_us, other.max_us);
+  for (const auto& [bounds, count] : other.buckets) {
+    buckets[bounds] += count;
+  }
+}
+
+double ConnectionGroup::percentile_us(double p) const {
+  std::uint64_t total = 0;
+  for (const auto& [bounds, count] : buckets) {
+    total += count;
+  }
+  if (total == 0) {
+    return 0;
+  }
+  const double wanted = p / 100.0 * static_cast<double>(total);
+  auto rank = static_cast<std::uint64_t>(wanted);
+  if (static_cast<double>(rank) < wanted || rank == 0) {
+    ++rank;
+  }
+  std::uint64_t seen = 0;
+  for (const auto& [bounds, count] : buckets) {
+    seen += count;
+    if (seen >= rank) {
+      const auto [low, high] = bounds;
+      const double value = low + high > 0 ? 2 * low * high / (low + high) : 0;
+      return std::min(value / 1000.0, max_us);
+    }
+  }
+  return max_us;
+}
+
+namespace {
+
+std::string key_of(const JsonValue& record, const std::string& by) {
+  if (by == "peer") {
+    std::string peer = record.string("peer", "(unknown)");
+    const auto colon = peer.rfind(':');  // the address, without the (ephemeral) port
+    return colon == std::string::npos ? peer : peer.substr(0, colon);
+  }
+  return record.string(by, "(unknown)");
+}
+
+}  // namespace
+
+bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out,
+                    std::string& error) {
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    if (!in) {
+      error = "cannot read " + file;
+      return false;
+    }
+    std::string line;
+    while (std::getline(in, line)) {
+      std::string parse_error;
+      const auto record = parse_json(line, parse_error);
+      if (!record || !record->is_object()) {
+        ++out.skipped_lines;
+        continue;
+      }
+      ++out.records;
+      if (record->string("event") == "conn_close") {
+        out.groups[key_of(*record, by)].add(*record);
+      }
+    }
+  }
+  for (const auto& [key, group] : out.groups) {
+    out.total.merge(group);
+  }
+  return true;
+}
+
+}  // namespace tcptune::cli

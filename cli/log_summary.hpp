@@ -1,0 +1,43 @@
+// The conn_close records of jsonl logs, grouped by rule, peer address or program, with
+// write-latency percentiles merged exactly from each connection's histogram buckets. Read
+// through the records' documented JSON (README), as every reader outside the shim must.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "json_value.hpp"
+
+namespace tcptune::cli {
+
+struct ConnectionGroup {
+  std::uint64_t connections = 0;
+  std::uint64_t writes = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t partial_writes = 0;
+  std::uint64_t would_block = 0;
+  std::uint64_t idle_restarts = 0;
+  double max_us = 0;
+  std::map<std::pair<double, double>, std::uint64_t> buckets;  // [lower, upper) ns -> count
+
+  void add(const JsonValue& conn_close);
+  void merge(const ConnectionGroup& other);
+  // Nearest rank over the merged buckets, each reported as the shim reports it (2ab/(a+b)).
+  [[nodiscard]] double percentile_us(double p) const;
+};
+
+struct LogSummary {
+  std::map<std::string, ConnectionGroup> groups;
+  ConnectionGroup total;
+  std::uint64_t records = 0;
+  std::uint64_t skipped_lines = 0;  // not JSON: a text log, or a line cut by kill -9
+};
+
+// by: "rule", "peer" or "program". Returns false (with the file in `error`) if one is unreadable.
+bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out,
+                    std::string& error);
+
+}  // namespace tcptune::cli
