@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include "tcptune/config/units.hpp"
+
 namespace tcptune::cli {
 
 void ConnectionGroup::add(const JsonValue& record) {
@@ -102,6 +104,26 @@ bool summarize_logs(const std::vector<std::string>& files, const std::string& by
     out.total.merge(group);
   }
   return true;
+}
+
+namespace {
+
+void print_row(std::FILE* out, const std::string& key, const ConnectionGroup& group) {
+  (void)std::fprintf(out, "%-24s %6llu %9llu %10s %10.1f %10.1f %10.1f %10.1f %8llu\n", key.c_str(),
+                     static_cast<unsigned long long>(group.connections), static_cast<unsigned long long>(group.writes),
+                     config::format_size(group.bytes).c_str(), group.percentile_us(50), group.percentile_us(90),
+                     group.percentile_us(99), group.max_us, static_cast<unsigned long long>(group.idle_restarts));
+}
+
+}  // namespace
+
+void print_summary_table(std::FILE* out, const LogSummary& summary, const std::string& by) {
+  (void)std::fprintf(out, "%-24s %6s %9s %10s %10s %10s %10s %10s %8s\n", by.c_str(), "conns", "writes", "bytes",
+                     "write p50", "p90", "p99", "max (us)", "idle rst");
+  for (const auto& [key, group] : summary.groups) {
+    print_row(out, key, group);
+  }
+  print_row(out, "total", summary.total);
 }
 
 }  // namespace tcptune::cli

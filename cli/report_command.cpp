@@ -7,7 +7,6 @@
 
 #include "commands.hpp"
 #include "log_summary.hpp"
-#include "tcptune/config/units.hpp"
 
 namespace tcptune::cli {
 
@@ -39,13 +38,6 @@ std::string group_json(const std::string& key, const ConnectionGroup& group) {
                       static_cast<unsigned long long>(group.would_block),
                       static_cast<unsigned long long>(group.idle_restarts), latency_json(group).c_str());
   return text;
-}
-
-void print_row(const std::string& key, const ConnectionGroup& group) {
-  std::printf("%-24s %6llu %9llu %10s %10.1f %10.1f %10.1f %10.1f %8llu\n", key.c_str(),
-              static_cast<unsigned long long>(group.connections), static_cast<unsigned long long>(group.writes),
-              config::format_size(group.bytes).c_str(), group.percentile_us(50), group.percentile_us(90),
-              group.percentile_us(99), group.max_us, static_cast<unsigned long long>(group.idle_restarts));
 }
 
 int usage() {
@@ -100,12 +92,7 @@ int report_command(const std::vector<std::string>& args) {
     std::puts(out.c_str());
     return 0;
   }
-  std::printf("%-24s %6s %9s %10s %10s %10s %10s %10s %8s\n", by.c_str(), "conns", "writes", "bytes", "write p50",
-              "p90", "p99", "max (us)", "idle rst");
-  for (const auto& [key, group] : groups) {
-    print_row(key, group);
-  }
-  print_row("total", total);
+  print_summary_table(stdout, summary, by);
   std::printf("%llu records from %zu file(s)", static_cast<unsigned long long>(records), files.size());
   if (skipped != 0) {
     std::printf("; %llu line(s) skipped (not JSON: a text log, or a line cut by kill -9)",

@@ -1,4 +1,6 @@
 #include <limits.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -6,10 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
 #include <filesystem>
+#include <system_error>
 
 #include "commands.hpp"
 #include "executable_inspector.hpp"
+#include "log_summary.hpp"
 #include "tcptune/config/policy_loader.hpp"
 
 namespace tcptune::cli {
@@ -103,8 +108,64 @@ std::string preload_with_shim_first(const std::string& shim, const char* existin
 }
 
 int usage() {
-  (void)std::fputs("usage: tcptune run [--policy FILE] [--log FILE] [-v] -- CMD ARGS...\n", stderr);
+  (void)std::fputs("usage: tcptune run [--policy FILE] [--log FILE | --no-log] [-q] [-v] -- CMD ARGS...\n", stderr);
   return kExitUsage;
+}
+
+// execv, and /bin/sh for a script without "#!"; returns the exit status if it cannot.
+int exec_command(const std::string& resolved, const std::string& command, std::vector<char*>& argv) {
+  execv(resolved.c_str(), argv.data());
+  int error = errno;
+  if (error == ENOEXEC) {
+    // A script without "#!": run it with /bin/sh, as execvp and the shell do.
+    argv.insert(argv.begin(), const_cast<char*>("/bin/sh"));
+    argv[1] = const_cast<char*>(resolved.c_str());
+    execv("/bin/sh", argv.data());
+    error = errno;
+  }
+  (void)std::fprintf(stderr, "tcptune run: %s: %s\n", command.c_str(), std::generic_category().message(error).c_str());
+  return error == ENOENT ? 127 : 126;
+}
+
+// CMD as a child, so that its summary can follow. Like a shell running a foreground job,
+// tcptune ignores the terminal's SIGINT/SIGQUIT (the child gets them too) and passes SIGTERM
+// and SIGHUP on. Returns the child's exit status, 128+N if signal N ended it.
+pid_t g_child = -1;
+void forward_signal(int signal_number) {
+  if (g_child > 0) {
+    kill(g_child, signal_number);
+  }
+}
+
+int run_child(const std::string& resolved, std::vector<char*>& argv) {
+  const std::string command = argv[0];
+  g_child = fork();
+  if (g_child < 0) {
+    (void)std::fprintf(stderr, "tcptune run: fork: %s\n", std::generic_category().message(errno).c_str());
+    return 1;
+  }
+  if (g_child == 0) {
+    _exit(exec_command(resolved, command, argv));
+  }
+  (void)std::signal(SIGINT, SIG_IGN);
+  (void)std::signal(SIGQUIT, SIG_IGN);
+  (void)std::signal(SIGTERM, forward_signal);
+  (void)std::signal(SIGHUP, forward_signal);
+  int status = 0;
+  while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void print_run_summary(const std::string& log) {
+  LogSummary summary;
+  std::string error;
+  if (!summarize_logs({log}, "rule", summary, error) || summary.total.connections == 0) {
+    return;  // no TCP connection was measured: nothing to say
+  }
+  (void)std::fputs("\ntcptune: connections measured by the shim\n", stderr);
+  print_summary_table(stderr, summary, "rule");
+  (void)std::fprintf(stderr, "tcptune: log %s (tcptune report %s)\n", log.c_str(), log.c_str());
 }
 
 }  // namespace
@@ -113,6 +174,8 @@ int run_command(const std::vector<std::string>& args) {
   std::string policy;
   std::string log;
   bool verbose = false;
+  bool no_log = false;
+  bool quiet = false;
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
     if (args[i] == "--") {
@@ -124,6 +187,10 @@ int run_command(const std::vector<std::string>& args) {
       ++i;
     } else if (args[i] == "-v" || args[i] == "--verbose") {
       verbose = true;
+    } else if (args[i] == "--no-log") {
+      no_log = true;
+    } else if (args[i] == "-q" || args[i] == "--quiet") {
+      quiet = true;
     } else if (args[i].rfind('-', 0) == 0) {
       (void)std::fprintf(stderr, "tcptune run: unknown option '%s'\n", args[i].c_str());
       return usage();
@@ -148,8 +215,20 @@ int run_command(const std::vector<std::string>& args) {
     }
     setenv("TCPTUNE_POLICY", absolute(policy).c_str(), 1);
   }
-  if (!log.empty()) {
-    setenv("TCPTUNE_LOG", absolute(log).c_str(), 1);
+  // A log by default, in jsonl so the summary (and tcptune report) can read it.
+  std::string summary_log;
+  if (!no_log) {
+    if (log.empty() && std::getenv("TCPTUNE_LOG") == nullptr) {
+      log = "tcptune-" + fs::path(args[i]).filename().string() + "-" + std::to_string(getpid()) + ".jsonl";
+    }
+    if (!log.empty()) {
+      setenv("TCPTUNE_LOG", absolute(log).c_str(), 1);
+    }
+    const std::string path = std::getenv("TCPTUNE_LOG");
+    if (path.find('{') == std::string::npos) {  // a {pid} pattern names several files
+      summary_log = path;
+    }
+    setenv("TCPTUNE_LOG_FORMAT", "jsonl", 0);
   }
   if (verbose) {
     setenv("TCPTUNE_LOG_LEVEL", "debug", 1);
@@ -173,17 +252,12 @@ int run_command(const std::vector<std::string>& args) {
     argv.push_back(const_cast<char*>(args[j].c_str()));
   }
   argv.push_back(nullptr);
-  execv(resolved.c_str(), argv.data());
-  int error = errno;
-  if (error == ENOEXEC) {
-    // A script without "#!": run it with /bin/sh, as execvp and the shell do.
-    argv.insert(argv.begin(), const_cast<char*>("/bin/sh"));
-    argv[1] = const_cast<char*>(resolved.c_str());
-    execv("/bin/sh", argv.data());
-    error = errno;
+  if (!summary_log.empty() && !quiet) {
+    const int status = run_child(resolved, argv);
+    print_run_summary(summary_log);
+    return status;
   }
-  (void)std::fprintf(stderr, "tcptune run: %s: %s\n", command.c_str(), std::strerror(error));
-  return error == ENOENT ? 127 : 126;
+  return exec_command(resolved, command, argv);
 }
 
 }  // namespace tcptune::cli

@@ -122,6 +122,33 @@ open(os.path.join(tree, "lib", "libtcptune.so"), "w").close()
 r = subprocess.run([os.path.join(tree, "bin", "tcptune"), "run", "--", "/bin/sh", "-c", 'echo "$LD_PRELOAD"'],
                    capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
 check(r.stdout.strip() == os.path.realpath(os.path.join(tree, "lib", "libtcptune.so")), "run finds ../lib/libtcptune.so")
+# run writes a jsonl log by default and, after the program, a summary on stderr.
+APP = ("import socket\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+       "c = socket.create_connection(s.getsockname()); a, _ = s.accept()\n"
+       "for i in range(50): c.send(b'x' * 100)\n"
+       "c.close(); a.close(); print('app output')\n")
+run_dir = os.path.join(args.work_dir, "run-default-log")
+shutil.rmtree(run_dir, ignore_errors=True)
+os.makedirs(run_dir)
+e = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
+r = subprocess.run([args.tcptune, "run", "--", sys.executable, "-c", APP], capture_output=True, text=True,
+                   env=e, cwd=run_dir, timeout=60)
+logs = [name for name in os.listdir(run_dir) if name.startswith("tcptune-python") and name.endswith(".jsonl")]
+check(r.returncode == 0 and r.stdout == "app output\n", f"run leaves the app's stdout alone ({r.stdout!r})")
+check(len(logs) == 1, f"run writes a jsonl log in the current directory by default ({logs})")
+check("(defaults)" in r.stderr and " 50 " in r.stderr and logs and logs[0] in r.stderr,
+      f"run prints a summary naming the log ({r.stderr.strip()[-300:]})")
+r = subprocess.run([args.tcptune, "run", "-q", "--", sys.executable, "-c", APP], capture_output=True, text=True,
+                   env=e, cwd=run_dir, timeout=60)
+check(r.returncode == 0 and r.stderr == "" and len(os.listdir(run_dir)) == 2, "run -q: a log but no summary")
+r = subprocess.run([args.tcptune, "run", "--no-log", "--", sys.executable, "-c", APP], capture_output=True,
+                   text=True, env=e, cwd=run_dir, timeout=60)
+check(r.returncode == 0 and r.stderr == "" and len(os.listdir(run_dir)) == 2, "run --no-log: neither")
+r = tcptune("run", "--", "/bin/sh", "-c", "exit 3")
+check(r.returncode == 3, f"run returns the program's exit status ({r.returncode})")
+r = tcptune("run", "--", "/bin/sh", "-c", "kill -TERM $$")
+check(r.returncode == 128 + 15, f"run returns 128+N when signal N ended the program ({r.returncode})")
+
 # report: a recorded fixture (two runs of `probe writes`, a rule for accepted sockets, and a
 # last line cut as kill -9 would leave it).
 import json
