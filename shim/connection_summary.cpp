@@ -32,6 +32,7 @@ void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, Connection
   const ErrnoSaver saver;
   const telemetry::ConnectionStats& stats = slot.stats;
   out.fd = fd;
+  out.generation = slot.generation.load(std::memory_order_acquire);
   out.role = slot.role.load(std::memory_order_relaxed);
   out.rule_index = slot.rule_index.load(std::memory_order_relaxed);
   out.open_at_exit = open_at_exit;

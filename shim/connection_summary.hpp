@@ -20,6 +20,7 @@ namespace tcptune::shim {
 
 struct ConnectionSnapshot {
   int fd = -1;
+  std::uint32_t generation = 0;
   SocketRole role = SocketRole::unknown;
   std::int16_t rule_index = kRuleDefaults;
   bool open_at_exit = false;

@@ -52,7 +52,7 @@ auto tracked_write(int fd, Offered offered, Call call) -> decltype(call()) {
   const std::int64_t start_ns = core::monotonic_ns();
   const core::IdleCheck idle = core::check_idle_before_write(fd, *slot, start_ns);
   const auto result = call();
-  core::after_measured_write(*slot, start_ns, static_cast<ssize_t>(result), offered());
+  core::after_measured_write(fd, *slot, start_ns, static_cast<ssize_t>(result), offered());
   if (idle.armed) [[unlikely]] {
     core::report_idle_restart(fd, *slot, idle, static_cast<ssize_t>(result), offered());
   }
@@ -172,7 +172,7 @@ TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int fla
   for (int i = 0; i < sent; ++i) {
     bytes += messages[i].msg_len;
   }
-  core::after_measured_write(*slot, start_ns, sent < 0 ? -1 : static_cast<ssize_t>(bytes), offered);
+  core::after_measured_write(fd, *slot, start_ns, sent < 0 ? -1 : static_cast<ssize_t>(bytes), offered);
   return sent;
 }
 

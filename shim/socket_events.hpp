@@ -11,6 +11,7 @@
 
 #include "fd_table.hpp"
 #include "monotonic_clock.hpp"
+#include "telemetry_worker.hpp"
 #include "socket_slot.hpp"
 
 namespace tcptune::shim {
@@ -37,7 +38,8 @@ SocketSlot* classify_for_io(int fd) noexcept;
 inline void before_write(SocketSlot& slot, int fd) noexcept;
 // After a measured call (slot has flag_measured) that started at start_ns and offered
 // `offered` bytes: its latency and outcome go into the slot's statistics. Preserves errno.
-inline void after_measured_write(SocketSlot& slot, std::int64_t start_ns, ssize_t result, std::size_t offered) noexcept;
+inline void after_measured_write(int fd, SocketSlot& slot, std::int64_t start_ns, ssize_t result,
+                                 std::size_t offered) noexcept;
 // rtt = "auto" on a non-blocking connect: the first write finds the connection established.
 void size_sndbuf_from_measured_rtt(SocketSlot& slot, int fd) noexcept;
 
@@ -76,11 +78,14 @@ inline void before_write(SocketSlot& slot, int fd) noexcept {
   }
 }
 
-inline void after_measured_write(SocketSlot& slot, std::int64_t start_ns, ssize_t result,
+inline void after_measured_write(int fd, SocketSlot& slot, std::int64_t start_ns, ssize_t result,
                                  std::size_t offered) noexcept {
   const int error = errno;
   const std::int64_t end_ns = monotonic_ns();
   slot.stats.record_write(static_cast<std::uint64_t>(end_ns - start_ns), end_ns, result, offered, error);
+  if (result > 0) {
+    maybe_sample_ack(fd, slot, slot.stats.bytes.load(std::memory_order_relaxed), end_ns);
+  }
   errno = error;
 }
 

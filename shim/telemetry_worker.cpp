@@ -6,8 +6,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
+
 #include <atomic>
 #include <ctime>
+#include <map>
 #include <vector>
 
 #include "connection_summary.hpp"
@@ -27,11 +31,37 @@ namespace {
 
 using config::LogLevel;
 
-// A closed connection's snapshot, or (snapshot null) an idle restart.
+// A write whose acknowledgement the worker times.
+struct AckSample {
+  int fd = -1;
+  std::uint32_t generation = 0;
+  std::uint64_t bytes_after = 0;  // the connection's bytes written once this write returned
+  std::int64_t write_end_ns = 0;
+  bool seen_unacked = false;  // by a poll: only then is the time to the ack known to 1 poll
+};
+
+// A closed connection's snapshot, an idle restart, or an ack sample.
 struct TelemetryEvent {
+  enum class Kind : std::uint8_t { closed, idle_restart, ack_sample } kind;
   ConnectionSnapshot* snapshot;
   IdleRestart idle;
+  AckSample ack;
 };
+
+// How often outstanding ack samples are polled: the ack latency's resolution.
+constexpr std::int64_t kAckPollNs = 1'000'000;
+// How long the worker sleeps with nothing to poll: new samples wait at most this long.
+constexpr std::int64_t kIdleSleepNs = 20'000'000;
+
+// Per connection, on the worker side: sparse, because acks cluster in a few buckets.
+struct AckStats {
+  std::map<int, std::uint64_t> buckets;
+  std::uint64_t samples = 0;
+  std::uint64_t acked_before_first_poll = 0;  // faster than the worker could see: not timed
+  std::uint64_t max_ns = 0;
+};
+std::map<std::pair<int, std::uint32_t>, AckStats>* g_acks = nullptr;  // (fd, generation)
+std::vector<AckSample>* g_outstanding = nullptr;
 
 // Bounded memory: 128 snapshots of about 3 KiB wait for the worker, which drains every 100 ms.
 telemetry::EventRing<TelemetryEvent, 256> g_ring;
@@ -51,6 +81,8 @@ struct Totals {
   std::uint64_t would_block = 0;
   std::uint64_t idle_restarts = 0;
   telemetry::LatencyHistogram write_latency;
+  telemetry::LatencyHistogram ack_latency;
+  std::uint64_t ack_samples_untimed = 0;
 };
 // Index 0: the process; 1: [defaults]; 2 + i: rule i. Touched by the worker only (and by the
 // exiting thread once the worker has stopped).
@@ -89,11 +121,74 @@ void add_to(Totals& totals, const ConnectionSnapshot& snapshot) {
   totals.write_latency.merge(snapshot.write_latency);
 }
 
+std::string ack_json(const telemetry::LatencyHistogram& histogram, std::uint64_t untimed) {
+  std::string json = latency_json_us(histogram);
+  json.pop_back();
+  return json + R"(,"resolution_us":)" + std::to_string(kAckPollNs / 1000) +
+         R"(,"acked_before_first_poll":)" + std::to_string(untimed) + "}";
+}
+
 void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
-  log_record(LogLevel::info, conn_close_record(snapshot, *runtime.policy));
-  add_to((*g_totals)[0], snapshot);
-  if (Totals* totals = rule_totals(snapshot.rule_index)) {
-    add_to(*totals, snapshot);
+  telemetry::Record record = conn_close_record(snapshot, *runtime.policy);
+  telemetry::LatencyHistogram acks;
+  std::uint64_t untimed = 0;
+  if (const auto found = g_acks->find({snapshot.fd, snapshot.generation}); found != g_acks->end()) {
+    for (const auto& [bucket, count] : found->second.buckets) {
+      acks.add(bucket, count);
+    }
+    acks.observe_range(0, found->second.max_ns);
+    untimed = found->second.acked_before_first_poll;
+    g_acks->erase(found);
+  }
+  record.add_json("ack_latency_us", ack_json(acks, untimed), latency_text_us(acks));
+  log_record(LogLevel::info, record);
+  for (Totals* totals : {&(*g_totals)[0], rule_totals(snapshot.rule_index)}) {
+    if (totals != nullptr) {
+      add_to(*totals, snapshot);
+      totals->ack_latency.merge(acks);
+      totals->ack_samples_untimed += untimed;
+    }
+  }
+}
+
+// One poll of the outstanding samples: ioctl(SIOCOUTQ) gives the bytes written and not yet
+// acknowledged, so the bytes acknowledged are the bytes written minus that.
+void poll_acks(std::int64_t now_ns) {
+  auto& outstanding = *g_outstanding;
+  for (std::size_t i = 0; i < outstanding.size();) {
+    AckSample& sample = outstanding[i];
+    SocketSlot* slot = fd_table().find(sample.fd);
+    bool done = slot == nullptr || slot->generation.load(std::memory_order_acquire) != sample.generation;
+    if (!done) {
+      const std::uint64_t written = slot->stats.bytes.load(std::memory_order_acquire);  // before the ioctl
+      int unacked = 0;
+      if (ioctl(sample.fd, SIOCOUTQ, &unacked) != 0 ||
+          slot->generation.load(std::memory_order_acquire) != sample.generation) {
+        done = true;  // closed (or reused) meanwhile: no sample
+      } else if (written - static_cast<std::uint64_t>(unacked) >= sample.bytes_after) {
+        AckStats& stats = (*g_acks)[{sample.fd, sample.generation}];
+        if (!sample.seen_unacked) {
+          ++stats.acked_before_first_poll;
+        } else {
+          const auto latency = static_cast<std::uint64_t>(now_ns - sample.write_end_ns);
+          ++stats.buckets[telemetry::HistogramLayout::bucket_of(latency)];
+          ++stats.samples;
+          stats.max_ns = std::max(stats.max_ns, latency);
+        }
+        done = true;
+      } else {
+        sample.seen_unacked = true;
+      }
+      if (done) {
+        slot->stats.ack_sample_outstanding.store(false, std::memory_order_release);
+      }
+    }
+    if (done) {
+      outstanding[i] = outstanding.back();
+      outstanding.pop_back();
+    } else {
+      ++i;
+    }
   }
 }
 
@@ -111,10 +206,10 @@ void drain(const Runtime& runtime) {
   TelemetryEvent event{};
   while (g_ring.try_pop(event)) {
     try {
-      if (event.snapshot != nullptr) {
-        handle(*event.snapshot, runtime);
-      } else {
-        handle_idle_restart(event.idle, runtime);
+      switch (event.kind) {
+        case TelemetryEvent::Kind::closed: handle(*event.snapshot, runtime); break;
+        case TelemetryEvent::Kind::idle_restart: handle_idle_restart(event.idle, runtime); break;
+        case TelemetryEvent::Kind::ack_sample: g_outstanding->push_back(event.ack); break;
       }
     } catch (...) {
       // Out of memory while formatting: the record is lost, the app is not.
@@ -126,8 +221,8 @@ void drain(const Runtime& runtime) {
   report_drops();
 }
 
-void wait_for_wake(std::uint32_t seen) {
-  timespec timeout{0, 100'000'000};
+void wait_for_wake(std::uint32_t seen, std::int64_t ns) {
+  timespec timeout{0, static_cast<long>(ns)};
   syscall(SYS_futex, &g_wake, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
 }
 
@@ -136,9 +231,13 @@ void* worker_main(void* /*unused*/) {
   while (g_state.load(std::memory_order_acquire) == WorkerState::running) {
     const std::uint32_t seen = g_wake.load(std::memory_order_acquire);
     if (runtime != nullptr) {
-      drain(*runtime);
+      try {
+        drain(*runtime);
+        poll_acks(monotonic_ns());
+      } catch (...) {
+      }
     }
-    wait_for_wake(seen);
+    wait_for_wake(seen, g_outstanding->empty() ? kIdleSleepNs : kAckPollNs);
   }
   return nullptr;
 }
@@ -153,6 +252,7 @@ telemetry::Record summary_record(const Runtime& runtime) {
       .add("eagain", all.would_block)
       .add("idle_restarts", all.idle_restarts)
       .add_json("write_latency_us", latency_json_us(all.write_latency), latency_text_us(all.write_latency))
+      .add_json("ack_latency_us", ack_json(all.ack_latency, all.ack_samples_untimed), latency_text_us(all.ack_latency))
       .add("dropped_records", g_dropped_total);
   telemetry::JsonArray by_rule;
   std::string text;
@@ -189,6 +289,8 @@ void ensure_telemetry_worker() noexcept {
   try {
     if (g_totals == nullptr && runtime != nullptr) {
       g_totals = new std::vector<Totals>(runtime->policy->rules.size() + 2);
+      g_acks = new std::map<std::pair<int, std::uint32_t>, AckStats>;
+      g_outstanding = new std::vector<AckSample>;
     }
   } catch (...) {
     g_state.store(WorkerState::stopped, std::memory_order_release);
@@ -218,14 +320,26 @@ void post_closed_connection(int fd, const SocketSlot& slot) noexcept {
     return;
   }
   take_snapshot(fd, slot, false, *snapshot);
-  if (!g_ring.try_push({snapshot, {}})) {
+  if (!g_ring.try_push({TelemetryEvent::Kind::closed, snapshot, {}, {}})) {
     g_pool.release(snapshot);
+  }
+}
+
+void maybe_sample_ack(int fd, SocketSlot& slot, std::uint64_t bytes_after, std::int64_t write_end_ns) noexcept {
+  if (slot.stats.ack_sample_outstanding.load(std::memory_order_relaxed) ||
+      slot.stats.ack_sample_outstanding.exchange(true, std::memory_order_acq_rel)) {
+    return;
+  }
+  const AckSample sample{fd, slot.generation.load(std::memory_order_acquire), bytes_after, write_end_ns, false};
+  if (g_state.load(std::memory_order_acquire) != WorkerState::running ||
+      !g_ring.try_push({TelemetryEvent::Kind::ack_sample, nullptr, {}, sample})) {
+    slot.stats.ack_sample_outstanding.store(false, std::memory_order_release);
   }
 }
 
 void post_idle_restart(const IdleRestart& event) noexcept {
   if (g_state.load(std::memory_order_acquire) == WorkerState::running) {
-    g_ring.try_push({nullptr, event});  // a full ring counts the drop
+    g_ring.try_push({TelemetryEvent::Kind::idle_restart, nullptr, event, {}});  // a full ring counts the drop
   }
 }
 
@@ -266,6 +380,9 @@ void telemetry_after_fork_in_child() noexcept {
     for (Totals& totals : *g_totals) {
       totals = Totals();
     }
+    // Fresh containers: the parent's worker may have been inside these when it forked.
+    g_acks = new std::map<std::pair<int, std::uint32_t>, AckStats>;
+    g_outstanding = new std::vector<AckSample>;
   }
   g_state.store(WorkerState::not_started, std::memory_order_release);
 }

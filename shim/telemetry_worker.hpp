@@ -28,6 +28,10 @@ struct IdleRestart {
   std::uint32_t extra_round_trips = 0;
 };
 void post_idle_restart(const IdleRestart& event) noexcept;
+// After a measured write that left the connection's byte count at `bytes_after`: unless a
+// sample is already outstanding, the worker times until the peer acknowledges that byte.
+// Lock-free, no system call; async-signal-safe.
+void maybe_sample_ack(int fd, SocketSlot& slot, std::uint64_t bytes_after, std::int64_t write_end_ns) noexcept;
 // Process exit: stop the worker, summarize connections still open, write the summary.
 void flush_telemetry_at_exit() noexcept;
 // Fork child: no worker yet (it restarts on the next measured connection), nothing inherited.

@@ -70,7 +70,7 @@ void tracked_write_body(benchmark::State& state, bool measured) {
     }
     const std::int64_t start_ns = monotonic_ns();
     benchmark::DoNotOptimize(written);
-    after_measured_write(*slot, start_ns, written, 100);
+    after_measured_write(fd, *slot, start_ns, written, 100);
   }
   before_close(fd);
   close(fd);

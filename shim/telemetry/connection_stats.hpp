@@ -72,6 +72,9 @@ struct ConnectionStats {
   std::atomic<std::uint64_t> errors{0};          // any other failure
   std::atomic<std::uint64_t> idle_restarts{0};   // writes that found cwnd restarted after idle
   std::atomic<std::int64_t> last_write_end_ns{0};
+  // Set while one write's ack is being timed by the worker: at most one sample at a time,
+  // which makes it at most one per round trip under load and the first after each idle gap.
+  std::atomic<bool> ack_sample_outstanding{false};
 
   // One write-family call that offered `offered` bytes, took `duration_ns` and returned
   // `result` (errno as the call left it).
@@ -109,6 +112,7 @@ struct ConnectionStats {
       counter->store(0, std::memory_order_relaxed);
     }
     last_write_end_ns.store(0, std::memory_order_relaxed);
+    ack_sample_outstanding.store(false, std::memory_order_relaxed);
   }
 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""idle_restart records over the emulated 180 ms link: recorded with cubic and
-tcp_slow_start_after_idle=1, not recorded with the sysctl off, nor under BBR.
+"""Telemetry over the emulated 180 ms link: idle_restart records with cubic and
+tcp_slow_start_after_idle=1, none with the sysctl off or under BBR; ack latency about one RTT.
 
   idle_restart.py --bin BUILD/bin --lib BUILD/lib --source-dir SRC --work-dir DIR
 Root and /dev/net/tun, else exit 77."""
@@ -86,6 +86,11 @@ try:
     sysctl(0)
     records, latency = bursty("sysctl-off", NODELAY, 5602)
     check(not [r for r in records if r["event"] == "idle_restart"], "sysctl off: no idle_restart")
+    # Each message is one write; its last byte is acknowledged about one RTT later.
+    close = [r for r in records if r["event"] == "conn_close" and r["role"] == "client"]
+    acks = close[0]["ack_latency_us"] if close else {}
+    check(acks.get("count", 0) >= 3 and abs(acks.get("p50", 0) / 1000 - 180) <= 18,
+          f"ack latency p50 within 10% of the 180 ms RTT ({acks})")
     check(latency.get("p50", 1e9) < 150, f"and no extra round trips (p50 {latency.get('p50')} ms)")
     sysctl(1)
 
