@@ -7,40 +7,29 @@
 
 namespace tcptune::cli {
 
-void ConnectionGroup::add(const JsonValue& record) {
-  ++connections;
-  writes += static_cast<std::uint64_t>(record.number("writes"));
-  bytes += static_cast<std::uint64_t>(record.number("bytes"));
-  partial_writes += static_cast<std::uint64_t>(record.number("partial_writes"));
-  would_block += static_cast<std::uint64_t>(record.number("eagain"));
-  idle_restarts += static_cast<std::uint64_t>(record.number("idle_restarts"));
-  if (const JsonValue* latency = record.get("write_latency_us")) {
-    max_us = std::max(max_us, latency->number("max"));
+void MergedHistogram::add(const JsonValue* buckets_json, const JsonValue* summary_json) {
+  if (summary_json != nullptr) {
+    max_us = std::max(max_us, summary_json->number("max"));
   }
-  if (const JsonValue* hist = record.get("write_latency_hist")) {
-    for (const JsonValue& bucket : hist->array()) {
-      const auto& fields = bucket.array();
-      if (fields.size() == 3) {
-        buckets[{fields[0].number_or(0), fields[1].number_or(0)}] += static_cast<std::uint64_t>(fields[2].number_or(0));
-      }
+  if (buckets_json == nullptr) {
+    return;
+  }
+  for (const JsonValue& bucket : buckets_json->array()) {
+    const auto& fields = bucket.array();
+    if (fields.size() == 3) {
+      buckets[{fields[0].number_or(0), fields[1].number_or(0)}] += static_cast<std::uint64_t>(fields[2].number_or(0));
     }
   }
 }
 
-void ConnectionGroup::merge(const ConnectionGroup& other) {
-  connections += other.connections;
-  writes += other.writes;
-  bytes += other.bytes;
-  partial_writes += other.partial_writes;
-  would_block += other.would_block;
-  idle_restarts += other.idle_restarts;
+void MergedHistogram::merge(const MergedHistogram& other) {
   max_us = std::max(max_us, other.max_us);
   for (const auto& [bounds, count] : other.buckets) {
     buckets[bounds] += count;
   }
 }
 
-double ConnectionGroup::percentile_us(double p) const {
+double MergedHistogram::percentile_us(double p) const {
   std::uint64_t total = 0;
   for (const auto& [bounds, count] : buckets) {
     total += count;
@@ -63,6 +52,28 @@ double ConnectionGroup::percentile_us(double p) const {
     }
   }
   return max_us;
+}
+
+void ConnectionGroup::add(const JsonValue& record) {
+  ++connections;
+  writes += static_cast<std::uint64_t>(record.number("writes"));
+  bytes += static_cast<std::uint64_t>(record.number("bytes"));
+  partial_writes += static_cast<std::uint64_t>(record.number("partial_writes"));
+  would_block += static_cast<std::uint64_t>(record.number("eagain"));
+  idle_restarts += static_cast<std::uint64_t>(record.number("idle_restarts"));
+  write_latency.add(record.get("write_latency_hist"), record.get("write_latency_us"));
+  ack_latency.add(record.get("ack_latency_hist"), record.get("ack_latency_us"));
+}
+
+void ConnectionGroup::merge(const ConnectionGroup& other) {
+  connections += other.connections;
+  writes += other.writes;
+  bytes += other.bytes;
+  partial_writes += other.partial_writes;
+  would_block += other.would_block;
+  idle_restarts += other.idle_restarts;
+  write_latency.merge(other.write_latency);
+  ack_latency.merge(other.ack_latency);
 }
 
 namespace {
@@ -109,17 +120,20 @@ bool summarize_logs(const std::vector<std::string>& files, const std::string& by
 namespace {
 
 void print_row(std::FILE* out, const std::string& key, const ConnectionGroup& group) {
-  (void)std::fprintf(out, "%-24s %6llu %9llu %10s %10.1f %10.1f %10.1f %10.1f %8llu\n", key.c_str(),
+  (void)std::fprintf(out, "%-20s %6llu %8llu %9s %9.1f %9.1f %9.1f %9.1f %9.1f %8llu\n", key.c_str(),
                      static_cast<unsigned long long>(group.connections), static_cast<unsigned long long>(group.writes),
-                     config::format_size(group.bytes).c_str(), group.percentile_us(50), group.percentile_us(90),
-                     group.percentile_us(99), group.max_us, static_cast<unsigned long long>(group.idle_restarts));
+                     config::format_size(group.bytes).c_str(), group.write_latency.percentile_us(50),
+                     group.write_latency.percentile_us(99), group.write_latency.max_us,
+                     group.ack_latency.percentile_us(50), group.ack_latency.percentile_us(99),
+                     static_cast<unsigned long long>(group.idle_restarts));
 }
 
 }  // namespace
 
 void print_summary_table(std::FILE* out, const LogSummary& summary, const std::string& by) {
-  (void)std::fprintf(out, "%-24s %6s %9s %10s %10s %10s %10s %10s %8s\n", by.c_str(), "conns", "writes", "bytes",
-                     "write p50", "p90", "p99", "max (us)", "idle rst");
+  (void)std::fputs("(latencies in microseconds)\n", out);
+  (void)std::fprintf(out, "%-20s %6s %8s %9s %9s %9s %9s %9s %9s %8s\n", by.c_str(), "conns", "writes", "bytes",
+                     "write p50", "p99", "max", "ack p50", "p99", "idle rst");
   for (const auto& [key, group] : summary.groups) {
     print_row(out, key, group);
   }

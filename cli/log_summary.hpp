@@ -14,6 +14,17 @@
 
 namespace tcptune::cli {
 
+// Histogram buckets as the records carry them: [lower, upper) ns -> count.
+struct MergedHistogram {
+  std::map<std::pair<double, double>, std::uint64_t> buckets;
+  double max_us = 0;
+
+  void add(const JsonValue* buckets_json, const JsonValue* summary_json);
+  void merge(const MergedHistogram& other);
+  // Nearest rank over the buckets, each reported as the shim reports it (2ab/(a+b)).
+  [[nodiscard]] double percentile_us(double p) const;
+};
+
 struct ConnectionGroup {
   std::uint64_t connections = 0;
   std::uint64_t writes = 0;
@@ -21,13 +32,11 @@ struct ConnectionGroup {
   std::uint64_t partial_writes = 0;
   std::uint64_t would_block = 0;
   std::uint64_t idle_restarts = 0;
-  double max_us = 0;
-  std::map<std::pair<double, double>, std::uint64_t> buckets;  // [lower, upper) ns -> count
+  MergedHistogram write_latency;
+  MergedHistogram ack_latency;
 
   void add(const JsonValue& conn_close);
   void merge(const ConnectionGroup& other);
-  // Nearest rank over the merged buckets, each reported as the shim reports it (2ab/(a+b)).
-  [[nodiscard]] double percentile_us(double p) const;
 };
 
 struct LogSummary {

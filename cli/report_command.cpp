@@ -12,11 +12,11 @@ namespace tcptune::cli {
 
 namespace {
 
-std::string latency_json(const ConnectionGroup& group) {
+std::string latency_json(const MergedHistogram& histogram) {
   char text[200];
   (void)std::snprintf(text, sizeof text, R"({"p50":%.3f,"p90":%.3f,"p99":%.3f,"p999":%.3f,"max":%.3f})",
-                      group.percentile_us(50), group.percentile_us(90), group.percentile_us(99),
-                      group.percentile_us(99.9), group.max_us);
+                      histogram.percentile_us(50), histogram.percentile_us(90), histogram.percentile_us(99),
+                      histogram.percentile_us(99.9), histogram.max_us);
   return text;
 }
 
@@ -28,15 +28,16 @@ std::string group_json(const std::string& key, const ConnectionGroup& group) {
     }
     escaped += c;
   }
-  char text[400];
+  char text[600];
   (void)std::snprintf(text, sizeof text,
                       R"({"key":"%s","connections":%llu,"writes":%llu,"bytes":%llu,"partial_writes":%llu,)"
-                      R"("eagain":%llu,"idle_restarts":%llu,"write_latency_us":%s})",
+                      R"("eagain":%llu,"idle_restarts":%llu,"write_latency_us":%s,"ack_latency_us":%s})",
                       escaped.c_str(), static_cast<unsigned long long>(group.connections),
                       static_cast<unsigned long long>(group.writes), static_cast<unsigned long long>(group.bytes),
                       static_cast<unsigned long long>(group.partial_writes),
                       static_cast<unsigned long long>(group.would_block),
-                      static_cast<unsigned long long>(group.idle_restarts), latency_json(group).c_str());
+                      static_cast<unsigned long long>(group.idle_restarts), latency_json(group.write_latency).c_str(),
+                      latency_json(group.ack_latency).c_str());
   return text;
 }
 

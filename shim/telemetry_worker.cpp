@@ -140,7 +140,8 @@ void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
     untimed = found->second.acked_before_first_poll;
     g_acks->erase(found);
   }
-  record.add_json("ack_latency_us", ack_json(acks, untimed), latency_text_us(acks));
+  record.add_json("ack_latency_us", ack_json(acks, untimed), latency_text_us(acks))
+      .add_json_section("ack_latency_hist", histogram_buckets_json(acks), "");
   log_record(LogLevel::info, record);
   for (Totals* totals : {&(*g_totals)[0], rule_totals(snapshot.rule_index)}) {
     if (totals != nullptr) {

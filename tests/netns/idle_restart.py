@@ -91,6 +91,12 @@ try:
     acks = close[0]["ack_latency_us"] if close else {}
     check(acks.get("count", 0) >= 3 and abs(acks.get("p50", 0) / 1000 - 180) <= 18,
           f"ack latency p50 within 10% of the 180 ms RTT ({acks})")
+    # tcptune report on this live log merges the same.
+    report = subprocess.run([os.path.join(args.bin, "tcptune"), "report", "--json",
+                             os.path.join(args.work_dir, "sysctl-off.jsonl")], capture_output=True, text=True)
+    total = json.loads(report.stdout)["total"] if report.returncode == 0 else {}
+    check(abs(total.get("ack_latency_us", {}).get("p50", 0) / 1000 - 180) <= 18 and total.get("writes", 0) == 7,
+          f"tcptune report shows the ack latency and the 7 writes ({total})")
     check(latency.get("p50", 1e9) < 150, f"and no extra round trips (p50 {latency.get('p50')} ms)")
     sysctl(1)
 
