@@ -20,6 +20,7 @@
 #include "fd_table.hpp"
 #include "json_writer.hpp"
 #include "process_runtime.hpp"
+#include "prometheus_textfile.hpp"
 #include "record.hpp"
 #include "shim_log.hpp"
 #include "snapshot_pool.hpp"
@@ -59,6 +60,7 @@ struct AckStats {
   std::uint64_t samples = 0;
   std::uint64_t acked_before_first_poll = 0;  // faster than the worker could see: not timed
   std::uint64_t max_ns = 0;
+  std::uint64_t sum_ns = 0;
 };
 std::map<std::pair<int, std::uint32_t>, AckStats>* g_acks = nullptr;  // (fd, generation)
 std::vector<AckSample>* g_outstanding = nullptr;
@@ -83,6 +85,8 @@ struct Totals {
   telemetry::LatencyHistogram write_latency;
   telemetry::LatencyHistogram ack_latency;
   std::uint64_t ack_samples_untimed = 0;
+  std::uint64_t write_ns_sum = 0;
+  std::uint64_t ack_ns_sum = 0;
 };
 // Index 0: the process; 1: [defaults]; 2 + i: rule i. Touched by the worker only (and by the
 // exiting thread once the worker has stopped).
@@ -119,6 +123,7 @@ void add_to(Totals& totals, const ConnectionSnapshot& snapshot) {
   totals.partial_writes += snapshot.partial_writes;
   totals.would_block += snapshot.would_block;
   totals.write_latency.merge(snapshot.write_latency);
+  totals.write_ns_sum += snapshot.write_ns_total;
 }
 
 std::string ack_json(const telemetry::LatencyHistogram& histogram, std::uint64_t untimed) {
@@ -132,12 +137,14 @@ void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
   telemetry::Record record = conn_close_record(snapshot, *runtime.policy);
   telemetry::LatencyHistogram acks;
   std::uint64_t untimed = 0;
+  std::uint64_t ack_sum_ns = 0;
   if (const auto found = g_acks->find({snapshot.fd, snapshot.generation}); found != g_acks->end()) {
     for (const auto& [bucket, count] : found->second.buckets) {
       acks.add(bucket, count);
     }
     acks.observe_range(0, found->second.max_ns);
     untimed = found->second.acked_before_first_poll;
+    ack_sum_ns = found->second.sum_ns;
     g_acks->erase(found);
   }
   record.add_json("ack_latency_us", ack_json(acks, untimed), latency_text_us(acks))
@@ -148,6 +155,7 @@ void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
       add_to(*totals, snapshot);
       totals->ack_latency.merge(acks);
       totals->ack_samples_untimed += untimed;
+      totals->ack_ns_sum += ack_sum_ns;
     }
   }
 }
@@ -175,6 +183,7 @@ void poll_acks(std::int64_t now_ns) {
           ++stats.buckets[telemetry::HistogramLayout::bucket_of(latency)];
           ++stats.samples;
           stats.max_ns = std::max(stats.max_ns, latency);
+          stats.sum_ns += latency;
         }
         done = true;
       } else {
@@ -222,6 +231,56 @@ void drain(const Runtime& runtime) {
   report_drops();
 }
 
+// The textfile: closed connections' totals plus what open ones have measured so far, so that
+// counters move while connections live and never go back when they close.
+void write_prometheus_textfile(const Runtime& runtime) {
+  const std::string& pattern = runtime.policy->log.prometheus_textfile;
+  if (pattern.empty()) {
+    return;
+  }
+  std::vector<MetricsRow> rows(g_totals->size());
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const Totals& closed = (*g_totals)[i];
+    MetricsRow& row = rows[i];
+    row.rule = config::rule_name(*runtime.policy, static_cast<int>(i) - 2);
+    row.connections = closed.connections;
+    row.writes = closed.writes;
+    row.bytes = closed.bytes;
+    row.idle_restarts = closed.idle_restarts;
+    row.write_latency.merge(closed.write_latency);
+    row.write_ns_sum = closed.write_ns_sum;
+    row.ack_latency.merge(closed.ack_latency);
+    row.ack_ns_sum = closed.ack_ns_sum;
+  }
+  fd_table().for_each_tcp([&](int fd, const SocketSlot& slot) {
+    const auto index = static_cast<std::size_t>(slot.rule_index.load(std::memory_order_relaxed) + 2);
+    if (!slot.has_flag(flag_measured) || index >= rows.size()) {
+      return;
+    }
+    MetricsRow& row = rows[index];
+    const telemetry::ConnectionStats& stats = slot.stats;
+    ++row.connections;
+    row.writes += stats.writes.load(std::memory_order_relaxed);
+    row.bytes += stats.bytes.load(std::memory_order_relaxed);
+    row.idle_restarts += stats.idle_restarts.load(std::memory_order_relaxed);
+    stats.write_latency_into(row.write_latency);
+    row.write_ns_sum += stats.write_ns_total.load(std::memory_order_relaxed);
+    const auto acks = g_acks->find({fd, slot.generation.load(std::memory_order_acquire)});
+    if (acks != g_acks->end()) {
+      for (const auto& [bucket, count] : acks->second.buckets) {
+        row.ack_latency.add(bucket, count);
+      }
+      row.ack_ns_sum += acks->second.sum_ns;
+    }
+  });
+  std::erase_if(rows, [](const MetricsRow& row) { return row.connections == 0; });
+  const std::string error = write_file_atomically(expand_log_path(pattern, runtime.program, getpid()),
+                                                  render_prometheus(rows, runtime.program, g_dropped_total));
+  if (!error.empty() && log_first_time("prometheus_textfile")) {
+    log_message(LogLevel::warn, error + " (logged once)");
+  }
+}
+
 void wait_for_wake(std::uint32_t seen, std::int64_t ns) {
   timespec timeout{0, static_cast<long>(ns)};
   syscall(SYS_futex, &g_wake, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
@@ -229,12 +288,18 @@ void wait_for_wake(std::uint32_t seen, std::int64_t ns) {
 
 void* worker_main(void* /*unused*/) {
   const Runtime* runtime = active_runtime();
+  std::int64_t next_textfile_ns = 0;
   while (g_state.load(std::memory_order_acquire) == WorkerState::running) {
     const std::uint32_t seen = g_wake.load(std::memory_order_acquire);
     if (runtime != nullptr) {
       try {
         drain(*runtime);
-        poll_acks(monotonic_ns());
+        const std::int64_t now = monotonic_ns();
+        poll_acks(now);
+        if (now >= next_textfile_ns) {
+          write_prometheus_textfile(*runtime);
+          next_textfile_ns = now + runtime->policy->log.interval.count();
+        }
       } catch (...) {
       }
     }
@@ -359,6 +424,8 @@ void flush_telemetry_at_exit() noexcept {
   }
   try {
     drain(*runtime);
+    // Before the open connections join the closed totals, which would count them twice.
+    write_prometheus_textfile(*runtime);
     // Connections still open at exit are summarized too, marked open_at_exit.
     fd_table().for_each_tcp([&](int fd, const SocketSlot& slot) {
       if (slot.has_flag(flag_measured)) {

@@ -343,13 +343,23 @@ class Loader {
 
   void read_log(const toml::node& node, LogSettings& log) {
     const toml::table* table = as_table(node, "log");
-    static constexpr std::string_view kLogKeys[] = {"path", "level", "format"};
+    static constexpr std::string_view kLogKeys[] = {"path", "level", "format", "prometheus_textfile", "interval"};
     if (table == nullptr || !check_keys(*table, kLogKeys, "[log]")) {
       return;
     }
     if (const toml::node* path = table->get("path")) {
       if (auto s = as_string(*path, "path")) {
         log.path = *s;
+      }
+    }
+    if (const toml::node* textfile = table->get("prometheus_textfile")) {
+      if (auto text = as_string(*textfile, "prometheus_textfile")) {
+        log.prometheus_textfile = *text;
+      }
+    }
+    if (const toml::node* interval = table->get("interval")) {
+      if (auto value = as_duration(*interval, "interval", std::chrono::milliseconds(100), std::chrono::hours(1))) {
+        log.interval = *value;
       }
     }
     if (const toml::node* format = table->get("format")) {

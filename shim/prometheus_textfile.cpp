@@ -1,0 +1,129 @@
+#include "prometheus_textfile.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <system_error>
+
+#include "next_symbols.hpp"
+
+namespace tcptune::shim {
+
+namespace {
+
+constexpr int kFirstBucketOctave = 10;
+constexpr int kLastBucketOctave = 35;
+
+std::string label_value(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string number(double value) {
+  char text[40];
+  (void)std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void histogram(std::string& out, const std::string& name, const std::string& labels,
+               const telemetry::LatencyHistogram& values, std::uint64_t sum_ns) {
+  // Every 12th bucket of the layout starts at a power of two: cumulative counts there are exact.
+  std::uint64_t cumulative = 0;
+  int bucket = 0;
+  for (int octave = kFirstBucketOctave; octave <= kLastBucketOctave; ++octave) {
+    const double bound = static_cast<double>(std::uint64_t{1} << octave);
+    for (; bucket < telemetry::HistogramLayout::kBuckets && telemetry::HistogramLayout::upper_bound(bucket) <= bound;
+         ++bucket) {
+      cumulative += values.bucket_count(bucket);
+    }
+    out += name + "_bucket{" + labels + ",le=\"" + number(bound / 1e9) + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  out += name + "_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(values.count()) + "\n";
+  out += name + "_sum{" + labels + "} " + number(static_cast<double>(sum_ns) / 1e9) + "\n";
+  out += name + "_count{" + labels + "} " + std::to_string(values.count()) + "\n";
+}
+
+}  // namespace
+
+std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::string& program,
+                              std::uint64_t dropped_records) {
+  std::string out;
+  const std::string program_label = "program=\"" + label_value(program) + "\"";
+  auto labels = [&](const MetricsRow& row) { return program_label + ",rule=\"" + label_value(row.rule) + "\""; };
+  struct Counter {
+    const char* name;
+    const char* help;
+    std::uint64_t MetricsRow::*field;
+  };
+  static constexpr Counter kCounters[] = {
+      {"tcptune_connections_total", "TCP connections measured by the shim (open and closed).",
+       &MetricsRow::connections},
+      {"tcptune_writes_total", "Write-family calls on measured TCP connections.", &MetricsRow::writes},
+      {"tcptune_write_bytes_total", "Bytes accepted by those calls.", &MetricsRow::bytes},
+      {"tcptune_idle_restarts_total", "Writes that found the congestion window restarted after idle.",
+       &MetricsRow::idle_restarts},
+  };
+  for (const Counter& counter : kCounters) {
+    header(out, counter.name, "counter", counter.help);
+    for (const MetricsRow& row : rows) {
+      out += std::string(counter.name) + "{" + labels(row) + "} " + std::to_string(row.*counter.field) + "\n";
+    }
+  }
+  header(out, "tcptune_write_latency_seconds", "histogram", "How long write-family calls took.");
+  for (const MetricsRow& row : rows) {
+    histogram(out, "tcptune_write_latency_seconds", labels(row), row.write_latency, row.write_ns_sum);
+  }
+  header(out, "tcptune_ack_latency_seconds", "histogram",
+         "From a sampled write's return to the peer's acknowledgement of its last byte (1 ms resolution).");
+  for (const MetricsRow& row : rows) {
+    histogram(out, "tcptune_ack_latency_seconds", labels(row), row.ack_latency, row.ack_ns_sum);
+  }
+  header(out, "tcptune_dropped_records_total", "counter", "Records lost because the telemetry worker fell behind.");
+  out += "tcptune_dropped_records_total{" + program_label + "} " + std::to_string(dropped_records) + "\n";
+  return out;
+}
+
+std::string write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp." + std::to_string(getpid());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return "cannot write " + temporary + ": " + std::generic_category().message(errno);
+  }
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t written = next().write.get()(fd, text.data() + done, text.size() - done);
+    if (written <= 0) {
+      if (written < 0 && errno == EINTR) {
+        continue;
+      }
+      next().close.get()(fd);
+      (void)::unlink(temporary.c_str());
+      return "cannot write " + temporary + ": " + std::generic_category().message(errno);
+    }
+    done += static_cast<std::size_t>(written);
+  }
+  next().close.get()(fd);
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    (void)::unlink(temporary.c_str());
+    return "cannot rename " + temporary + " to " + path + ": " + std::generic_category().message(errno);
+  }
+  return {};
+}
+
+}  // namespace tcptune::shim

@@ -1,0 +1,35 @@
+// The Prometheus textfile (node_exporter's textfile collector format, text exposition 0.0.4):
+// counters and histograms per rule and program, rewritten by the worker every [log] interval
+// with write-then-rename, so the collector never reads half a file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "latency_histogram.hpp"
+
+namespace tcptune::shim {
+
+struct MetricsRow {
+  std::string rule;
+  std::uint64_t connections = 0;
+  std::uint64_t writes = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t idle_restarts = 0;
+  telemetry::LatencyHistogram write_latency;
+  std::uint64_t write_ns_sum = 0;
+  telemetry::LatencyHistogram ack_latency;
+  std::uint64_t ack_ns_sum = 0;
+};
+
+// Histogram buckets at every power of two from 2^10 ns (about 1 us) to 2^35 ns (about 34 s):
+// bucket bounds of the shim's own layout, so each cumulative count is exact.
+std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::string& program,
+                              std::uint64_t dropped_records);
+
+// Writes `text` to `path` through a temporary file in the same directory and rename().
+// Returns an error message, empty on success.
+std::string write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace tcptune::shim

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""[log] prometheus_textfile: a file node_exporter's textfile collector can read, checked by a
+strict parser of the text exposition format, rewritten every interval while the program runs,
+with counters that match what the program did."""
+import os
+import re
+import subprocess
+import sys
+import time
+
+from testlib import Checks, clean_env, parse_args, run
+
+NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*$")
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\["\\n])*)"')
+
+
+def parse_exposition(text):
+    """{(name, frozenset(labels.items())): value}; raises ValueError on anything not allowed."""
+    if not text.endswith("\n"):
+        raise ValueError("the file does not end with a newline")
+    types, samples = {}, {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("# HELP "):
+            parts = line.split(" ", 3)
+            if len(parts) < 4 or not NAME.match(parts[2]):
+                raise ValueError(f"line {number}: bad HELP")
+            continue
+        if line.startswith("# TYPE "):
+            parts = line.split(" ")
+            if len(parts) != 4 or not NAME.match(parts[2]) or parts[3] not in ("counter", "gauge", "histogram",
+                                                                                  "summary", "untyped"):
+                raise ValueError(f"line {number}: bad TYPE")
+            if parts[2] in types:
+                raise ValueError(f"line {number}: second TYPE for {parts[2]}")
+            types[parts[2]] = parts[3]
+            continue
+        if line.startswith("#") or not line:
+            raise ValueError(f"line {number}: unexpected comment or blank line")
+        match = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$", line)
+        if not match:
+            raise ValueError(f"line {number}: not a sample: {line}")
+        name, _, label_text, value = match.groups()
+        labels = {}
+        if label_text:
+            rest = label_text
+            while rest:
+                label = LABEL.match(rest)
+                if not label or label.group(1) in labels:
+                    raise ValueError(f"line {number}: bad labels {label_text}")
+                labels[label.group(1)] = label.group(2)
+                rest = rest[label.end():]
+                if rest.startswith(","):
+                    rest = rest[1:]
+                elif rest:
+                    raise ValueError(f"line {number}: bad labels {label_text}")
+        family = re.sub(r"_(bucket|sum|count)$", "", name) if name not in types else name
+        if family not in types:
+            raise ValueError(f"line {number}: {name} has no TYPE before it")
+        if types[family] == "counter" and not name.endswith("_total"):
+            raise ValueError(f"line {number}: counter {name} should end in _total")
+        key = (name, frozenset(labels.items()))
+        if key in samples:
+            raise ValueError(f"line {number}: duplicate series {line}")
+        samples[key] = float(value)
+        if types[family] == "counter" and samples[key] < 0:
+            raise ValueError(f"line {number}: negative counter")
+    # Histograms: le increasing, cumulative counts non-decreasing, +Inf == _count.
+    for family, kind in types.items():
+        if kind != "histogram":
+            continue
+        series = {}
+        for (name, labels), value in samples.items():
+            if name == family + "_bucket":
+                rest = frozenset((k, v) for k, v in labels if k != "le")
+                le = dict(labels)["le"]
+                series.setdefault(rest, []).append((float("inf") if le == "+Inf" else float(le), value))
+        for rest, buckets in series.items():
+            buckets.sort()
+            counts = [count for _, count in buckets]
+            if buckets[-1][0] != float("inf") or counts != sorted(counts):
+                raise ValueError(f"{family}: buckets not cumulative or no +Inf")
+            if samples.get((family + "_count", rest)) != counts[-1] or (family + "_sum", rest) not in samples:
+                raise ValueError(f"{family}: _count differs from the +Inf bucket, or _sum is missing")
+    return samples
+
+
+def value(samples, name, **labels):
+    return samples.get((name, frozenset(labels.items())))
+
+
+def rejects(text):
+    try:
+        parse_exposition(text)
+        return False
+    except ValueError:
+        return True
+
+
+def main():
+    args = parse_args()
+    checks = Checks()
+    # The parser itself can fail: it is only worth something if it rejects what it should.
+    checks.check(rejects("a_total 1") and rejects("a_total 1\n") and
+                 rejects('# TYPE h histogram\nh_bucket{le="1"} 2\nh_bucket{le="+Inf"} 1\nh_sum 0\nh_count 1\n'),
+                 "the parser rejects a missing newline, a missing TYPE and non-cumulative buckets")
+    prom = os.path.join(args.work_dir, "probe.prom")
+    if os.path.exists(prom):
+        os.remove(prom)
+    policy = os.path.join(args.work_dir, "prom.toml")
+    with open(policy, "w") as f:
+        f.write(f'version = 1\n[log]\nformat = "jsonl"\nprometheus_textfile = "{args.work_dir}/{{program}}.prom"\n'
+                'interval = "100ms"\n[[rule]]\nname = "accepted"\nmatch = { role = "server" }\n')
+    env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy, TCPTUNE_LOG=os.path.join(args.work_dir, "p.jsonl"))
+    done = run([args.probe, "writes", "--count", "100", "--size", "100", "--keep-open", "1"], env)
+    checks.check(done.returncode == 0 and os.path.exists(prom), "the textfile is written (at exit at the latest)")
+    try:
+        samples = parse_exposition(open(prom).read())
+        checks.check(True, "the textfile parses as text exposition format")
+    except (ValueError, OSError) as error:
+        checks.check(False, f"the textfile parses as text exposition format ({error})")
+        checks.finish()
+    defaults = dict(program="probe", rule="(defaults)")
+    checks.check(value(samples, "tcptune_writes_total", **defaults) == 105, "writes_total counts every write")
+    checks.check(value(samples, "tcptune_write_bytes_total", **defaults) == 10500, "write_bytes_total")
+    checks.check(value(samples, "tcptune_connections_total", **defaults) == 2 and
+                 value(samples, "tcptune_connections_total", program="probe", rule="accepted") == 2,
+                 "connections per rule, the one still open at exit included")
+    checks.check(value(samples, "tcptune_write_latency_seconds_count", **defaults) == 105,
+                 "the latency histogram counts every write")
+    checks.check(not [n for n in os.listdir(args.work_dir) if ".prom.tmp." in n], "no temporary file is left")
+
+    # While a program runs, the file is rewritten every interval with what it has done so far.
+    app = ("import socket, time\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+           "c = socket.create_connection(s.getsockname()); a, _ = s.accept()\n"
+           "for i in range(7): c.send(b'x')\ntime.sleep(1.0)\n")
+    live = os.path.join(args.work_dir, os.path.basename(sys.executable) + ".prom")
+    if os.path.exists(live):
+        os.remove(live)
+    process = subprocess.Popen([sys.executable, "-c", app], env=env)
+    time.sleep(0.6)
+    seen = parse_exposition(open(live).read()) if os.path.exists(live) else {}
+    process.wait(timeout=30)
+    program = os.path.basename(sys.executable)
+    checks.check(value(seen, "tcptune_writes_total", program=program, rule="(defaults)") == 7,
+                 "while the program runs, the file already counts its writes on an open connection")
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main()
