@@ -19,8 +19,10 @@ double JsonValue::number_or(double fallback) const {
 }
 
 std::string JsonValue::string_or(std::string fallback) const {
-  const auto* text = std::get_if<std::string>(&value_);
-  return text != nullptr ? *text : fallback;
+  if (const auto* text = std::get_if<std::string>(&value_)) {
+    return *text;
+  }
+  return fallback;
 }
 
 bool JsonValue::bool_or(bool fallback) const {
@@ -29,9 +31,9 @@ bool JsonValue::bool_or(bool fallback) const {
 }
 
 const JsonValue::Array& JsonValue::array() const {
-  static const Array kEmpty;
+  static const Array no_items;
   const auto* array = std::get_if<Array>(&value_);
-  return array != nullptr ? *array : kEmpty;
+  return array != nullptr ? *array : no_items;
 }
 
 double JsonValue::number(std::string_view key, double fallback) const {
@@ -72,8 +74,8 @@ class Parser {
     }
   }
   void skip_space() {
-    while (position_ < text_.size() &&
-           (text_[position_] == ' ' || text_[position_] == '\t' || text_[position_] == '\n' || text_[position_] == '\r')) {
+    while (position_ < text_.size() && (text_[position_] == ' ' || text_[position_] == '\t' ||
+                                        text_[position_] == '\n' || text_[position_] == '\r')) {
       ++position_;
     }
   }
@@ -125,7 +127,8 @@ class Parser {
 
   std::optional<JsonValue> parse_number() {
     const std::size_t start = position_;
-    while (position_ < text_.size() && std::string_view("+-0123456789.eE").find(text_[position_]) != std::string_view::npos) {
+    while (position_ < text_.size() &&
+           std::string_view("+-0123456789.eE").find(text_[position_]) != std::string_view::npos) {
       ++position_;
     }
     const std::string digits(text_.substr(start, position_ - start));
@@ -187,9 +190,7 @@ class Parser {
           }
           break;
         }
-        default:
-          fail("bad escape in a string");
-          return std::nullopt;
+        default: fail("bad escape in a string"); return std::nullopt;
       }
     }
     fail("unterminated string");

@@ -89,8 +89,7 @@ std::string key_of(const JsonValue& record, const std::string& by) {
 
 }  // namespace
 
-bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out,
-                    std::string& error) {
+bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error) {
   for (const std::string& file : files) {
     std::ifstream in(file);
     if (!in) {

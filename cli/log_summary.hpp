@@ -47,8 +47,7 @@ struct LogSummary {
 };
 
 // by: "rule", "peer" or "program". Returns false (with the file in `error`) if one is unreadable.
-bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out,
-                    std::string& error);
+bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error);
 
 // One row per group and a total: connections, writes, bytes, write p50/p90/p99/max (us), idle restarts.
 void print_summary_table(std::FILE* out, const LogSummary& summary, const std::string& by);

@@ -1,14 +1,14 @@
 #include <limits.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <csignal>
 #include <filesystem>
 #include <system_error>
 
@@ -224,8 +224,9 @@ int run_command(const std::vector<std::string>& args) {
     if (!log.empty()) {
       setenv("TCPTUNE_LOG", absolute(log).c_str(), 1);
     }
-    const std::string path = std::getenv("TCPTUNE_LOG");
-    if (path.find('{') == std::string::npos) {  // a {pid} pattern names several files
+    const char* configured = std::getenv("TCPTUNE_LOG");
+    const std::string path = configured != nullptr ? configured : "";
+    if (!path.empty() && path.find('{') == std::string::npos) {  // a {pid} pattern names several files
       summary_log = path;
     }
     setenv("TCPTUNE_LOG_FORMAT", "jsonl", 0);

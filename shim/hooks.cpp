@@ -169,7 +169,7 @@ TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int fla
   const std::int64_t start_ns = core::monotonic_ns();
   const int sent = next().sendmmsg.get()(fd, messages, count, flags);
   std::size_t bytes = 0;
-  for (int i = 0; i < sent; ++i) {
+  for (int i = 0; messages != nullptr && i < sent; ++i) {
     bytes += messages[i].msg_len;
   }
   core::after_measured_write(fd, *slot, start_ns, sent < 0 ? -1 : static_cast<ssize_t>(bytes), offered);

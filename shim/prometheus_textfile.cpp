@@ -52,11 +52,15 @@ void histogram(std::string& out, const std::string& name, const std::string& lab
          ++bucket) {
       cumulative += values.bucket_count(bucket);
     }
-    out += name + "_bucket{" + labels + ",le=\"" + number(bound / 1e9) + "\"} " + std::to_string(cumulative) + "\n";
+    out.append(name).append("_bucket{").append(labels).append(",le=\"").append(number(bound / 1e9));
+    out.append("\"} ").append(std::to_string(cumulative)).append("\n");
   }
-  out += name + "_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(values.count()) + "\n";
-  out += name + "_sum{" + labels + "} " + number(static_cast<double>(sum_ns) / 1e9) + "\n";
-  out += name + "_count{" + labels + "} " + std::to_string(values.count()) + "\n";
+  out.append(name).append("_bucket{").append(labels).append(",le=\"+Inf\"} ");
+  out.append(std::to_string(values.count())).append("\n");
+  out.append(name).append("_sum{").append(labels).append("} ");
+  out.append(number(static_cast<double>(sum_ns) / 1e9)).append("\n");
+  out.append(name).append("_count{").append(labels).append("} ");
+  out.append(std::to_string(values.count())).append("\n");
 }
 
 }  // namespace

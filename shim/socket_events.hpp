@@ -11,8 +11,8 @@
 
 #include "fd_table.hpp"
 #include "monotonic_clock.hpp"
-#include "telemetry_worker.hpp"
 #include "socket_slot.hpp"
+#include "telemetry_worker.hpp"
 
 namespace tcptune::shim {
 

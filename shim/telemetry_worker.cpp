@@ -6,8 +6,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <sys/ioctl.h>
 #include <linux/sockios.h>
+#include <sys/ioctl.h>
 
 #include <atomic>
 #include <ctime>
@@ -129,8 +129,8 @@ void add_to(Totals& totals, const ConnectionSnapshot& snapshot) {
 std::string ack_json(const telemetry::LatencyHistogram& histogram, std::uint64_t untimed) {
   std::string json = latency_json_us(histogram);
   json.pop_back();
-  return json + R"(,"resolution_us":)" + std::to_string(kAckPollNs / 1000) +
-         R"(,"acked_before_first_poll":)" + std::to_string(untimed) + "}";
+  return json + R"(,"resolution_us":)" + std::to_string(kAckPollNs / 1000) + R"(,"acked_before_first_poll":)" +
+         std::to_string(untimed) + "}";
 }
 
 void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
@@ -449,8 +449,13 @@ void telemetry_after_fork_in_child() noexcept {
       totals = Totals();
     }
     // Fresh containers: the parent's worker may have been inside these when it forked.
-    g_acks = new std::map<std::pair<int, std::uint32_t>, AckStats>;
-    g_outstanding = new std::vector<AckSample>;
+    try {
+      g_acks = new std::map<std::pair<int, std::uint32_t>, AckStats>;
+      g_outstanding = new std::vector<AckSample>;
+    } catch (...) {
+      g_state.store(WorkerState::stopped, std::memory_order_release);  // no telemetry in this child
+      return;
+    }
   }
   g_state.store(WorkerState::not_started, std::memory_order_release);
 }

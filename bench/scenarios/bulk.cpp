@@ -20,12 +20,12 @@ namespace {
 
 using tcptune::bench::ScenarioArgs;
 
-constexpr std::size_t kChunkBytes = 128 * 1024;
+constexpr std::size_t kChunkBytes = std::size_t{128} * 1024;
 
 int receive(const ScenarioArgs& args) {
   const std::string endpoint = args.text("listen", "0.0.0.0:5003");
   const bool no_pin = args.flag("no-pin");
-  const auto rcvbuf = static_cast<int>(args.size_bytes("rcvbuf", 64 * 1024));
+  const auto rcvbuf = static_cast<int>(args.size_bytes("rcvbuf", std::uint64_t{64} * 1024));
   args.reject_unused();
   const int listener = tcptune::bench::listen_on(endpoint, no_pin ? 0 : rcvbuf);
   const int fd = tcptune::bench::accept_one(listener);

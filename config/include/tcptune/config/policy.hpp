@@ -104,7 +104,7 @@ struct LogSettings {
   std::string path;  // may contain {pid} and {program}; empty: no log file
   LogLevel level = LogLevel::info;
   LogFormat format = LogFormat::text;
-  std::string prometheus_textfile;  // may contain {pid} and {program}; empty: none
+  std::string prometheus_textfile;               // may contain {pid} and {program}; empty: none
   Duration interval = std::chrono::seconds(10);  // how often the textfile is rewritten
 };
 
