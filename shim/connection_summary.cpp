@@ -44,7 +44,6 @@ void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, Connection
   out.would_block = stats.would_block.load(std::memory_order_relaxed);
   out.errors = stats.errors.load(std::memory_order_relaxed);
   out.idle_restarts = stats.idle_restarts.load(std::memory_order_relaxed);
-  out.write_ns_total = stats.write_ns_total.load(std::memory_order_relaxed);
   out.histogram_lost_carries = stats.carries.lost();
   out.write_latency = telemetry::LatencyHistogram();
   stats.write_latency_into(out.write_latency);

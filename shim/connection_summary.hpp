@@ -32,7 +32,6 @@ struct ConnectionSnapshot {
   std::uint64_t would_block = 0;
   std::uint64_t errors = 0;
   std::uint64_t idle_restarts = 0;
-  std::uint64_t write_ns_total = 0;
   std::uint32_t histogram_lost_carries = 0;
   telemetry::LatencyHistogram write_latency;
   std::optional<TcpInfoSummary> tcp_info;

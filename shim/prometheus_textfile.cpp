@@ -91,7 +91,8 @@ std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::st
   }
   header(out, "tcptune_write_latency_seconds", "histogram", "How long write-family calls took.");
   for (const MetricsRow& row : rows) {
-    histogram(out, "tcptune_write_latency_seconds", labels(row), row.write_latency, row.write_ns_sum);
+    histogram(out, "tcptune_write_latency_seconds", labels(row), row.write_latency,
+              static_cast<std::uint64_t>(row.write_latency.estimated_sum_ns()));
   }
   header(out, "tcptune_ack_latency_seconds", "histogram",
          "From a sampled write's return to the peer's acknowledgement of its last byte (1 ms resolution).");

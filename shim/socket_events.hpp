@@ -86,6 +86,12 @@ inline void after_measured_write(int fd, SocketSlot& slot, std::int64_t start_ns
   if (result > 0) {
     maybe_sample_ack(fd, slot, slot.stats.bytes.load(std::memory_order_relaxed), end_ns);
   }
+  const WriteReporting& reporting = write_reporting();
+  const std::int64_t slow_ns = reporting.slow_write_ns.load(std::memory_order_relaxed);
+  const bool slow = slow_ns != 0 && end_ns - start_ns >= slow_ns;
+  if (slow || reporting.trace_writes.load(std::memory_order_relaxed)) [[unlikely]] {
+    post_write(fd, slot, end_ns - start_ns, result, offered, slow);
+  }
   errno = error;
 }
 

@@ -4,6 +4,10 @@
 // lock-free ring (dropped and counted when full, never blocking).
 #pragma once
 
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "socket_slot.hpp"
@@ -32,6 +36,16 @@ void post_idle_restart(const IdleRestart& event) noexcept;
 // sample is already outstanding, the worker times until the peer acknowledges that byte.
 // Lock-free, no system call; async-signal-safe.
 void maybe_sample_ack(int fd, SocketSlot& slot, std::uint64_t bytes_after, std::int64_t write_end_ns) noexcept;
+// What the write path reports beyond its statistics, set from [log] when the worker starts.
+struct WriteReporting {
+  std::atomic<std::int64_t> slow_write_ns{0};  // 0: no slow_write records
+  std::atomic<bool> trace_writes{false};
+};
+WriteReporting& write_reporting() noexcept;
+// A write for a slow_write or (trace_writes) write record. Lock-free; async-signal-safe.
+void post_write(int fd, const SocketSlot& slot, std::int64_t duration_ns, ssize_t result, std::size_t offered,
+                bool slow) noexcept;
+
 // Process exit: stop the worker, summarize connections still open, write the summary.
 void flush_telemetry_at_exit() noexcept;
 // Fork child: no worker yet (it restarts on the next measured connection), nothing inherited.

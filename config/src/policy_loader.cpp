@@ -343,7 +343,8 @@ class Loader {
 
   void read_log(const toml::node& node, LogSettings& log) {
     const toml::table* table = as_table(node, "log");
-    static constexpr std::string_view kLogKeys[] = {"path", "level", "format", "prometheus_textfile", "interval"};
+    static constexpr std::string_view kLogKeys[] = {"path",     "level",      "format",      "prometheus_textfile",
+                                                    "interval", "slow_write", "trace_writes"};
     if (table == nullptr || !check_keys(*table, kLogKeys, "[log]")) {
       return;
     }
@@ -355,6 +356,14 @@ class Loader {
     if (const toml::node* textfile = table->get("prometheus_textfile")) {
       if (auto text = as_string(*textfile, "prometheus_textfile")) {
         log.prometheus_textfile = *text;
+      }
+    }
+    if (const toml::node* slow = table->get("slow_write")) {
+      log.slow_write = as_duration(*slow, "slow_write", std::chrono::microseconds(1), std::chrono::hours(1));
+    }
+    if (const toml::node* trace = table->get("trace_writes")) {
+      if (auto b = as_bool(*trace, "trace_writes")) {
+        log.trace_writes = *b;
       }
     }
     if (const toml::node* interval = table->get("interval")) {

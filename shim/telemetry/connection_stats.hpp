@@ -71,7 +71,6 @@ struct ConnectionStats {
   std::atomic<std::uint64_t> would_block{0};     // EAGAIN/EWOULDBLOCK
   std::atomic<std::uint64_t> errors{0};          // any other failure
   std::atomic<std::uint64_t> idle_restarts{0};   // writes that found cwnd restarted after idle
-  std::atomic<std::uint64_t> write_ns_total{0};  // the sum behind a Prometheus histogram
   std::atomic<std::int64_t> last_write_end_ns{0};
   // Set while one write's ack is being timed by the worker: at most one sample at a time,
   // which makes it at most one per round trip under load and the first after each idle gap.
@@ -93,7 +92,6 @@ struct ConnectionStats {
       errors.fetch_add(1, std::memory_order_relaxed);
     }
     last_write_end_ns.store(end_ns, std::memory_order_relaxed);
-    write_ns_total.fetch_add(duration_ns, std::memory_order_relaxed);
     const int wrapped = write_latency.record(duration_ns);
     if (wrapped != ConnectionWriteHistogram::kNoCarry) [[unlikely]] {
       carries.carry(wrapped);
@@ -110,7 +108,7 @@ struct ConnectionStats {
     write_latency.reset();
     carries.reset();
     opened_ns.store(now_ns, std::memory_order_relaxed);
-    for (auto* counter : {&writes, &bytes, &partial_writes, &would_block, &errors, &idle_restarts, &write_ns_total}) {
+    for (auto* counter : {&writes, &bytes, &partial_writes, &would_block, &errors, &idle_restarts}) {
       counter->store(0, std::memory_order_relaxed);
     }
     last_write_end_ns.store(0, std::memory_order_relaxed);

@@ -43,6 +43,19 @@ double LatencyHistogram::percentile_ns(double p) const noexcept {
   return static_cast<double>(max_);
 }
 
+double LatencyHistogram::estimated_sum_ns() const noexcept {
+  double sum = 0;
+  for (int bucket = 0; bucket < HistogramLayout::kBuckets; ++bucket) {
+    const std::uint64_t count = counts_[static_cast<std::size_t>(bucket)];
+    if (count != 0) {
+      const double value =
+          std::clamp(HistogramLayout::representative(bucket), static_cast<double>(min_ns()), static_cast<double>(max_));
+      sum += value * static_cast<double>(count);
+    }
+  }
+  return sum;
+}
+
 void ConnectionWriteHistogram::reset() noexcept {
   for (auto& cell : counts_) {
     cell.store(0, std::memory_order_relaxed);

@@ -57,7 +57,7 @@ def bursty(name, policy_toml, port):
     return records, latency
 
 
-NODELAY = 'version = 1\n[defaults]\nnodelay = "on"\n'
+NODELAY = 'version = 1\n[log]\nslow_write = "50ms"\n[defaults]\nnodelay = "on"\n'
 BBR = 'version = 1\n[defaults]\nnodelay = "on"\ncongestion = "bbr"\n'
 up = subprocess.run([linkem, "up", "--rtt", "180ms", "--congestion", "cubic", "--slow-start-after-idle", "1"],
                     capture_output=True, text=True)
@@ -80,6 +80,9 @@ try:
     check(any(r["extra_round_trips"] >= 1 for r in restarts), "some restarts cost extra round trips")
     close = [r for r in records if r["event"] == "conn_close" and r["role"] == "client"]
     check(bool(close) and close[0]["idle_restarts"] == len(restarts), "conn_close counts them")
+    # The back-to-back warm-up messages fill the send buffer: a write blocks for about an RTT.
+    slow = [r for r in records if r["event"] == "slow_write"]
+    check(bool(slow) and all(r["duration_us"] >= 50_000 for r in slow), f"slow_write for blocked writes ({slow[:1]})")
     # One extra round trip (180 ms) on top of the 90 ms one-way delay.
     check(latency.get("p50", 0) > 200, f"and the messages paid for it (p50 {latency.get('p50')} ms)")
 

@@ -62,6 +62,25 @@ def main():
     checks.check(done.returncode == 0 and records and records[-1]["event"] == "summary",
                  "exit() from another thread writes the summary")
 
+    # trace_writes: one record per write; slow_write: those at least as long as the threshold.
+    policy = os.path.join(args.work_dir, "trace.toml")
+    with open(policy, "w") as f:
+        f.write('version = 1\n[log]\nformat = "jsonl"\ntrace_writes = true\nslow_write = "1us"\n')
+    log = os.path.join(args.work_dir, "trace.jsonl")
+    if os.path.exists(log):
+        os.remove(log)
+    run([args.probe, "writes", "--count", str(COUNT), "--size", str(SIZE)],
+        clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=log, TCPTUNE_POLICY=policy))
+    records = records_of(log)
+    per_write = [r for r in records if r["event"] in ("write", "slow_write")]
+    slow = [r for r in records if r["event"] == "slow_write"]
+    checks.check(len(per_write) == COUNT + 2, f"trace_writes: a record per write ({len(per_write)})")
+    checks.check(all(r["bytes"] == SIZE and r["offered"] == SIZE and r["outcome"] == "ok" for r in per_write),
+                 "each with its bytes, what was offered and the outcome")
+    checks.check(all(r["duration_us"] >= 1 for r in slow) and
+                 all(r["duration_us"] < 1 for r in per_write if r["event"] == "write"),
+                 f"slow_write exactly for the writes at or above the threshold ({len(slow)} of {len(per_write)})")
+
     # Text form.
     log = os.path.join(args.work_dir, "writes.log")
     probe(log, fmt="text")

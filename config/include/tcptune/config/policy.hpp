@@ -106,6 +106,8 @@ struct LogSettings {
   LogFormat format = LogFormat::text;
   std::string prometheus_textfile;               // may contain {pid} and {program}; empty: none
   Duration interval = std::chrono::seconds(10);  // how often the textfile is rewritten
+  std::optional<Duration> slow_write;            // a slow_write record for writes at least this long
+  bool trace_writes = false;                     // one record per write (debugging)
 };
 
 struct Policy {
