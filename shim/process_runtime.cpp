@@ -73,6 +73,9 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
     }
   }
   const std::string error = open_log(expand_log_path(pattern, program, getpid()), level, format, program);
+  if (policy != nullptr && error.empty()) {
+    set_log_rotation(policy->log.rotate_size, policy->log.keep);
+  }
   if (!error.empty()) {
     (void)std::fprintf(stderr, "tcptune: %s; logging disabled\n", error.c_str());
   }

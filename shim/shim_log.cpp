@@ -33,6 +33,30 @@ constexpr int kLogFdFloor = 900;
 std::atomic<int> g_log_fd{-1};
 std::atomic<bool> g_jsonl{false};
 
+// Rotation ([log] rotate_size, keep), all under the log's mutex: the file's path, its size so
+// far, and when to move it aside.
+std::string* g_log_path = nullptr;
+std::uint64_t g_log_bytes = 0;
+std::uint64_t g_rotate_size = 0;  // 0: never
+int g_keep = 0;
+int open_log_fd(const std::string& path, std::string& error);
+
+// path -> path.1 -> ... -> path.keep (the oldest is dropped), then a fresh path.
+void rotate_log() {
+  for (int i = g_keep - 1; i >= 1; --i) {
+    (void)::rename((*g_log_path + "." + std::to_string(i)).c_str(),
+                   (*g_log_path + "." + std::to_string(i + 1)).c_str());
+  }
+  (void)::rename(g_log_path->c_str(), (*g_log_path + ".1").c_str());
+  std::string error;
+  const int fd = open_log_fd(*g_log_path, error);
+  if (fd >= 0) {
+    const int previous = g_log_fd.exchange(fd, std::memory_order_acq_rel);
+    next().close.get()(previous);
+  }
+  g_log_bytes = 0;  // on failure the old descriptor keeps writing to path.1
+}
+
 // Writes formatted lines to g_log_fd through the next write(), never through our own hook.
 class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
  protected:
@@ -51,6 +75,10 @@ class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex
       }
       data += written;
       left -= static_cast<std::size_t>(written);
+    }
+    g_log_bytes += line.size();
+    if (g_rotate_size != 0 && g_log_bytes >= g_rotate_size && g_log_path != nullptr) {
+      rotate_log();  // between lines: every file holds whole records
     }
   }
   void flush_() override {}
@@ -84,7 +112,7 @@ void create_parent_directories(const std::string& path) {
 namespace {
 
 // Opens `path` for appending at a high, close-on-exec number; returns the fd, or -1 with
-// the reason in `error`.
+// the reason in `error`. Also notes the path and its size, for rotation.
 int open_log_fd(const std::string& path, std::string& error) {
   create_parent_directories(path);
   const int opened = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -92,6 +120,13 @@ int open_log_fd(const std::string& path, std::string& error) {
     // strerror's text without its buffer, which the app's threads may be using too.
     error = "cannot open log file " + path + ": " + std::generic_category().message(errno);
     return -1;
+  }
+  struct stat info {};
+  g_log_bytes = ::fstat(opened, &info) == 0 ? static_cast<std::uint64_t>(info.st_size) : 0;
+  if (g_log_path == nullptr) {
+    g_log_path = new std::string(path);  // never freed, like the logger
+  } else {
+    *g_log_path = path;
   }
   const int fd = next().fcntl.get()(opened, F_DUPFD_CLOEXEC, kLogFdFloor);
   if (fd < 0) {
@@ -154,6 +189,12 @@ std::string switch_log_file(const std::string& path) {
     next().close.get()(previous);
   }
   return {};
+}
+
+void set_log_rotation(std::uint64_t rotate_size, int keep) {
+  const std::lock_guard lock(log_mutex());
+  g_rotate_size = keep > 0 ? rotate_size : 0;
+  g_keep = keep;
 }
 
 bool log_enabled(config::LogLevel level) noexcept {

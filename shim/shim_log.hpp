@@ -2,6 +2,7 @@
 // must stay out of widely included headers). Nothing here is called on the write path.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,9 @@ namespace tcptune::shim {
 // {"ts","level","pid","program", then the record's fields}.
 std::string open_log(const std::string& path, config::LogLevel level, config::LogFormat format,
                      std::string_view program);
+// [log] rotate_size and keep: past rotate_size bytes the file becomes FILE.1 (FILE.1 becomes
+// FILE.2, ... up to FILE.keep) and a new FILE starts. 0 turns rotation off.
+void set_log_rotation(std::uint64_t rotate_size, int keep);
 // A forked child whose log path has {pid}: later lines go to `path` instead; the parent's
 // file is closed in the child. No-op when there is no log.
 std::string switch_log_file(const std::string& path);

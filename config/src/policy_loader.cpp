@@ -343,8 +343,9 @@ class Loader {
 
   void read_log(const toml::node& node, LogSettings& log) {
     const toml::table* table = as_table(node, "log");
-    static constexpr std::string_view kLogKeys[] = {"path",     "level",      "format",      "prometheus_textfile",
-                                                    "interval", "slow_write", "trace_writes"};
+    static constexpr std::string_view kLogKeys[] = {"path",     "level",      "format",       "prometheus_textfile",
+                                                    "interval", "slow_write", "trace_writes", "rotate_size",
+                                                    "keep"};
     if (table == nullptr || !check_keys(*table, kLogKeys, "[log]")) {
       return;
     }
@@ -360,6 +361,19 @@ class Loader {
     }
     if (const toml::node* slow = table->get("slow_write")) {
       log.slow_write = as_duration(*slow, "slow_write", std::chrono::microseconds(1), std::chrono::hours(1));
+    }
+    if (const toml::node* rotate = table->get("rotate_size")) {
+      if (auto size = as_size(*rotate, "rotate_size", 4096, std::uint64_t{1} << 40)) {
+        log.rotate_size = *size;
+      }
+    }
+    if (const toml::node* keep = table->get("keep")) {
+      const auto* value = keep->as_integer();
+      if (value == nullptr || value->get() < 1 || value->get() > 100) {
+        fail(keep->source(), "'keep' must be a whole number from 1 to 100, not " + describe(*keep));
+      } else {
+        log.keep = static_cast<int>(value->get());
+      }
     }
     if (const toml::node* trace = table->get("trace_writes")) {
       if (auto b = as_bool(*trace, "trace_writes")) {

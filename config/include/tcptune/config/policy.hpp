@@ -108,6 +108,8 @@ struct LogSettings {
   Duration interval = std::chrono::seconds(10);  // how often the textfile is rewritten
   std::optional<Duration> slow_write;            // a slow_write record for writes at least this long
   bool trace_writes = false;                     // one record per write (debugging)
+  std::uint64_t rotate_size = 0;                 // bytes before the log is rotated; 0: never
+  int keep = 5;                                  // rotated files kept (FILE.1 .. FILE.keep)
 };
 
 struct Policy {
