@@ -1,0 +1,27 @@
+// Starting a program under the shim: where libtcptune.so is, LD_PRELOAD with the shim first,
+// the command looked up as execvp would, and run as an exec or as a child (run and ab).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tcptune::cli {
+
+// libtcptune.so next to this binary (build or install tree), or TCPTUNE_SHIM, which must be a
+// file. Empty with the reason in `problem` when not found.
+std::string locate_shim(std::string& problem);
+// Like execvp's search: the path CMD will run from, or empty. `found_not_executable` is set
+// when only a non-executable file of that name was found (the shell's 126, not 127).
+std::string resolve_command(const std::string& command, bool& found_not_executable);
+std::string absolute(const std::string& path);
+// ld.so separates LD_PRELOAD entries with colons or spaces. The shim goes first, once, so
+// its hooks see every call before the other interposers.
+std::string preload_with_shim_first(const std::string& shim, const char* existing);
+// execv, and /bin/sh for a script without "#!"; returns the exit status if it cannot.
+int exec_command(const std::string& resolved, const std::string& command, std::vector<char*>& argv);
+// CMD as a child, as a shell runs a foreground job: the terminal's SIGINT/SIGQUIT are ignored
+// here (the child gets them too), SIGTERM and SIGHUP are passed on. Returns the child's exit
+// status, 128+N if signal N ended it.
+int run_child(const std::string& resolved, std::vector<char*>& argv);
+
+}  // namespace tcptune::cli
