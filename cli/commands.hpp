@@ -10,6 +10,7 @@ int run_command(const std::vector<std::string>& args);
 int check_command(const std::vector<std::string>& args);
 int doctor_command(const std::vector<std::string>& args);
 int report_command(const std::vector<std::string>& args);
+int ab_command(const std::vector<std::string>& args);
 
 // Exit statuses shared by the commands.
 inline constexpr int kExitUsage = 2;

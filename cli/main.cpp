@@ -11,6 +11,7 @@ constexpr const char* kUsage =
     "  check FILE                                           validate a policy and explain it for this host\n"
     "  doctor                                               this network namespace's TCP settings\n"
     "  report LOG... [--by rule|peer|program] [--json]      connections, writes and latency from jsonl logs\n"
+    "  ab [--runs N] [--policy FILE] [--out DIR] -- CMD...  CMD observed vs tuned, side by side, with a CDF plot\n"
     "  --version                                            print the version\n";
 }
 
@@ -37,6 +38,9 @@ int main(int argc, char** argv) {
     }
     if (std::strcmp(argv[1], "report") == 0) {
       return tcptune::cli::report_command(args);
+    }
+    if (std::strcmp(argv[1], "ab") == 0) {
+      return tcptune::cli::ab_command(args);
     }
   } catch (const std::exception& error) {
     (void)std::fprintf(stderr, "tcptune: %s\n", error.what());

@@ -149,6 +149,29 @@ check(r.returncode == 3, f"run returns the program's exit status ({r.returncode}
 r = tcptune("run", "--", "/bin/sh", "-c", "kill -TERM $$")
 check(r.returncode == 128 + 15, f"run returns 128+N when signal N ended the program ({r.returncode})")
 
+# ab: both arms run, interleaved, measured the same way; logs, a table and a CDF plot.
+import xml.etree.ElementTree as ElementTree
+ab_dir = os.path.join(args.work_dir, "ab")
+shutil.rmtree(ab_dir, ignore_errors=True)
+r = subprocess.run([args.tcptune, "ab", "--runs", "2", "--out", ab_dir, "--", sys.executable, "-c", APP],
+                   capture_output=True, text=True, env=e, timeout=120)
+table = {line.split()[0]: line for line in r.stdout.splitlines() if line}
+check(r.returncode == 0 and sorted(n for n in os.listdir(ab_dir) if n.endswith(".jsonl")) ==
+      ["observe-1.jsonl", "observe-2.jsonl", "tuned-1.jsonl", "tuned-2.jsonl"], f"ab runs both arms twice ({r.stderr[-300:]})")
+check(r.stderr.index("run 1/2 observe") < r.stderr.index("run 1/2 tuned") < r.stderr.index("run 2/2 observe"),
+      "ab interleaves the arms")
+check(table.get("writes", "").split()[1:2] == ["50"] and "connections" in table and "wall" in table,
+      f"ab's table has both arms' writes ({table.get('writes')})")
+plot = [n for n in os.listdir(ab_dir) if n.startswith("latency-cdf.") and n.split(".")[-1] in ("png", "svg")]
+check(len(plot) == 1 and plot[0] in r.stdout, f"ab writes a latency CDF plot and names it ({plot})")
+if plot and plot[0].endswith(".svg"):
+    root = ElementTree.parse(os.path.join(ab_dir, plot[0])).getroot()
+    check(len(root.findall("{http://www.w3.org/2000/svg}polyline")) >= 2, "the SVG has a curve per arm")
+bad = os.path.join(args.work_dir, "bad.toml")
+with open(bad, "w") as f:
+    f.write("nodelay = 3\n")
+check(tcptune("ab", "--policy", bad, "--", "/bin/true").returncode == 78, "ab refuses an invalid policy with 78")
+
 # report: a recorded fixture (two runs of `probe writes`, a rule for accepted sockets, and a
 # last line cut as kill -9 would leave it).
 import json

@@ -1,0 +1,197 @@
+// tcptune ab [--runs N] [--policy FILE] [--out DIR] -- CMD ARGS...
+// Runs CMD alternately under an observe-only policy (the shim measures, changes nothing) and
+// under the given policy, so both arms are measured the same way; prints both side by side
+// and writes the raw logs, a JSON summary and a write/ack latency CDF plot to DIR.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cdf_plot.hpp"
+#include "commands.hpp"
+#include "log_summary.hpp"
+#include "program_launch.hpp"
+#include "tcptune/config/policy_loader.hpp"
+
+namespace tcptune::cli {
+
+namespace {
+
+// The observe-only arm: nodelay "keep" leaves the app's choice, and nothing else is set.
+constexpr const char* kObservePolicy = "version = 1\n[defaults]\nnodelay = \"keep\"\n";
+
+struct RunResult {
+  int status = 0;
+  double wall_s = 0;
+  LogSummary summary;
+};
+
+struct Arm {
+  std::string name;
+  std::string policy;
+  std::vector<RunResult> runs;
+  ConnectionGroup merged;  // every run's connections, for the CDF
+};
+
+RunResult run_once(const std::string& resolved, std::vector<char*> argv, const std::string& policy,
+                   const std::string& log) {
+  setenv("TCPTUNE_POLICY", policy.c_str(), 1);
+  setenv("TCPTUNE_LOG", log.c_str(), 1);
+  setenv("TCPTUNE_LOG_FORMAT", "jsonl", 1);
+  (void)::unlink(log.c_str());
+  RunResult result;
+  const auto start = std::chrono::steady_clock::now();
+  result.status = run_child(resolved, argv);
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string error;
+  summarize_logs({log}, "rule", result.summary, error);
+  return result;
+}
+
+using Metric = std::function<double(const RunResult&)>;
+
+void print_metric(const char* name, const Arm& observe, const Arm& tuned, const Metric& metric) {
+  auto stats = [&](const Arm& arm, double& median, double& low, double& high) {
+    std::vector<double> values;
+    for (const RunResult& run : arm.runs) {
+      values.push_back(metric(run));
+    }
+    std::sort(values.begin(), values.end());
+    median = values.empty() ? 0 : (values[(values.size() - 1) / 2] + values[values.size() / 2]) / 2;
+    low = values.empty() ? 0 : values.front();
+    high = values.empty() ? 0 : values.back();
+  };
+  double om = 0, ol = 0, oh = 0, tm = 0, tl = 0, th = 0;
+  stats(observe, om, ol, oh);
+  stats(tuned, tm, tl, th);
+  char ratio[32] = "-";
+  if (om != 0) {
+    (void)std::snprintf(ratio, sizeof ratio, "%.3g", tm / om);
+  }
+  std::printf("%-24s %12.4g [%.4g-%.4g] %12.4g [%.4g-%.4g] %10s\n", name, om, ol, oh, tm, tl, th, ratio);
+}
+
+int usage() {
+  (void)std::fputs("usage: tcptune ab [--runs N] [--policy FILE] [--out DIR] -- CMD ARGS...\n", stderr);
+  return kExitUsage;
+}
+
+}  // namespace
+
+int ab_command(const std::vector<std::string>& args) {
+  int runs = 3;
+  std::string policy;
+  std::string out = "tcptune-ab";
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      ++i;
+      break;
+    }
+    if (i + 1 < args.size() && (args[i] == "--runs" || args[i] == "--policy" || args[i] == "--out")) {
+      const std::string& value = args[++i];
+      if (args[i - 1] == "--runs") {
+        runs = std::atoi(value.c_str());
+      } else {
+        (args[i - 1] == "--policy" ? policy : out) = value;
+      }
+    } else {
+      (void)std::fprintf(stderr, "tcptune ab: unknown option '%s'\n", args[i].c_str());
+      return usage();
+    }
+  }
+  if (i >= args.size() || runs < 1 || runs > 1000) {
+    return usage();
+  }
+  if (!policy.empty()) {
+    const config::LoadResult loaded = config::load_policy_file(policy);
+    if (!loaded.ok()) {
+      (void)std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
+      return kExitConfig;
+    }
+  }
+  std::string problem;
+  const std::string shim = locate_shim(problem);
+  if (shim.empty()) {
+    (void)std::fprintf(stderr, "tcptune ab: %s\n", problem.c_str());
+    return 1;
+  }
+  bool found_not_executable = false;
+  const std::string resolved = resolve_command(args[i], found_not_executable);
+  if (resolved.empty()) {
+    (void)std::fprintf(stderr, "tcptune ab: %s: %s\n", args[i].c_str(),
+                       found_not_executable ? "permission denied" : "command not found");
+    return found_not_executable ? 126 : 127;
+  }
+  (void)::mkdir(out.c_str(), 0755);
+  out = absolute(out);
+  const std::string observe_policy = out + "/observe-only.toml";
+  std::ofstream(observe_policy) << kObservePolicy;
+  // The given policy, or the built-in default (TCP_NODELAY on), written out so both arms
+  // name a policy file.
+  std::string tuned_policy = policy.empty() ? out + "/builtin-default.toml" : absolute(policy);
+  if (policy.empty()) {
+    std::ofstream(tuned_policy) << "version = 1\n[defaults]\nnodelay = \"on\"\n";
+  }
+  setenv("LD_PRELOAD", preload_with_shim_first(shim, std::getenv("LD_PRELOAD")).c_str(), 1);
+  std::vector<char*> argv;
+  for (std::size_t j = i; j < args.size(); ++j) {
+    argv.push_back(const_cast<char*>(args[j].c_str()));
+  }
+  argv.push_back(nullptr);
+
+  Arm observe{"observe", observe_policy, {}, {}};
+  Arm tuned{"tuned", tuned_policy, {}, {}};
+  int failures = 0;
+  for (int run = 1; run <= runs; ++run) {
+    for (Arm* arm : {&observe, &tuned}) {  // interleaved: drift hits both arms alike
+      const std::string log = out + "/" + arm->name + "-" + std::to_string(run) + ".jsonl";
+      RunResult result = run_once(resolved, argv, arm->policy, log);
+      (void)std::fprintf(stderr, "tcptune ab: run %d/%d %-8s exit %d, %.3f s\n", run, runs, arm->name.c_str(),
+                         result.status, result.wall_s);
+      failures += result.status != 0 ? 1 : 0;
+      arm->merged.merge(result.summary.total);
+      arm->runs.push_back(std::move(result));
+    }
+  }
+  std::printf("%d run(s) per arm, interleaved; median [min-max]\n", runs);
+  std::printf("%-24s %29s %29s %10s\n", "metric", "observe-only", "tuned", "tuned/obs");
+  print_metric("wall time (s)", observe, tuned, [](const RunResult& r) { return r.wall_s; });
+  print_metric("write p50 (us)", observe, tuned,
+               [](const RunResult& r) { return r.summary.total.write_latency.percentile_us(50); });
+  print_metric("write p99 (us)", observe, tuned,
+               [](const RunResult& r) { return r.summary.total.write_latency.percentile_us(99); });
+  print_metric("ack p50 (us)", observe, tuned,
+               [](const RunResult& r) { return r.summary.total.ack_latency.percentile_us(50); });
+  print_metric("ack p99 (us)", observe, tuned,
+               [](const RunResult& r) { return r.summary.total.ack_latency.percentile_us(99); });
+  print_metric("throughput (MB/s)", observe, tuned, [](const RunResult& r) {
+    return r.wall_s > 0 ? static_cast<double>(r.summary.total.bytes) / r.wall_s / 1e6 : 0;
+  });
+  print_metric("idle restarts", observe, tuned,
+               [](const RunResult& r) { return static_cast<double>(r.summary.total.idle_restarts); });
+  print_metric("writes", observe, tuned,
+               [](const RunResult& r) { return static_cast<double>(r.summary.total.writes); });
+  print_metric("connections", observe, tuned,
+               [](const RunResult& r) { return static_cast<double>(r.summary.total.connections); });
+  const std::string plot = write_cdf_plot(out + "/latency-cdf",
+                                          {{"write, observe-only", &observe.merged.write_latency},
+                                           {"write, tuned", &tuned.merged.write_latency},
+                                           {"ack, observe-only", &observe.merged.ack_latency},
+                                           {"ack, tuned", &tuned.merged.ack_latency}});
+  std::printf("logs in %s; latency CDF: %s\n", out.c_str(), plot.c_str());
+  if (failures != 0) {
+    (void)std::fprintf(stderr, "tcptune ab: %d run(s) exited non-zero\n", failures);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace tcptune::cli
