@@ -116,6 +116,40 @@ bool summarize_logs(const std::vector<std::string>& files, const std::string& by
   return true;
 }
 
+bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::string, SlowWriteSite>& out,
+                           std::uint64_t& without_callsite, std::string& error) {
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    if (!in) {
+      error = "cannot read " + file;
+      return false;
+    }
+    std::string line;
+    while (std::getline(in, line)) {
+      std::string parse_error;
+      const auto record = parse_json(line, parse_error);
+      if (!record || record->string("event") != "slow_write") {
+        continue;
+      }
+      const JsonValue* frames = record->get("callsite");
+      if (frames == nullptr || frames->array().empty()) {
+        ++without_callsite;
+        continue;
+      }
+      std::string key;
+      for (std::size_t i = 0; i < frames->array().size() && i < 3; ++i) {
+        key += (i == 0 ? "" : " < ") + frames->array()[i].string_or("?");
+      }
+      SlowWriteSite& site = out[key];
+      const double duration = record->number("duration_us");
+      ++site.writes;
+      site.total_us += duration;
+      site.max_us = std::max(site.max_us, duration);
+    }
+  }
+  return true;
+}
+
 namespace {
 
 void print_row(std::FILE* out, const std::string& key, const ConnectionGroup& group) {

@@ -49,6 +49,15 @@ struct LogSummary {
 // by: "rule", "peer" or "program". Returns false (with the file in `error`) if one is unreadable.
 bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error);
 
+// slow_write records grouped by call site (their first three frames), for report --by callsite.
+struct SlowWriteSite {
+  std::uint64_t writes = 0;
+  double total_us = 0;
+  double max_us = 0;
+};
+bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::string, SlowWriteSite>& out,
+                           std::uint64_t& without_callsite, std::string& error);
+
 // One row per group and a total: connections, writes, bytes, write p50/p90/p99/max (us), idle restarts.
 void print_summary_table(std::FILE* out, const LogSummary& summary, const std::string& by);
 

@@ -10,7 +10,7 @@ constexpr const char* kUsage =
     "  run [--policy FILE] [--log FILE] [-v] -- CMD ARGS...   run CMD with libtcptune.so preloaded\n"
     "  check FILE                                           validate a policy and explain it for this host\n"
     "  doctor                                               this network namespace's TCP settings\n"
-    "  report LOG... [--by rule|peer|program] [--json]      connections, writes and latency from jsonl logs\n"
+    "  report LOG... [--by rule|peer|program|callsite] [--json]  connections, latency, slow call sites\n"
     "  ab [--runs N] [--policy FILE] [--out DIR] -- CMD...  CMD observed vs tuned, side by side, with a CDF plot\n"
     "  --version                                            print the version\n";
 }

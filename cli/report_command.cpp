@@ -1,7 +1,9 @@
 // tcptune report LOG... [--by rule|peer|program] [--json]: the conn_close records of one or
 // more JSON-lines logs, grouped, with write-latency percentiles merged exactly from each
 // connection's histogram buckets.
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,8 +43,49 @@ std::string group_json(const std::string& key, const ConnectionGroup& group) {
   return text;
 }
 
+// Slow writes by where the app made them, the costliest first.
+int report_callsites(const std::vector<std::string>& files, bool json) {
+  std::map<std::string, SlowWriteSite> sites;
+  std::uint64_t without = 0;
+  std::string error;
+  if (!summarize_slow_writes(files, sites, without, error)) {
+    (void)std::fprintf(stderr, "tcptune report: %s\n", error.c_str());
+    return 1;
+  }
+  std::vector<std::pair<std::string, SlowWriteSite>> sorted(sites.begin(), sites.end());
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.second.total_us > b.second.total_us; });
+  if (json) {
+    std::string out = R"({"by":"callsite","sites":[)";
+    for (std::size_t i = 0; i < sorted.size(); ++i) {
+      std::string key;
+      for (const char c : sorted[i].first) {
+        key += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+      }
+      char numbers[160];
+      (void)std::snprintf(numbers, sizeof numbers, R"(","slow_writes":%llu,"total_us":%.1f,"max_us":%.1f})",
+                          static_cast<unsigned long long>(sorted[i].second.writes), sorted[i].second.total_us,
+                          sorted[i].second.max_us);
+      out += (i == 0 ? "" : ",") + std::string(R"({"callsite":")") + key + numbers;
+    }
+    out += R"(],"slow_writes_without_callsite":)" + std::to_string(without) + "}";
+    std::puts(out.c_str());
+    return 0;
+  }
+  std::printf("%12s %12s %12s  %s\n", "slow writes", "total (ms)", "max (ms)", "call site (innermost first)");
+  for (const auto& [site, stats] : sorted) {
+    std::printf("%12llu %12.1f %12.1f  %s\n", static_cast<unsigned long long>(stats.writes), stats.total_us / 1000,
+                stats.max_us / 1000, site.c_str());
+  }
+  if (without != 0) {
+    std::printf("%llu slow write(s) without a call site (callsite = true was off for them)\n",
+                static_cast<unsigned long long>(without));
+  }
+  return 0;
+}
+
 int usage() {
-  (void)std::fputs("usage: tcptune report LOG... [--by rule|peer|program] [--json]\n", stderr);
+  (void)std::fputs("usage: tcptune report LOG... [--by rule|peer|program|callsite] [--json]\n", stderr);
   return kExitUsage;
 }
 
@@ -64,12 +107,11 @@ int report_command(const std::vector<std::string>& args) {
       files.push_back(args[i]);
     }
   }
-  if (by == "callsite") {
-    (void)std::fputs("tcptune report: call sites are not recorded yet (callsite = true is not built)\n", stderr);
-    return kExitUsage;
-  }
-  if (files.empty() || (by != "rule" && by != "peer" && by != "program")) {
+  if (files.empty() || (by != "rule" && by != "peer" && by != "program" && by != "callsite")) {
     return usage();
+  }
+  if (by == "callsite") {
+    return report_callsites(files, json);
   }
   LogSummary summary;
   std::string error;

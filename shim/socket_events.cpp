@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "callsite.hpp"
 #include "errno_saver.hpp"
 #include "idle_restart.hpp"
 #include "next_symbols.hpp"
@@ -54,7 +55,7 @@ void warn_refusals_once(const config::Policy& policy, int rule, const ApplyRepor
 }
 
 void log_connection(const char* event, int fd, const SocketSlot& slot, const config::Policy& policy, int rule,
-                    ApplyPhase phase, const ApplyReport& report) {
+                    ApplyPhase phase, const ApplyReport& report, const CallSite* site = nullptr) {
   warn_refusals_once(policy, rule, report);
   if (!log_enabled(LogLevel::info)) {
     return;
@@ -70,6 +71,9 @@ void log_connection(const char* event, int fd, const SocketSlot& slot, const con
   }
   if (const config::Endpoint peer = peer_endpoint(fd); peer.family != 0) {
     record.add("peer", config::format_endpoint(peer));
+  }
+  if (site != nullptr && site->depth > 0) {
+    record.add_json("callsite", callsite_json(*site), callsite_text(*site));
   }
   record.add_json_section("options", report.to_json(), report.to_string());
   log_record(LogLevel::info, record);
@@ -104,8 +108,15 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   const int rule = config::match_rule(*runtime.policy, facts, is_listener);
   slot.rule_index.store(static_cast<std::int16_t>(rule), std::memory_order_relaxed);
   slot.role.store(role, std::memory_order_relaxed);
-  const ApplyReport report = apply_tuning(fd, slot, config::tuning_for(*runtime.policy, rule), phase);
-  log_connection("conn_open", fd, slot, *runtime.policy, rule, phase, report);
+  const config::Tuning& tuning = config::tuning_for(*runtime.policy, rule);
+  const ApplyReport report = apply_tuning(fd, slot, tuning, phase);
+  // The app's stack is still below us: where this connection was opened (or accepted).
+  CallSite site;
+  if (tuning.callsite.value_or(runtime.policy->log.callsite) && load_unwinder()) {
+    slot.set_flag(flag_callsite);
+    capture_callsite(site);
+  }
+  log_connection("conn_open", fd, slot, *runtime.policy, rule, phase, report, &site);
   start_measuring(fd, slot, is_listener);
 }
 

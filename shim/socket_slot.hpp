@@ -50,6 +50,7 @@ enum SlotFlag : std::uint16_t {
   // The kernel may restart cwnd after idle here (tcp_slow_start_after_idle=1, no BBR): the
   // first write after idle is checked against TCP_INFO.
   flag_idle_restart_possible = 1U << 8,
+  flag_callsite = 1U << 9,  // callsite = true: backtraces at open and on slow writes
 };
 
 inline constexpr std::int32_t kNoHeldBuffer = -1;

@@ -15,6 +15,7 @@
 #include <map>
 #include <vector>
 
+#include "callsite.hpp"
 #include "connection_summary.hpp"
 #include "errno_saver.hpp"
 #include "event_ring.hpp"
@@ -51,6 +52,7 @@ struct WriteEvent {
   std::int64_t result = 0;
   std::uint64_t offered = 0;
   int error = 0;
+  CallSite site;  // slow writes on connections with callsite = true
 };
 
 // A closed connection's snapshot, an idle restart, an ack sample or a write.
@@ -81,6 +83,9 @@ void handle_write(const WriteEvent& write, const Runtime& runtime) {
   if (write.result < 0) {
     record.add("errno", write.error);
   }
+  if (write.site.depth > 0) {
+    record.add_json("callsite", callsite_json(write.site), callsite_text(write.site));
+  }
   log_record(write.slow ? LogLevel::warn : LogLevel::info, record);
 }
 
@@ -100,9 +105,9 @@ struct AckStats {
 std::map<std::pair<int, std::uint32_t>, AckStats>* g_acks = nullptr;  // (fd, generation)
 std::vector<AckSample>* g_outstanding = nullptr;
 
-// Bounded memory: 128 snapshots of about 3 KiB and 4096 events of about 130 bytes (in .bss,
+// Bounded memory: 128 snapshots of about 3 KiB and 2048 events of about 250 bytes (in .bss,
 // touched only as used) wait for the worker, which drains every 1 to 20 ms.
-telemetry::EventRing<TelemetryEvent, 4096> g_ring;
+telemetry::EventRing<TelemetryEvent, 2048> g_ring;
 telemetry::SnapshotPool<ConnectionSnapshot, 128> g_pool;
 std::atomic<std::uint64_t> g_pool_exhausted{0};
 
@@ -446,6 +451,9 @@ void post_write(int fd, const SocketSlot& slot, std::int64_t duration_ns, ssize_
   write.result = result;
   write.offered = offered;
   write.error = result < 0 ? errno : 0;
+  if (slow && slot.has_flag(flag_callsite)) {
+    capture_callsite(write.site);  // the app's stack is still below the hook
+  }
   g_ring.try_push({TelemetryEvent::Kind::write, nullptr, {}, {}, write});  // a full ring counts the drop
 }
 

@@ -25,6 +25,7 @@ Tuning overlay(const Tuning& base, const Tuning& rule) {
   take(out.notsent_lowat, rule.notsent_lowat);
   take(out.thin_linear_timeouts, rule.thin_linear_timeouts);
   take(out.quickack, rule.quickack);
+  take(out.callsite, rule.callsite);
   take(out.tos, rule.tos);
   out.sockopts.insert(out.sockopts.end(), rule.sockopts.begin(), rule.sockopts.end());
   return out;

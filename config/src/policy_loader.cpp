@@ -43,7 +43,7 @@ namespace {
 constexpr std::string_view kTuningKeys[] = {
     "nodelay",      "buffers",       "override_app_buffers", "congestion", "keepalive",
     "user_timeout", "notsent_lowat", "thin_linear_timeouts", "quickack",   "tos",
-    "sockopt"};
+    "sockopt",      "callsite"};
 
 struct NamedOption {
   std::string_view name;
@@ -345,7 +345,7 @@ class Loader {
     const toml::table* table = as_table(node, "log");
     static constexpr std::string_view kLogKeys[] = {"path",     "level",      "format",       "prometheus_textfile",
                                                     "interval", "slow_write", "trace_writes", "rotate_size",
-                                                    "keep"};
+                                                    "keep",     "callsite"};
     if (table == nullptr || !check_keys(*table, kLogKeys, "[log]")) {
       return;
     }
@@ -373,6 +373,11 @@ class Loader {
         fail(keep->source(), "'keep' must be a whole number from 1 to 100, not " + describe(*keep));
       } else {
         log.keep = static_cast<int>(value->get());
+      }
+    }
+    if (const toml::node* callsite = table->get("callsite")) {
+      if (auto b = as_bool(*callsite, "callsite")) {
+        log.callsite = *b;
       }
     }
     if (const toml::node* trace = table->get("trace_writes")) {
@@ -416,7 +421,7 @@ class Loader {
     static constexpr std::string_view kRuleKeys[] = {
         "name",       "match",     "nodelay",      "buffers",       "override_app_buffers",
         "congestion", "keepalive", "user_timeout", "notsent_lowat", "thin_linear_timeouts",
-        "quickack",   "tos",       "sockopt"};
+        "quickack",   "tos",       "sockopt",      "callsite"};
     if (!check_keys(table, kRuleKeys, "[[rule]]")) {
       return;
     }
@@ -576,6 +581,9 @@ class Loader {
     }
     if (const toml::node* node = table.get("thin_linear_timeouts")) {
       tuning.thin_linear_timeouts = as_bool(*node, "thin_linear_timeouts");
+    }
+    if (const toml::node* node = table.get("callsite")) {
+      tuning.callsite = as_bool(*node, "callsite");
     }
     if (const toml::node* node = table.get("quickack")) {
       tuning.quickack = as_bool(*node, "quickack");

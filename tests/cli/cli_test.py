@@ -197,7 +197,20 @@ with open(single, "w") as f:
 merged = json.loads(tcptune("report", single, "--json").stdout)["total"]["write_latency_us"]
 check(all(abs(merged[p] - busy["write_latency_us"][p]) <= 0.01 * busy["write_latency_us"][p] + 0.002
           for p in ("p50", "p90", "p99")), f"report's percentiles match the shim's ({merged} vs {busy['write_latency_us']})")
-check(tcptune("report", fixture, "--by", "callsite").returncode == 2, "report --by callsite says it is not built")
+slow_log = os.path.join(args.work_dir, "slow.jsonl")
+with open(slow_log, "w") as f:
+    for duration, frames in ((5000, ["app+0x10", "app+0x20"]), (7000, ["app+0x10", "app+0x20"]),
+                             (90000, ["app+0x99 flush_batch", "app+0x20"]), (4000, None)):
+        rec = {"event": "slow_write", "duration_us": duration}
+        if frames:
+            rec["callsite"] = frames
+        f.write(json.dumps(rec) + "\n")
+r = tcptune("report", slow_log, "--by", "callsite", "--json")
+sites = json.loads(r.stdout)["sites"] if r.returncode == 0 else []
+check([s_["callsite"] for s_ in sites] == ["app+0x99 flush_batch < app+0x20", "app+0x10 < app+0x20"] and
+      sites[1]["slow_writes"] == 2 and sites[1]["total_us"] == 12000 and
+      json.loads(r.stdout)["slow_writes_without_callsite"] == 1,
+      f"report --by callsite groups slow writes by call site, costliest first ({sites})")
 check(tcptune("report", "/nonexistent.jsonl").returncode == 1, "report on a missing file fails")
 
 r = tcptune("bogus")

@@ -440,6 +440,19 @@ void cmd_writes(const Args& args) {
       check(write(kept.client, data.data(), size) == static_cast<ssize_t>(size), "write on the kept connection");
     }
   }
+  if (arg_int(args, "print-maps", 0) == 1) {
+    // Whether libunwind is mapped into this process (the shim loads it only for call sites).
+    FILE* maps = std::fopen("/proc/self/maps", "r");
+    char line[512];
+    int unwind = 0;
+    while (maps != nullptr && std::fgets(line, sizeof line, maps) != nullptr) {
+      unwind += std::strstr(line, "libunwind") != nullptr ? 1 : 0;
+    }
+    if (maps != nullptr) {
+      std::fclose(maps);
+    }
+    std::printf("libunwind mappings: %d\n", unwind);
+  }
   if (arg_int(args, "exit-from-thread", 0) == 1) {
     std::printf("%d failed\n", g_failures);
     std::fflush(stdout);

@@ -84,6 +84,7 @@ struct Tuning {
   std::optional<std::uint32_t> notsent_lowat;
   std::optional<bool> thin_linear_timeouts;
   std::optional<bool> quickack;
+  std::optional<bool> callsite;  // record where connections open and slow writes stall
   std::optional<int> tos;
   std::vector<RawSockopt> sockopts;
 };
@@ -110,6 +111,7 @@ struct LogSettings {
   bool trace_writes = false;                     // one record per write (debugging)
   std::uint64_t rotate_size = 0;                 // bytes before the log is rotated; 0: never
   int keep = 5;                                  // rotated files kept (FILE.1 .. FILE.keep)
+  bool callsite = false;                         // call sites for every rule that does not say
 };
 
 struct Policy {
