@@ -188,7 +188,9 @@ void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
   }
   record.add_json("ack_latency_us", ack_json(acks, untimed), latency_text_us(acks))
       .add_json_section("ack_latency_hist", histogram_buckets_json(acks), "");
-  log_record(LogLevel::info, record);
+  if (runtime.policy->log.summary) {
+    log_record(LogLevel::info, record);
+  }
   for (Totals* totals : {&(*g_totals)[0], rule_totals(snapshot.rule_index)}) {
     if (totals != nullptr) {
       add_to(*totals, snapshot);
@@ -500,7 +502,9 @@ void flush_telemetry_at_exit() noexcept {
         handle(snapshot, *runtime);
       }
     });
-    log_record(LogLevel::info, summary_record(*runtime));
+    if (runtime->policy->log.summary) {
+      log_record(LogLevel::info, summary_record(*runtime));
+    }
   } catch (...) {
   }
 }

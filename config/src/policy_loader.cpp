@@ -345,7 +345,7 @@ class Loader {
     const toml::table* table = as_table(node, "log");
     static constexpr std::string_view kLogKeys[] = {"path",     "level",      "format",       "prometheus_textfile",
                                                     "interval", "slow_write", "trace_writes", "rotate_size",
-                                                    "keep",     "callsite"};
+                                                    "keep",     "callsite",   "summary"};
     if (table == nullptr || !check_keys(*table, kLogKeys, "[log]")) {
       return;
     }
@@ -373,6 +373,11 @@ class Loader {
         fail(keep->source(), "'keep' must be a whole number from 1 to 100, not " + describe(*keep));
       } else {
         log.keep = static_cast<int>(value->get());
+      }
+    }
+    if (const toml::node* summary = table->get("summary")) {
+      if (auto b = as_bool(*summary, "summary")) {
+        log.summary = *b;
       }
     }
     if (const toml::node* callsite = table->get("callsite")) {

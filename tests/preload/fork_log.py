@@ -2,6 +2,7 @@
 """A forked child gets its own log file when the log path names {pid} (a prefork server's
 operator expects one file per process), and keeps the parent's file otherwise."""
 import glob
+import json
 import os
 import sys
 
@@ -51,6 +52,25 @@ def main():
     done = run([sys.executable, "-c", CHILD_CONNECTS], env)
     checks.check(done.returncode == 0 and "role=client" in open(shared).read(),
                  "without {pid} the child logs into the shared file")
+    # The telemetry worker restarts in the child: the child's own conn_close and summary.
+    child_exits = CHILD_CONNECTS.replace("socket.create_connection((\"127.0.0.1\", port)).close()\n    os._exit(0)",
+                                         "c = socket.create_connection((\"127.0.0.1\", port)); c.send(b\"x\" * 10); c.close()\n"
+                                         "    sys.exit(0)")
+    jsonl_dir = os.path.join(args.work_dir, "per-pid-jsonl")
+    os.makedirs(jsonl_dir, exist_ok=True)
+    for old in glob.glob(os.path.join(jsonl_dir, "*")):
+        os.remove(old)
+    env["TCPTUNE_LOG"] = os.path.join(jsonl_dir, "{pid}.jsonl")
+    env["TCPTUNE_LOG_FORMAT"] = "jsonl"
+    done = run([sys.executable, "-c", child_exits], env)
+    child = done.stdout.strip()
+    child_path = os.path.join(jsonl_dir, f"{child}.jsonl")
+    records = [json.loads(line) for line in open(child_path)] if os.path.exists(child_path) else []
+    closes = [r for r in records if r["event"] == "conn_close" and r["role"] == "client"]
+    summary = [r for r in records if r["event"] == "summary"]
+    checks.check(done.returncode == 0 and closes and closes[0]["writes"] == 1 and closes[0]["bytes"] == 10,
+                 f"the child's worker writes the child's conn_close ({closes[:1]})")
+    checks.check(summary and summary[0]["connections"] == 1, "and the child's own summary")
     checks.finish()
 
 

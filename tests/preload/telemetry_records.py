@@ -4,6 +4,8 @@ percentiles from the write histogram, connections still open at exit, exit() fro
 thread, and the text form."""
 import json
 import os
+import subprocess
+import time
 
 from testlib import Checks, clean_env, parse_args, run
 
@@ -80,6 +82,53 @@ def main():
     checks.check(all(r["duration_us"] >= 1 for r in slow) and
                  all(r["duration_us"] < 1 for r in per_write if r["event"] == "write"),
                  f"slow_write exactly for the writes at or above the threshold ({len(slow)} of {len(per_write)})")
+
+    # Flooding the worker: 100000 traced writes overflow the ring; the drops are counted, the
+    # app is never blocked (the run ends, every write accounted for in conn_close).
+    with open(policy, "w") as f:
+        f.write('version = 1\n[log]\nformat = "jsonl"\ntrace_writes = true\n')
+    log = os.path.join(args.work_dir, "flood.jsonl")
+    if os.path.exists(log):
+        os.remove(log)
+    done = run([args.probe, "writes", "--count", "100000", "--size", "10"],
+               clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=log, TCPTUNE_POLICY=policy), timeout=120)
+    records = records_of(log)
+    traced = sum(1 for r in records if r["event"] == "write")
+    dropped = sum(r["records"] for r in records if r["event"] == "dropped")
+    summary = [r for r in records if r["event"] == "summary"]
+    checks.check(done.returncode == 0 and dropped > 0, f"a flooded ring drops and counts ({dropped} dropped)")
+    checks.check(traced + dropped >= 100002 and summary and summary[0]["writes"] == 100002,
+                 f"every write is either traced or counted as dropped, and all are in the summary ({traced} + {dropped})")
+
+    # A log cut by kill -9 is readable up to its last line.
+    log = os.path.join(args.work_dir, "killed.jsonl")
+    if os.path.exists(log):
+        os.remove(log)
+    killed = subprocess.Popen([args.probe, "writes", "--count", "1000000", "--size", "10"],
+                              env=clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=log, TCPTUNE_POLICY=policy),
+                              stdout=subprocess.DEVNULL)
+    time.sleep(0.5)
+    killed.kill()
+    killed.wait()
+    lines = open(log).read().splitlines() if os.path.exists(log) else []
+    parsed = 0
+    for line in lines[:-1]:
+        json.loads(line)  # raises, failing the test, if a line before the last is not whole
+        parsed += 1
+    checks.check(parsed > 10, f"after kill -9, every line but possibly the last parses ({parsed} lines)")
+
+    # summary = false: measured as before (the Prometheus file still counts), but no conn_close
+    # or summary records.
+    with open(policy, "w") as f:
+        f.write('version = 1\n[log]\nformat = "jsonl"\nsummary = false\n')
+    log = os.path.join(args.work_dir, "no-summary.jsonl")
+    if os.path.exists(log):
+        os.remove(log)
+    run([args.probe, "writes", "--count", "10", "--size", "10"],
+        clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=log, TCPTUNE_POLICY=policy))
+    events = {r["event"] for r in records_of(log)}
+    checks.check("conn_open" in events and not events & {"conn_close", "summary"},
+                 f"summary = false leaves out conn_close and summary ({sorted(events)})")
 
     # Text form.
     log = os.path.join(args.work_dir, "writes.log")

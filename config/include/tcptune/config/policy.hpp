@@ -112,6 +112,7 @@ struct LogSettings {
   std::uint64_t rotate_size = 0;                 // bytes before the log is rotated; 0: never
   int keep = 5;                                  // rotated files kept (FILE.1 .. FILE.keep)
   bool callsite = false;                         // call sites for every rule that does not say
+  bool summary = true;                           // conn_close records and the summary at exit
 };
 
 struct Policy {
