@@ -83,8 +83,9 @@ def main():
                  all(r["duration_us"] < 1 for r in per_write if r["event"] == "write"),
                  f"slow_write exactly for the writes at or above the threshold ({len(slow)} of {len(per_write)})")
 
-    # Flooding the worker: 100000 traced writes overflow the ring; the drops are counted, the
-    # app is never blocked (the run ends, every write accounted for in conn_close).
+    # Flooding the worker: 100000 traced writes, faster than it drains on a busy machine; what
+    # does not fit the ring is dropped and counted (ctest -R EventRing shows the overflow
+    # itself deterministically), the app is never blocked, and every write is accounted for.
     with open(policy, "w") as f:
         f.write('version = 1\n[log]\nformat = "jsonl"\ntrace_writes = true\n')
     log = os.path.join(args.work_dir, "flood.jsonl")
@@ -96,8 +97,9 @@ def main():
     traced = sum(1 for r in records if r["event"] == "write")
     dropped = sum(r["records"] for r in records if r["event"] == "dropped")
     summary = [r for r in records if r["event"] == "summary"]
-    checks.check(done.returncode == 0 and dropped > 0, f"a flooded ring drops and counts ({dropped} dropped)")
-    checks.check(traced + dropped >= 100002 and summary and summary[0]["writes"] == 100002,
+    checks.check(done.returncode == 0 and summary and summary[0]["writes"] == 100002,
+                 f"the flooded run completes with every write in the summary ({dropped} records dropped)")
+    checks.check(traced + dropped == 100002,
                  f"every write is either traced or counted as dropped, and all are in the summary ({traced} + {dropped})")
 
     # A log cut by kill -9 is readable up to its last line.
@@ -107,7 +109,10 @@ def main():
     killed = subprocess.Popen([args.probe, "writes", "--count", "1000000", "--size", "10"],
                               env=clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=log, TCPTUNE_POLICY=policy),
                               stdout=subprocess.DEVNULL)
-    time.sleep(0.5)
+    for _ in range(100):  # until the log has some records, then kill mid-stream
+        time.sleep(0.1)
+        if os.path.exists(log) and os.path.getsize(log) > 10_000:
+            break
     killed.kill()
     killed.wait()
     lines = open(log).read().splitlines() if os.path.exists(log) else []
