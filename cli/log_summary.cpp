@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 
 #include "tcptune/config/units.hpp"
 
@@ -89,7 +90,11 @@ std::string key_of(const JsonValue& record, const std::string& by) {
 
 }  // namespace
 
-bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error) {
+namespace {
+
+// fn(record) for every line of every file; nullptr for a line that is not a JSON object.
+bool for_each_record(const std::vector<std::string>& files, const std::function<void(const JsonValue*)>& fn,
+                     std::string& error) {
   for (const std::string& file : files) {
     std::ifstream in(file);
     if (!in) {
@@ -100,54 +105,58 @@ bool summarize_logs(const std::vector<std::string>& files, const std::string& by
     while (std::getline(in, line)) {
       std::string parse_error;
       const auto record = parse_json(line, parse_error);
-      if (!record || !record->is_object()) {
-        ++out.skipped_lines;
-        continue;
-      }
-      ++out.records;
-      if (record->string("event") == "conn_close") {
-        out.groups[key_of(*record, by)].add(*record);
-      }
+      fn(record && record->is_object() ? &*record : nullptr);
     }
-  }
-  for (const auto& [key, group] : out.groups) {
-    out.total.merge(group);
   }
   return true;
 }
 
+}  // namespace
+
+bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error) {
+  const bool read = for_each_record(
+      files,
+      [&](const JsonValue* record) {
+        if (record == nullptr) {
+          ++out.skipped_lines;
+          return;
+        }
+        ++out.records;
+        if (record->string("event") == "conn_close") {
+          out.groups[key_of(*record, by)].add(*record);
+        }
+      },
+      error);
+  for (const auto& [key, group] : out.groups) {
+    out.total.merge(group);
+  }
+  return read;
+}
+
 bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::string, SlowWriteSite>& out,
                            std::uint64_t& without_callsite, std::string& error) {
-  for (const std::string& file : files) {
-    std::ifstream in(file);
-    if (!in) {
-      error = "cannot read " + file;
-      return false;
-    }
-    std::string line;
-    while (std::getline(in, line)) {
-      std::string parse_error;
-      const auto record = parse_json(line, parse_error);
-      if (!record || record->string("event") != "slow_write") {
-        continue;
-      }
-      const JsonValue* frames = record->get("callsite");
-      if (frames == nullptr || frames->array().empty()) {
-        ++without_callsite;
-        continue;
-      }
-      std::string key;
-      for (std::size_t i = 0; i < frames->array().size() && i < 3; ++i) {
-        key += (i == 0 ? "" : " < ") + frames->array()[i].string_or("?");
-      }
-      SlowWriteSite& site = out[key];
-      const double duration = record->number("duration_us");
-      ++site.writes;
-      site.total_us += duration;
-      site.max_us = std::max(site.max_us, duration);
-    }
-  }
-  return true;
+  return for_each_record(
+      files,
+      [&](const JsonValue* record) {
+        if (record == nullptr || record->string("event") != "slow_write") {
+          return;
+        }
+        const JsonValue* frames = record->get("callsite");
+        if (frames == nullptr || frames->array().empty()) {
+          ++without_callsite;
+          return;
+        }
+        std::string key;
+        for (std::size_t i = 0; i < frames->array().size() && i < 3; ++i) {
+          key += (i == 0 ? "" : " < ") + frames->array()[i].string_or("?");
+        }
+        SlowWriteSite& site = out[key];
+        const double duration = record->number("duration_us");
+        ++site.writes;
+        site.total_us += duration;
+        site.max_us = std::max(site.max_us, duration);
+      },
+      error);
 }
 
 namespace {
