@@ -203,9 +203,22 @@ bool log_enabled(config::LogLevel level) noexcept {
 
 namespace {
 
+std::atomic<LineDeferrer> g_deferrer{nullptr};
+thread_local bool t_log_worker = false;
+
 void write_line(config::LogLevel level, std::string_view line) noexcept {
   if (t_in_logger) {
     return;
+  }
+  // While the telemetry worker runs, the app's threads hand their lines to it, so one thread
+  // writes the log, in the order the ring gives; if it cannot take one, the line goes direct.
+  if (const LineDeferrer defer = g_deferrer.load(std::memory_order_acquire); defer != nullptr && !t_log_worker) {
+    try {
+      if (defer(level, std::string(line))) {
+        return;
+      }
+    } catch (...) {
+    }
   }
   t_in_logger = true;
   try {
@@ -220,6 +233,18 @@ void write_line(config::LogLevel level, std::string_view line) noexcept {
 }
 
 }  // namespace
+
+void set_line_deferrer(LineDeferrer deferrer) noexcept {
+  g_deferrer.store(deferrer, std::memory_order_release);
+}
+
+void mark_log_worker_thread() noexcept {
+  t_log_worker = true;
+}
+
+void write_deferred_line(config::LogLevel level, std::string_view line) noexcept {
+  write_line(level, line);
+}
 
 bool log_is_jsonl() noexcept {
   return g_jsonl.load(std::memory_order_acquire);

@@ -27,6 +27,13 @@ bool log_is_jsonl() noexcept;
 // A free-form message: the line itself in text format, {"event":"log"|"warning","message"}
 // in jsonl.
 void log_message(config::LogLevel level, std::string_view message) noexcept;
+// The telemetry worker takes the app threads' lines while it runs: the deferrer returns false
+// when it cannot (the line is then written at once). The worker writes them back with
+// write_deferred_line() from the thread it marked.
+using LineDeferrer = bool (*)(config::LogLevel level, std::string&& line);
+void set_line_deferrer(LineDeferrer deferrer) noexcept;
+void mark_log_worker_thread() noexcept;
+void write_deferred_line(config::LogLevel level, std::string_view line) noexcept;
 // A structured record (conn_open, conn_close, summary, ...), in the log's format.
 void log_record(config::LogLevel level, const telemetry::Record& record) noexcept;
 

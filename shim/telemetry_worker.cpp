@@ -55,13 +55,20 @@ struct WriteEvent {
   CallSite site;  // slow writes on connections with callsite = true
 };
 
-// A closed connection's snapshot, an idle restart, an ack sample or a write.
+// A log line from an app thread (conn_open, a veto, a warning), already formatted.
+struct DeferredLine {
+  config::LogLevel level;
+  std::string text;
+};
+
+// A closed connection's snapshot, an idle restart, an ack sample, a write or a line.
 struct TelemetryEvent {
-  enum class Kind : std::uint8_t { closed, idle_restart, ack_sample, write } kind;
+  enum class Kind : std::uint8_t { closed, idle_restart, ack_sample, write, line } kind;
   ConnectionSnapshot* snapshot;
   IdleRestart idle;
   AckSample ack;
   WriteEvent write;
+  DeferredLine* line = nullptr;
 };
 
 WriteReporting g_write_reporting;
@@ -262,6 +269,7 @@ void drain(const Runtime& runtime) {
         case TelemetryEvent::Kind::idle_restart: handle_idle_restart(event.idle, runtime); break;
         case TelemetryEvent::Kind::ack_sample: g_outstanding->push_back(event.ack); break;
         case TelemetryEvent::Kind::write: handle_write(event.write, runtime); break;
+        case TelemetryEvent::Kind::line: write_deferred_line(event.line->level, event.line->text); break;
       }
     } catch (...) {
       // Out of memory while formatting: the record is lost, the app is not.
@@ -269,6 +277,7 @@ void drain(const Runtime& runtime) {
     if (event.snapshot != nullptr) {
       g_pool.release(event.snapshot);
     }
+    delete event.line;
   }
   report_drops();
 }
@@ -326,7 +335,18 @@ void wait_for_wake(std::uint32_t seen, std::int64_t ns) {
   syscall(SYS_futex, &g_wake, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
 }
 
+bool defer_line(config::LogLevel level, std::string&& text) {
+  auto* line = new DeferredLine{level, std::move(text)};
+  if (g_state.load(std::memory_order_acquire) == WorkerState::running &&
+      g_ring.try_push({TelemetryEvent::Kind::line, nullptr, {}, {}, {}, line})) {
+    return true;
+  }
+  delete line;
+  return false;
+}
+
 void* worker_main(void* /*unused*/) {
+  mark_log_worker_thread();
   const Runtime* runtime = active_runtime();
   std::int64_t next_textfile_ns = 0;
   while (g_state.load(std::memory_order_acquire) == WorkerState::running) {
@@ -417,6 +437,7 @@ void ensure_telemetry_worker() noexcept {
     g_state.store(WorkerState::stopped, std::memory_order_release);
   } else {
     pthread_setname_np(g_thread, "tcptune");
+    set_line_deferrer(defer_line);
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
@@ -483,9 +504,11 @@ void flush_telemetry_at_exit() noexcept {
     return;  // nothing was measured, or another thread is already flushing
   }
   const ErrnoSaver saver;
+  set_line_deferrer(nullptr);  // from now on lines go straight to the log, after what is queued
   g_wake.fetch_add(1, std::memory_order_release);
   syscall(SYS_futex, &g_wake, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
   pthread_join(g_thread, nullptr);
+  mark_log_worker_thread();  // the exiting thread drains the rest itself
   const Runtime* runtime = active_runtime();
   if (runtime == nullptr || g_totals == nullptr) {
     return;
@@ -510,6 +533,7 @@ void flush_telemetry_at_exit() noexcept {
 }
 
 void telemetry_after_fork_in_child() noexcept {
+  set_line_deferrer(nullptr);  // no worker in the child until its first connection
   g_ring.reset_in_child();
   g_pool.reset_in_child();
   g_pool_exhausted.store(0, std::memory_order_relaxed);
