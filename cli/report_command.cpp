@@ -22,25 +22,29 @@ std::string latency_json(const MergedHistogram& histogram) {
   return text;
 }
 
-std::string group_json(const std::string& key, const ConnectionGroup& group) {
-  std::string escaped;
-  for (const char c : key) {
+// "text" with quotes and backslashes escaped: keys come from records the shim already escaped.
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
     if (c == '"' || c == '\\') {
-      escaped += '\\';
+      out += '\\';
     }
-    escaped += c;
+    out += c;
   }
+  return out + "\"";
+}
+
+std::string group_json(const std::string& key, const ConnectionGroup& group) {
   char text[600];
-  (void)std::snprintf(text, sizeof text,
-                      R"({"key":"%s","connections":%llu,"writes":%llu,"bytes":%llu,"partial_writes":%llu,)"
-                      R"("eagain":%llu,"idle_restarts":%llu,"write_latency_us":%s,"ack_latency_us":%s})",
-                      escaped.c_str(), static_cast<unsigned long long>(group.connections),
-                      static_cast<unsigned long long>(group.writes), static_cast<unsigned long long>(group.bytes),
-                      static_cast<unsigned long long>(group.partial_writes),
-                      static_cast<unsigned long long>(group.would_block),
-                      static_cast<unsigned long long>(group.idle_restarts), latency_json(group.write_latency).c_str(),
-                      latency_json(group.ack_latency).c_str());
-  return text;
+  (void)std::snprintf(
+      text, sizeof text,
+      R"(,"connections":%llu,"writes":%llu,"bytes":%llu,"partial_writes":%llu,)"
+      R"("eagain":%llu,"idle_restarts":%llu,"write_latency_us":%s,"ack_latency_us":%s})",
+      static_cast<unsigned long long>(group.connections), static_cast<unsigned long long>(group.writes),
+      static_cast<unsigned long long>(group.bytes), static_cast<unsigned long long>(group.partial_writes),
+      static_cast<unsigned long long>(group.would_block), static_cast<unsigned long long>(group.idle_restarts),
+      latency_json(group.write_latency).c_str(), latency_json(group.ack_latency).c_str());
+  return R"({"key":)" + json_string(key) + text;
 }
 
 // Slow writes by where the app made them, the costliest first.
@@ -58,15 +62,11 @@ int report_callsites(const std::vector<std::string>& files, bool json) {
   if (json) {
     std::string out = R"({"by":"callsite","sites":[)";
     for (std::size_t i = 0; i < sorted.size(); ++i) {
-      std::string key;
-      for (const char c : sorted[i].first) {
-        key += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
-      }
       char numbers[160];
-      (void)std::snprintf(numbers, sizeof numbers, R"(","slow_writes":%llu,"total_us":%.1f,"max_us":%.1f})",
+      (void)std::snprintf(numbers, sizeof numbers, R"(,"slow_writes":%llu,"total_us":%.1f,"max_us":%.1f})",
                           static_cast<unsigned long long>(sorted[i].second.writes), sorted[i].second.total_us,
                           sorted[i].second.max_us);
-      out += (i == 0 ? "" : ",") + std::string(R"({"callsite":")") + key + numbers;
+      out += (i == 0 ? "" : ",") + std::string(R"({"callsite":)") + json_string(sorted[i].first) + numbers;
     }
     out += R"(],"slow_writes_without_callsite":)" + std::to_string(without) + "}";
     std::puts(out.c_str());

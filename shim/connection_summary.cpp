@@ -12,16 +12,6 @@ namespace tcptune::shim {
 
 namespace {
 
-const char* role_text(SocketRole role) {
-  switch (role) {
-    case SocketRole::client: return "client";
-    case SocketRole::listener: return "listener";
-    case SocketRole::server: return "server";
-    case SocketRole::unknown: return "unknown";
-  }
-  return "unknown";
-}
-
 double us(double ns) {
   return ns / 1000.0;
 }
@@ -52,15 +42,19 @@ void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, Connection
   out.peer = peer_endpoint(fd);
 }
 
-std::string latency_json_us(const telemetry::LatencyHistogram& histogram) {
-  return telemetry::JsonObject()
-      .field("count", histogram.count())
+telemetry::JsonObject latency_object_us(const telemetry::LatencyHistogram& histogram) {
+  telemetry::JsonObject object;
+  object.field("count", histogram.count())
       .field("p50", us(histogram.percentile_ns(50)))
       .field("p90", us(histogram.percentile_ns(90)))
       .field("p99", us(histogram.percentile_ns(99)))
       .field("p999", us(histogram.percentile_ns(99.9)))
-      .field("max", us(static_cast<double>(histogram.max_ns())))
-      .str();
+      .field("max", us(static_cast<double>(histogram.max_ns())));
+  return object;
+}
+
+std::string latency_json_us(const telemetry::LatencyHistogram& histogram) {
+  return latency_object_us(histogram).str();
 }
 
 std::string latency_text_us(const telemetry::LatencyHistogram& histogram) {
@@ -87,7 +81,7 @@ std::string histogram_buckets_json(const telemetry::LatencyHistogram& histogram)
 telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const config::Policy& policy) {
   telemetry::Record record("conn_close");
   record.add("fd", snapshot.fd)
-      .add("role", role_text(snapshot.role))
+      .add("role", role_name(snapshot.role))
       .add("rule", config::rule_name(policy, snapshot.rule_index));
   if (snapshot.local.family != 0) {
     record.add("local", config::format_endpoint(snapshot.local));

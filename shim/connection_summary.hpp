@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "json_writer.hpp"
 #include "latency_histogram.hpp"
 #include "monotonic_clock.hpp"
 #include "record.hpp"
@@ -43,6 +44,7 @@ struct ConnectionSnapshot {
 void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, ConnectionSnapshot& out) noexcept;
 
 // {"p50","p90","p99","p999","max"} in microseconds, and its text form.
+telemetry::JsonObject latency_object_us(const telemetry::LatencyHistogram& histogram);
 std::string latency_json_us(const telemetry::LatencyHistogram& histogram);
 std::string latency_text_us(const telemetry::LatencyHistogram& histogram);
 // [[lower_ns, upper_ns, count], ...] for the non-empty buckets: enough for a reader to merge

@@ -27,16 +27,6 @@ namespace {
 
 using config::LogLevel;
 
-const char* role_name(SocketRole role) {
-  switch (role) {
-    case SocketRole::client: return "client";
-    case SocketRole::listener: return "listener";
-    case SocketRole::server: return "server";
-    case SocketRole::unknown: return "unknown";
-  }
-  return "?";
-}
-
 // A refused option is worth a warning once per rule and option, not once per connection.
 void warn_refusals_once(const config::Policy& policy, int rule, const ApplyReport& report) {
   for (const OptionReport& option : report.options) {

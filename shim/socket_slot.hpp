@@ -20,6 +20,17 @@ enum class FdKind : std::uint8_t {
 
 enum class SocketRole : std::uint8_t { unknown, client, listener, server };
 
+// The role as the log names it.
+constexpr const char* role_name(SocketRole role) {
+  switch (role) {
+    case SocketRole::client: return "client";
+    case SocketRole::listener: return "listener";
+    case SocketRole::server: return "server";
+    case SocketRole::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
 // Rule index meaning "not chosen yet": the socket has neither connected nor listened.
 inline constexpr std::int16_t kRuleUnchosen = -2;
 // Rule index meaning "[defaults] applies" (config::match_rule returns -1).

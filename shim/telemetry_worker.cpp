@@ -173,10 +173,10 @@ void add_to(Totals& totals, const ConnectionSnapshot& snapshot) {
 }
 
 std::string ack_json(const telemetry::LatencyHistogram& histogram, std::uint64_t untimed) {
-  std::string json = latency_json_us(histogram);
-  json.pop_back();
-  return json + R"(,"resolution_us":)" + std::to_string(kAckPollNs / 1000) + R"(,"acked_before_first_poll":)" +
-         std::to_string(untimed) + "}";
+  return latency_object_us(histogram)
+      .field("resolution_us", static_cast<std::uint64_t>(kAckPollNs / 1000))
+      .field("acked_before_first_poll", untimed)
+      .str();
 }
 
 void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
