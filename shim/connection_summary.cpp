@@ -34,6 +34,8 @@ void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, Connection
   out.would_block = stats.would_block.load(std::memory_order_relaxed);
   out.errors = stats.errors.load(std::memory_order_relaxed);
   out.idle_restarts = stats.idle_restarts.load(std::memory_order_relaxed);
+  out.heartbeats = stats.heartbeats.load(std::memory_order_relaxed);
+  out.heartbeat_bytes = stats.heartbeat_bytes.load(std::memory_order_relaxed);
   out.histogram_lost_carries = stats.carries.lost();
   out.write_latency = telemetry::LatencyHistogram();
   stats.write_latency_into(out.write_latency);
@@ -97,6 +99,8 @@ telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const co
       .add("eagain", snapshot.would_block)
       .add("write_errors", snapshot.errors)
       .add("idle_restarts", snapshot.idle_restarts)
+      .add("heartbeats", snapshot.heartbeats)
+      .add("heartbeat_bytes", snapshot.heartbeat_bytes)
       .add_json("write_latency_us", latency_json_us(snapshot.write_latency), latency_text_us(snapshot.write_latency))
       .add_json_section("write_latency_hist", histogram_buckets_json(snapshot.write_latency), "");
   if (snapshot.histogram_lost_carries != 0) {

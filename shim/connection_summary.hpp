@@ -33,6 +33,8 @@ struct ConnectionSnapshot {
   std::uint64_t would_block = 0;
   std::uint64_t errors = 0;
   std::uint64_t idle_restarts = 0;
+  std::uint64_t heartbeats = 0;
+  std::uint64_t heartbeat_bytes = 0;
   std::uint32_t histogram_lost_carries = 0;
   telemetry::LatencyHistogram write_latency;
   std::optional<TcpInfoSummary> tcp_info;

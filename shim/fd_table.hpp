@@ -29,18 +29,25 @@ class FdTable {
   // `to` now names the same open file as `from` (dup family).
   void copy(int from, int to) noexcept;
 
-  // fn(fd, slot) for every slot currently classified as TCP (exit-time summaries).
+  // fn(fd, slot) for every slot that exists, whatever its kind.
   template <typename Fn>
-  void for_each_tcp(Fn&& fn) noexcept {
+  void for_each_slot(Fn&& fn) noexcept {
     for (std::size_t chunk_index = 0; chunk_index < kMaxChunks; ++chunk_index) {
       Chunk* chunk = chunks_[chunk_index].load(std::memory_order_acquire);
       for (std::size_t i = 0; chunk != nullptr && i < kChunkSlots; ++i) {
-        SocketSlot& slot = chunk->slots[i];
-        if (slot.kind.load(std::memory_order_acquire) == FdKind::tcp) {
-          fn(static_cast<int>(chunk_index * kChunkSlots + i), slot);
-        }
+        fn(static_cast<int>(chunk_index * kChunkSlots + i), chunk->slots[i]);
       }
     }
+  }
+
+  // fn(fd, slot) for every slot currently classified as TCP (exit-time summaries).
+  template <typename Fn>
+  void for_each_tcp(Fn&& fn) noexcept {
+    for_each_slot([&](int fd, SocketSlot& slot) {
+      if (slot.kind.load(std::memory_order_acquire) == FdKind::tcp) {
+        fn(fd, slot);
+      }
+    });
   }
 
  private:

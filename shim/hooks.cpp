@@ -40,23 +40,39 @@ namespace {
 // Timing and counting around one write-family call on a tracked TCP socket. `offered` (the
 // bytes the call was given) is only worked out for a measured socket.
 template <typename Offered, typename Call>
-auto tracked_write(int fd, Offered offered, Call call) -> decltype(call()) {
+auto measured_write(int fd, SocketSlot& slot, Offered offered, Call call) -> decltype(call()) {
+  if (!slot.has_flag(tcptune::shim::flag_measured)) {
+    return call();
+  }
+  const std::int64_t start_ns = core::monotonic_ns();
+  const core::IdleCheck idle = core::check_idle_before_write(fd, slot, start_ns);
+  const auto result = call();
+  core::after_measured_write(fd, slot, start_ns, static_cast<ssize_t>(result), offered());
+  if (idle.armed) [[unlikely]] {
+    core::report_idle_restart(fd, slot, idle, static_cast<ssize_t>(result), offered());
+  }
+  return result;
+}
+
+// A write-family call on a tracked TCP socket; `flags` are the send flags (MSG_MORE says the
+// app's message goes on in a later call).
+template <typename Offered, typename Call>
+auto tcp_write(int fd, SocketSlot& slot, Offered offered, Call call, int flags) -> decltype(call()) {
+  core::before_write(slot, fd);
+  if (slot.has_flag(tcptune::shim::flag_keep_warm)) [[unlikely]] {
+    return core::gated_write(slot, offered(), (flags & MSG_MORE) != 0,
+                             [&] { return measured_write(fd, slot, offered, call); });
+  }
+  return measured_write(fd, slot, offered, call);
+}
+
+template <typename Offered, typename Call>
+auto tracked_write(int fd, Offered offered, Call call, int flags = 0) -> decltype(call()) {
   SocketSlot* slot = core::tcp_slot_for_io(fd);
   if (slot == nullptr) [[likely]] {
     return call();
   }
-  core::before_write(*slot, fd);
-  if (!slot->has_flag(tcptune::shim::flag_measured)) {
-    return call();
-  }
-  const std::int64_t start_ns = core::monotonic_ns();
-  const core::IdleCheck idle = core::check_idle_before_write(fd, *slot, start_ns);
-  const auto result = call();
-  core::after_measured_write(fd, *slot, start_ns, static_cast<ssize_t>(result), offered());
-  if (idle.armed) [[unlikely]] {
-    core::report_idle_restart(fd, *slot, idle, static_cast<ssize_t>(result), offered());
-  }
-  return result;
+  return tcp_write(fd, *slot, offered, call, flags);
 }
 
 std::size_t iov_bytes(const iovec* iov, std::size_t count) {
@@ -133,7 +149,7 @@ TCPTUNE_HOOK ssize_t write(int fd, const void* buf, size_t count) {
 
 TCPTUNE_HOOK ssize_t send(int fd, const void* buf, size_t count, int flags) {
   return tracked_write(
-      fd, [&] { return count; }, [&] { return next().send.get()(fd, buf, count, flags); });
+      fd, [&] { return count; }, [&] { return next().send.get()(fd, buf, count, flags); }, flags);
 }
 
 TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, const sockaddr* addr, socklen_t len) {
@@ -141,7 +157,7 @@ TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, co
     core::before_connect(fd, addr, len);  // TCP Fast Open: this call sends the SYN
   }
   return tracked_write(
-      fd, [&] { return count; }, [&] { return next().sendto.get()(fd, buf, count, flags, addr, len); });
+      fd, [&] { return count; }, [&] { return next().sendto.get()(fd, buf, count, flags, addr, len); }, flags);
 }
 
 TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {
@@ -149,7 +165,8 @@ TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {
     core::before_connect(fd, static_cast<const sockaddr*>(message->msg_name), message->msg_namelen);
   }
   const auto offered = [&] { return message != nullptr ? iov_bytes(message->msg_iov, message->msg_iovlen) : 0; };
-  return tracked_write(fd, offered, [&] { return next().sendmsg.get()(fd, message, flags); });
+  return tracked_write(
+      fd, offered, [&] { return next().sendmsg.get()(fd, message, flags); }, flags);
 }
 
 TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int flags) {
@@ -157,22 +174,27 @@ TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int fla
   if (slot == nullptr) [[likely]] {
     return next().sendmmsg.get()(fd, messages, count, flags);
   }
-  core::before_write(*slot, fd);
-  if (!slot->has_flag(tcptune::shim::flag_measured)) {
+  if (!slot->has_flag(tcptune::shim::flag_measured) && !slot->has_flag(tcptune::shim::flag_keep_warm)) {
+    core::before_write(*slot, fd);
     return next().sendmmsg.get()(fd, messages, count, flags);
   }
-  // Measured as one write of all its messages.
+  // Measured and gated as one write of all its messages, its result counted in bytes.
   std::size_t offered = 0;
   for (unsigned int i = 0; messages != nullptr && i < count; ++i) {
     offered += iov_bytes(messages[i].msg_hdr.msg_iov, messages[i].msg_hdr.msg_iovlen);
   }
-  const std::int64_t start_ns = core::monotonic_ns();
-  const int sent = next().sendmmsg.get()(fd, messages, count, flags);
-  std::size_t bytes = 0;
-  for (int i = 0; messages != nullptr && i < sent; ++i) {
-    bytes += messages[i].msg_len;
-  }
-  core::after_measured_write(fd, *slot, start_ns, sent < 0 ? -1 : static_cast<ssize_t>(bytes), offered);
+  int sent = 0;
+  tcp_write(
+      fd, *slot, [&] { return offered; },
+      [&]() -> ssize_t {
+        sent = next().sendmmsg.get()(fd, messages, count, flags);
+        std::size_t bytes = 0;
+        for (int i = 0; messages != nullptr && i < sent; ++i) {
+          bytes += messages[i].msg_len;
+        }
+        return sent < 0 ? -1 : static_cast<ssize_t>(bytes);
+      },
+      flags);
   return sent;
 }
 

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "errno_saver.hpp"
+#include "keep_warm.hpp"
 #include "next_symbols.hpp"
 #include "shim_log.hpp"
 #include "tcptune/config/host_sysctl.hpp"
@@ -86,6 +87,7 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
 void after_fork_in_child() noexcept {
   log_after_fork();
   telemetry_after_fork_in_child();
+  keep_warm_after_fork_in_child();
   if (g_log_pattern == nullptr || g_log_pattern->find("{pid}") == std::string::npos || g_runtime == nullptr) {
     return;
   }

@@ -82,6 +82,7 @@ std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::st
       {"tcptune_write_bytes_total", "Bytes accepted by those calls.", &MetricsRow::bytes},
       {"tcptune_idle_restarts_total", "Writes that found the congestion window restarted after idle.",
        &MetricsRow::idle_restarts},
+      {"tcptune_heartbeats_total", "Keep-warm heartbeats sent on idle connections.", &MetricsRow::heartbeats},
   };
   for (const Counter& counter : kCounters) {
     header(out, counter.name, "counter", counter.help);

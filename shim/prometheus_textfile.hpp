@@ -17,6 +17,7 @@ struct MetricsRow {
   std::uint64_t writes = 0;
   std::uint64_t bytes = 0;
   std::uint64_t idle_restarts = 0;
+  std::uint64_t heartbeats = 0;
   telemetry::LatencyHistogram write_latency;  // its _sum is estimated from the buckets
   telemetry::LatencyHistogram ack_latency;
   std::uint64_t ack_ns_sum = 0;

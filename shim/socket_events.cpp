@@ -13,6 +13,7 @@
 #include "callsite.hpp"
 #include "errno_saver.hpp"
 #include "idle_restart.hpp"
+#include "keep_warm.hpp"
 #include "next_symbols.hpp"
 #include "option_applier.hpp"
 #include "process_runtime.hpp"
@@ -99,7 +100,10 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   slot.rule_index.store(static_cast<std::int16_t>(rule), std::memory_order_relaxed);
   slot.role.store(role, std::memory_order_relaxed);
   const config::Tuning& tuning = config::tuning_for(*runtime.policy, rule);
-  const ApplyReport report = apply_tuning(fd, slot, tuning, phase);
+  ApplyReport report = apply_tuning(fd, slot, tuning, phase);
+  if (std::optional<OptionReport> keep_warm = start_keep_warm(fd, slot, tuning, role)) {
+    report.options.push_back(std::move(*keep_warm));
+  }
   // The app's stack is still below us: where this connection was opened (or accepted).
   CallSite site;
   if (tuning.callsite.value_or(runtime.policy->log.callsite) && load_unwinder()) {
@@ -442,6 +446,12 @@ void before_close_range(unsigned int first, unsigned int last, int flags) noexce
 void after_dup(int from, int to) noexcept {
   if (to >= 0 && to != from) {
     fd_table().copy(from, to);
+    // Each descriptor has its own gate, so heartbeats could slip between writes on the other.
+    for (const int fd : {from, to}) {
+      if (SocketSlot* slot = fd_table().find(fd); slot != nullptr && slot->has_flag(flag_keep_warm)) {
+        stop_keep_warm(*slot);
+      }
+    }
     // The duplicate is measured on its own, from now, and summarized when it closes.
     if (SocketSlot* copy = fd_table().find(to); copy != nullptr && copy->has_flag(flag_measured)) {
       copy->stats.reset(monotonic_ns());

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "connection_stats.hpp"
+#include "keep_warm_gate.hpp"
 
 namespace tcptune::shim {
 
@@ -61,7 +62,8 @@ enum SlotFlag : std::uint16_t {
   // The kernel may restart cwnd after idle here (tcp_slow_start_after_idle=1, no BBR): the
   // first write after idle is checked against TCP_INFO.
   flag_idle_restart_possible = 1U << 8,
-  flag_callsite = 1U << 9,  // callsite = true: backtraces at open and on slow writes
+  flag_callsite = 1U << 9,    // callsite = true: backtraces at open and on slow writes
+  flag_keep_warm = 1U << 10,  // app writes pass the keep-warm gate; the worker sends heartbeats
 };
 
 inline constexpr std::int32_t kNoHeldBuffer = -1;
@@ -79,6 +81,7 @@ struct SocketSlot {
   // Reset when measurement starts (the rule is applied), not when the fd is retired: a close
   // only has to bump the generation.
   telemetry::ConnectionStats stats;
+  KeepWarmGate keep_warm_gate;
 
   [[nodiscard]] bool is_tcp() const noexcept { return kind.load(std::memory_order_acquire) == FdKind::tcp; }
   [[nodiscard]] bool has_flag(SlotFlag flag) const noexcept {

@@ -19,6 +19,7 @@ std::optional<TcpInfoSummary> read_tcp_info(int fd) noexcept {
   }
   const auto has = [&](std::size_t offset, std::size_t size) { return length >= offset + size; };
   TcpInfoSummary out;
+  out.state = info.tcpi_state;
   out.rtt_us = info.tcpi_rtt;
   out.rttvar_us = info.tcpi_rttvar;
   out.rto_us = info.tcpi_rto;

@@ -9,6 +9,7 @@
 namespace tcptune::shim {
 
 struct TcpInfoSummary {
+  std::uint8_t state = 0;  // TCP_ESTABLISHED, TCP_CLOSE_WAIT, ... (<netinet/tcp.h>)
   std::uint32_t rtt_us = 0;
   std::uint32_t rttvar_us = 0;
   std::uint32_t rto_us = 0;

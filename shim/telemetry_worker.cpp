@@ -9,6 +9,7 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <ctime>
@@ -21,6 +22,7 @@
 #include "event_ring.hpp"
 #include "fd_table.hpp"
 #include "json_writer.hpp"
+#include "keep_warm.hpp"
 #include "process_runtime.hpp"
 #include "prometheus_textfile.hpp"
 #include "record.hpp"
@@ -61,14 +63,16 @@ struct DeferredLine {
   std::string text;
 };
 
-// A closed connection's snapshot, an idle restart, an ack sample, a write or a line.
+// A closed connection's snapshot, an idle restart, an ack sample, a write, a line, or a
+// connection to keep warm.
 struct TelemetryEvent {
-  enum class Kind : std::uint8_t { closed, idle_restart, ack_sample, write, line } kind;
-  ConnectionSnapshot* snapshot;
-  IdleRestart idle;
-  AckSample ack;
-  WriteEvent write;
+  enum class Kind : std::uint8_t { closed, idle_restart, ack_sample, write, line, keep_warm } kind = Kind::line;
+  ConnectionSnapshot* snapshot = nullptr;
+  IdleRestart idle{};
+  AckSample ack{};
+  WriteEvent write{};
   DeferredLine* line = nullptr;
+  WarmConnection warm{};
 };
 
 WriteReporting g_write_reporting;
@@ -111,6 +115,7 @@ struct AckStats {
 };
 std::map<std::pair<int, std::uint32_t>, AckStats>* g_acks = nullptr;  // (fd, generation)
 std::vector<AckSample>* g_outstanding = nullptr;
+KeepWarmScheduler* g_keep_warm = nullptr;
 
 // Bounded memory: 128 snapshots of about 3 KiB and 2048 events of about 250 bytes (in .bss,
 // touched only as used) wait for the worker, which drains every 1 to 20 ms.
@@ -130,6 +135,7 @@ struct Totals {
   std::uint64_t partial_writes = 0;
   std::uint64_t would_block = 0;
   std::uint64_t idle_restarts = 0;
+  std::uint64_t heartbeats = 0;
   telemetry::LatencyHistogram write_latency;
   telemetry::LatencyHistogram ack_latency;
   std::uint64_t ack_samples_untimed = 0;
@@ -169,6 +175,7 @@ void add_to(Totals& totals, const ConnectionSnapshot& snapshot) {
   totals.bytes += snapshot.bytes;
   totals.partial_writes += snapshot.partial_writes;
   totals.would_block += snapshot.would_block;
+  totals.heartbeats += snapshot.heartbeats;
   totals.write_latency.merge(snapshot.write_latency);
 }
 
@@ -270,6 +277,7 @@ void drain(const Runtime& runtime) {
         case TelemetryEvent::Kind::ack_sample: g_outstanding->push_back(event.ack); break;
         case TelemetryEvent::Kind::write: handle_write(event.write, runtime); break;
         case TelemetryEvent::Kind::line: write_deferred_line(event.line->level, event.line->text); break;
+        case TelemetryEvent::Kind::keep_warm: g_keep_warm->add(event.warm, monotonic_ns()); break;
       }
     } catch (...) {
       // Out of memory while formatting: the record is lost, the app is not.
@@ -298,6 +306,7 @@ void write_prometheus_textfile(const Runtime& runtime) {
     row.writes = closed.writes;
     row.bytes = closed.bytes;
     row.idle_restarts = closed.idle_restarts;
+    row.heartbeats = closed.heartbeats;
     row.write_latency.merge(closed.write_latency);
     row.ack_latency.merge(closed.ack_latency);
     row.ack_ns_sum = closed.ack_ns_sum;
@@ -313,6 +322,7 @@ void write_prometheus_textfile(const Runtime& runtime) {
     row.writes += stats.writes.load(std::memory_order_relaxed);
     row.bytes += stats.bytes.load(std::memory_order_relaxed);
     row.idle_restarts += stats.idle_restarts.load(std::memory_order_relaxed);
+    row.heartbeats += stats.heartbeats.load(std::memory_order_relaxed);
     stats.write_latency_into(row.write_latency);
     const auto acks = g_acks->find({fd, slot.generation.load(std::memory_order_acquire)});
     if (acks != g_acks->end()) {
@@ -338,7 +348,7 @@ void wait_for_wake(std::uint32_t seen, std::int64_t ns) {
 bool defer_line(config::LogLevel level, std::string&& text) {
   auto* line = new DeferredLine{level, std::move(text)};
   if (g_state.load(std::memory_order_acquire) == WorkerState::running &&
-      g_ring.try_push({TelemetryEvent::Kind::line, nullptr, {}, {}, {}, line})) {
+      g_ring.try_push({.kind = TelemetryEvent::Kind::line, .line = line})) {
     return true;
   }
   delete line;
@@ -351,19 +361,26 @@ void* worker_main(void* /*unused*/) {
   std::int64_t next_textfile_ns = 0;
   while (g_state.load(std::memory_order_acquire) == WorkerState::running) {
     const std::uint32_t seen = g_wake.load(std::memory_order_acquire);
+    std::int64_t sleep_ns = kIdleSleepNs;
     if (runtime != nullptr) {
       try {
         drain(*runtime);
-        const std::int64_t now = monotonic_ns();
+        std::int64_t now = monotonic_ns();
         poll_acks(now);
         if (now >= next_textfile_ns) {
           write_prometheus_textfile(*runtime);
           next_textfile_ns = now + runtime->policy->log.interval.count();
         }
+        now = monotonic_ns();
+        const std::int64_t heartbeat_due = g_keep_warm->run_due(now, *runtime->policy);
+        sleep_ns = std::clamp(heartbeat_due - monotonic_ns(), std::int64_t{1}, kIdleSleepNs);
       } catch (...) {
       }
     }
-    wait_for_wake(seen, g_outstanding->empty() ? kIdleSleepNs : kAckPollNs);
+    if (!g_outstanding->empty()) {
+      sleep_ns = std::min(sleep_ns, kAckPollNs);
+    }
+    wait_for_wake(seen, sleep_ns);
   }
   return nullptr;
 }
@@ -377,6 +394,7 @@ telemetry::Record summary_record(const Runtime& runtime) {
       .add("partial_writes", all.partial_writes)
       .add("eagain", all.would_block)
       .add("idle_restarts", all.idle_restarts)
+      .add("heartbeats", all.heartbeats)
       .add_json("write_latency_us", latency_json_us(all.write_latency), latency_text_us(all.write_latency))
       .add_json("ack_latency_us", ack_json(all.ack_latency, all.ack_samples_untimed), latency_text_us(all.ack_latency))
       .add("dropped_records", g_dropped_total);
@@ -394,6 +412,7 @@ telemetry::Record summary_record(const Runtime& runtime) {
                         .field("writes", totals.writes)
                         .field("bytes", totals.bytes)
                         .field("idle_restarts", totals.idle_restarts)
+                        .field("heartbeats", totals.heartbeats)
                         .raw("write_latency_us", latency_json_us(totals.write_latency))
                         .str());
     text +=
@@ -417,6 +436,7 @@ void ensure_telemetry_worker() noexcept {
       g_totals = new std::vector<Totals>(runtime->policy->rules.size() + 2);
       g_acks = new std::map<std::pair<int, std::uint32_t>, AckStats>;
       g_outstanding = new std::vector<AckSample>;
+      g_keep_warm = new KeepWarmScheduler;
     }
   } catch (...) {
     g_state.store(WorkerState::stopped, std::memory_order_release);
@@ -452,7 +472,7 @@ void post_closed_connection(int fd, const SocketSlot& slot) noexcept {
     return;
   }
   take_snapshot(fd, slot, false, *snapshot);
-  if (!g_ring.try_push({TelemetryEvent::Kind::closed, snapshot, {}, {}, {}})) {
+  if (!g_ring.try_push({.kind = TelemetryEvent::Kind::closed, .snapshot = snapshot})) {
     g_pool.release(snapshot);
   }
 }
@@ -466,7 +486,7 @@ void post_write(int fd, const SocketSlot& slot, std::int64_t duration_ns, ssize_
   if (g_state.load(std::memory_order_acquire) != WorkerState::running) {
     return;
   }
-  WriteEvent write;
+  WriteEvent write{};
   write.fd = fd;
   write.rule_index = slot.rule_index.load(std::memory_order_relaxed);
   write.slow = slow;
@@ -477,7 +497,7 @@ void post_write(int fd, const SocketSlot& slot, std::int64_t duration_ns, ssize_
   if (slow && slot.has_flag(flag_callsite)) {
     capture_callsite(write.site);  // the app's stack is still below the hook
   }
-  g_ring.try_push({TelemetryEvent::Kind::write, nullptr, {}, {}, write});  // a full ring counts the drop
+  g_ring.try_push({.kind = TelemetryEvent::Kind::write, .write = write});  // a full ring counts the drop
 }
 
 void maybe_sample_ack(int fd, SocketSlot& slot, std::uint64_t bytes_after, std::int64_t write_end_ns) noexcept {
@@ -487,14 +507,19 @@ void maybe_sample_ack(int fd, SocketSlot& slot, std::uint64_t bytes_after, std::
   }
   const AckSample sample{fd, slot.generation.load(std::memory_order_acquire), bytes_after, write_end_ns, false};
   if (g_state.load(std::memory_order_acquire) != WorkerState::running ||
-      !g_ring.try_push({TelemetryEvent::Kind::ack_sample, nullptr, {}, sample, {}})) {
+      !g_ring.try_push({.kind = TelemetryEvent::Kind::ack_sample, .ack = sample})) {
     slot.stats.ack_sample_outstanding.store(false, std::memory_order_release);
   }
 }
 
+bool post_keep_warm(const WarmConnection& connection) noexcept {
+  return g_state.load(std::memory_order_acquire) == WorkerState::running &&
+         g_ring.try_push({.kind = TelemetryEvent::Kind::keep_warm, .warm = connection});
+}
+
 void post_idle_restart(const IdleRestart& event) noexcept {
   if (g_state.load(std::memory_order_acquire) == WorkerState::running) {
-    g_ring.try_push({TelemetryEvent::Kind::idle_restart, nullptr, event, {}, {}});  // a full ring counts the drop
+    g_ring.try_push({.kind = TelemetryEvent::Kind::idle_restart, .idle = event});  // a full ring counts the drop
   }
 }
 
@@ -546,6 +571,7 @@ void telemetry_after_fork_in_child() noexcept {
     try {
       g_acks = new std::map<std::pair<int, std::uint32_t>, AckStats>;
       g_outstanding = new std::vector<AckSample>;
+      g_keep_warm = new KeepWarmScheduler;  // the parent's connections are not kept warm here
     } catch (...) {
       g_state.store(WorkerState::stopped, std::memory_order_release);  // no telemetry in this child
       return;

@@ -14,7 +14,7 @@
 
 namespace tcptune::shim {
 
-// Idempotent and thread-safe; called when a connection starts being measured.
+// Idempotent and thread-safe; called when a connection starts being measured or kept warm.
 void ensure_telemetry_worker() noexcept;
 // A measured connection is closing: its snapshot goes to the worker. Async-signal-safe.
 void post_closed_connection(int fd, const SocketSlot& slot) noexcept;
@@ -45,6 +45,11 @@ WriteReporting& write_reporting() noexcept;
 // A write for a slow_write or (trace_writes) write record. Lock-free; async-signal-safe.
 void post_write(int fd, const SocketSlot& slot, std::int64_t duration_ns, ssize_t result, std::size_t offered,
                 bool slow) noexcept;
+
+// A connection to keep warm (keep_warm.hpp); false when the worker is not running or its ring
+// is full. Lock-free.
+struct WarmConnection;
+bool post_keep_warm(const WarmConnection& connection) noexcept;
 
 // Process exit: stop the worker, summarize connections still open, write the summary.
 void flush_telemetry_at_exit() noexcept;

@@ -8,7 +8,9 @@
 //               [--count 10] [--warmup 3] [--seed 1] [--nodelay]
 //
 // Warm-up messages go back to back first and are not counted: they open the congestion
-// window, as the traffic of a long-lived connection would have.
+// window, as the traffic of a long-lived connection would have. Like STOMP, the protocol lets
+// either side send newlines between messages as heartbeats: the receiver skips them (and
+// counts them), which is what tcptune's keep_warm heartbeat relies on.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +28,7 @@ using tcptune::bench::ScenarioArgs;
 
 constexpr std::uint32_t kMagic = 0x42525354;  // "BRST"
 constexpr std::uint32_t kWarmupFlag = 1;
+constexpr char kHeartbeat = '\n';
 
 struct MessageHeader {
   std::uint32_t magic;
@@ -44,7 +47,22 @@ int receive(const ScenarioArgs& args) {
   std::vector<char> body;
   std::uint32_t size = 0;
   MessageHeader header{};
-  while (tcptune::bench::read_exactly(fd, &header, sizeof header)) {
+  std::uint64_t heartbeats = 0;
+  // Newlines before a header are heartbeats; the header's first byte is never one.
+  const auto read_header = [&] {
+    auto* bytes = reinterpret_cast<char*>(&header);
+    for (;;) {
+      if (!tcptune::bench::read_exactly(fd, bytes, 1)) {
+        return false;
+      }
+      if (bytes[0] != kHeartbeat) {
+        break;
+      }
+      ++heartbeats;
+    }
+    return tcptune::bench::read_exactly(fd, bytes + 1, sizeof header - 1);
+  };
+  while (read_header()) {
     if (header.magic != kMagic || header.size < sizeof header) {
       std::fprintf(stderr, "bursty: corrupt message header\n");
       return 1;
@@ -60,8 +78,8 @@ int receive(const ScenarioArgs& args) {
     }
     size = header.size;
   }
-  std::printf(R"({"scenario":"bursty","role":"receive","size":%u,"latency_ms":%s,"samples_ms":[)", size,
-              tcptune::bench::summary_json(latencies_ms).c_str());
+  std::printf(R"({"scenario":"bursty","role":"receive","size":%u,"heartbeats":%llu,"latency_ms":%s,"samples_ms":[)",
+              size, static_cast<unsigned long long>(heartbeats), tcptune::bench::summary_json(latencies_ms).c_str());
   for (std::size_t i = 0; i < latencies_ms.size(); ++i) {
     std::printf("%s%.3f", i == 0 ? "" : ",", latencies_ms[i]);
   }

@@ -27,6 +27,7 @@ Tuning overlay(const Tuning& base, const Tuning& rule) {
   take(out.quickack, rule.quickack);
   take(out.callsite, rule.callsite);
   take(out.tos, rule.tos);
+  take(out.keep_warm, rule.keep_warm);
   out.sockopts.insert(out.sockopts.end(), rule.sockopts.begin(), rule.sockopts.end());
   return out;
 }

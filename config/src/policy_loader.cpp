@@ -2,7 +2,8 @@
 //   version = 1
 //   [defaults] and every [[rule]]: nodelay, buffers {bandwidth, rtt, sndbuf, rcvbuf},
 //     override_app_buffers, congestion, keepalive {idle, interval, count}, user_timeout,
-//     notsent_lowat, thin_linear_timeouts, quickack, tos, sockopt [{level, name, value}]
+//     notsent_lowat, thin_linear_timeouts, quickack, tos, sockopt [{level, name, value}],
+//     keep_warm {heartbeat or heartbeat_hex, interval, max_idle}
 //   [[rule]] also: name, match {peer, port, role, program}
 //   [log]: path, level
 // Every error names FILE:LINE:COLUMN of the offending key or value.
@@ -41,9 +42,9 @@ std::string PolicyError::to_string() const {
 namespace {
 
 constexpr std::string_view kTuningKeys[] = {
-    "nodelay",      "buffers",       "override_app_buffers", "congestion", "keepalive",
-    "user_timeout", "notsent_lowat", "thin_linear_timeouts", "quickack",   "tos",
-    "sockopt",      "callsite"};
+    "nodelay",      "buffers",       "override_app_buffers", "congestion", "keepalive", "keep_warm",
+    "user_timeout", "notsent_lowat", "thin_linear_timeouts", "quickack",   "tos",       "sockopt",
+    "callsite"};
 
 struct NamedOption {
   std::string_view name;
@@ -129,6 +130,26 @@ std::string describe(const toml::node& node) {
   return out.str();
 }
 
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7f) {
+      out += ch;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      constexpr char kDigits[] = "0123456789abcdef";
+      out += std::string("\\x") + kDigits[c >> 4] + kDigits[c & 0xf];
+    }
+  }
+  return out;
+}
+
 class Loader {
  public:
   explicit Loader(std::string source) : source_(std::move(source)) {}
@@ -157,9 +178,11 @@ class Loader {
     return SourcePos{source_, static_cast<std::uint32_t>(region.begin.line),
                      static_cast<std::uint32_t>(region.begin.column)};
   }
+  // Messages quote the policy's strings, which may hold a newline ("keep_warm = \"\\n\""): every
+  // control character is escaped so an error stays one line.
   bool fail(const toml::source_region& region, std::string message) {
     if (!error_.has_value()) {
-      error_ = PolicyError{position(region), std::move(message)};
+      error_ = PolicyError{position(region), one_line(message)};
     }
     return false;
   }
@@ -292,7 +315,8 @@ class Loader {
       if (const auto v = as_int(*version, "version", 1, 1)) {
         policy.version = static_cast<int>(*v);
       } else {
-        error_->message = "unsupported policy version " + describe(*version) + "; this tcptune reads version = 1";
+        error_->message =
+            one_line("unsupported policy version " + describe(*version) + "; this tcptune reads version = 1");
         return;
       }
     }
@@ -426,7 +450,7 @@ class Loader {
     static constexpr std::string_view kRuleKeys[] = {
         "name",       "match",     "nodelay",      "buffers",       "override_app_buffers",
         "congestion", "keepalive", "user_timeout", "notsent_lowat", "thin_linear_timeouts",
-        "quickack",   "tos",       "sockopt",      "callsite"};
+        "quickack",   "tos",       "sockopt",      "callsite",      "keep_warm"};
     if (!check_keys(table, kRuleKeys, "[[rule]]")) {
       return;
     }
@@ -599,6 +623,9 @@ class Loader {
     if (const toml::node* node = table.get("sockopt")) {
       read_sockopts(*node, tuning);
     }
+    if (const toml::node* node = table.get("keep_warm")) {
+      read_keep_warm(*node, tuning);
+    }
   }
 
   void read_buffers(const toml::node& node, Tuning& tuning) {
@@ -699,6 +726,109 @@ class Loader {
     if (!failed()) {
       tuning.keepalive = keepalive;
     }
+  }
+
+  // keep_warm = { heartbeat = "\n" } or { heartbeat_hex = "0a" }, interval = "auto" or 10ms..1h,
+  // max_idle = 1s..24h.
+  void read_keep_warm(const toml::node& node, Tuning& tuning) {
+    const toml::table* table = as_table(node, "keep_warm");
+    static constexpr std::string_view kKeepWarmKeys[] = {"heartbeat", "heartbeat_hex", "interval", "max_idle"};
+    if (table == nullptr || !check_keys(*table, kKeepWarmKeys, "keep_warm")) {
+      return;
+    }
+    constexpr std::size_t kMaxPayload = 64;
+    KeepWarm keep_warm;
+    const toml::node* text = table->get("heartbeat");
+    const toml::node* hex = table->get("heartbeat_hex");
+    if (text == nullptr && hex == nullptr) {
+      fail(node.source(),
+           "'keep_warm' needs 'heartbeat' (a string such as \"\\n\") or 'heartbeat_hex' (hex digits such as \"0a\")");
+      return;
+    }
+    if (text != nullptr && hex != nullptr) {
+      fail(hex->source(), "'keep_warm' has both 'heartbeat' and 'heartbeat_hex'; give one");
+      return;
+    }
+    const toml::node& payload_node = text != nullptr ? *text : *hex;
+    const std::string name = text != nullptr ? "heartbeat" : "heartbeat_hex";
+    if (text != nullptr) {
+      auto s = as_string(*text, name);
+      if (!s) {
+        return;
+      }
+      keep_warm.payload = std::move(*s);
+    } else {
+      const auto* s = hex->as_string();
+      if (s == nullptr) {
+        fail(hex->source(), "'heartbeat_hex' must be a string of hex digits such as \"0a\", not " + describe(*hex));
+        return;
+      }
+      const std::string& digits = s->get();
+      auto nibble = [](char c) -> int {
+        if (c >= '0' && c <= '9') {
+          return c - '0';
+        }
+        if (c >= 'a' && c <= 'f') {
+          return c - 'a' + 10;
+        }
+        if (c >= 'A' && c <= 'F') {
+          return c - 'A' + 10;
+        }
+        return -1;
+      };
+      const auto bad = std::find_if(digits.begin(), digits.end(), [&](char c) { return nibble(c) < 0; });
+      if (bad != digits.end()) {
+        const auto c = static_cast<unsigned char>(*bad);
+        std::string shown = "'" + std::string(1, static_cast<char>(c)) + "'";
+        if (c < 0x20 || c >= 0x7f) {
+          constexpr char kDigits[] = "0123456789abcdef";
+          shown = std::string("\\x") + kDigits[c >> 4] + kDigits[c & 0xf];
+        }
+        fail(hex->source(), "'heartbeat_hex' has " + shown + " at offset " + std::to_string(bad - digits.begin()) +
+                                ": only hex digits 0-9, a-f, A-F (no spaces or 0x prefix)");
+        return;
+      }
+      if (digits.size() % 2 != 0) {
+        fail(hex->source(), "'heartbeat_hex' has an odd number of hex digits (" + std::to_string(digits.size()) +
+                                "); each byte takes two");
+        return;
+      }
+      for (std::size_t i = 0; i < digits.size(); i += 2) {
+        keep_warm.payload.push_back(static_cast<char>(nibble(digits[i]) * 16 + nibble(digits[i + 1])));
+      }
+    }
+    if (keep_warm.payload.empty()) {
+      fail(payload_node.source(), "'" + name + "' must not be empty (1 to 64 bytes)");
+      return;
+    }
+    if (keep_warm.payload.size() > kMaxPayload) {
+      fail(payload_node.source(), "'" + name + "' is " + std::to_string(keep_warm.payload.size()) + " bytes; at most " +
+                                      std::to_string(kMaxPayload));
+      return;
+    }
+    if (const toml::node* interval = table->get("interval")) {
+      const auto s = interval->as_string();
+      if (s == nullptr) {
+        fail(interval->source(),
+             "'interval' must be \"auto\" or a duration such as \"150ms\", not " + describe(*interval));
+        return;
+      }
+      if (s->get() != "auto") {
+        if (auto d = as_duration(*interval, "interval", std::chrono::milliseconds(10), std::chrono::hours(1))) {
+          keep_warm.interval = *d;
+        } else {
+          return;
+        }
+      }
+    }
+    if (const toml::node* max_idle = table->get("max_idle")) {
+      if (auto d = as_duration(*max_idle, "max_idle", std::chrono::seconds(1), std::chrono::hours(24))) {
+        keep_warm.max_idle = *d;
+      } else {
+        return;
+      }
+    }
+    tuning.keep_warm = std::move(keep_warm);
   }
 
   void read_tos(const toml::node& node, Tuning& tuning) {

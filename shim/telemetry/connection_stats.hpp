@@ -71,6 +71,8 @@ struct ConnectionStats {
   std::atomic<std::uint64_t> would_block{0};     // EAGAIN/EWOULDBLOCK
   std::atomic<std::uint64_t> errors{0};          // any other failure
   std::atomic<std::uint64_t> idle_restarts{0};   // writes that found cwnd restarted after idle
+  std::atomic<std::uint64_t> heartbeats{0};      // keep-warm heartbeats the worker sent
+  std::atomic<std::uint64_t> heartbeat_bytes{0};
   std::atomic<std::int64_t> last_write_end_ns{0};
   // Set while one write's ack is being timed by the worker: at most one sample at a time,
   // which makes it at most one per round trip under load and the first after each idle gap.
@@ -108,7 +110,8 @@ struct ConnectionStats {
     write_latency.reset();
     carries.reset();
     opened_ns.store(now_ns, std::memory_order_relaxed);
-    for (auto* counter : {&writes, &bytes, &partial_writes, &would_block, &errors, &idle_restarts}) {
+    for (auto* counter : {&writes, &bytes, &partial_writes, &would_block, &errors, &idle_restarts, &heartbeats,
+                          &heartbeat_bytes}) {
       counter->store(0, std::memory_order_relaxed);
     }
     last_write_end_ns.store(0, std::memory_order_relaxed);

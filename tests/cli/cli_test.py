@@ -43,6 +43,21 @@ if rmem_max < 22500000 and os.geteuid() != 0:
     check("caps it at" in r.stdout, "check explains the rmem_max clamp")
 check("force" in r.stdout and "keepalive: first probe after 30 s" in r.stdout, "check explains nodelay force and keepalive")
 
+# check: keep_warm, one line per rule, with the payload escaped and "auto" explained.
+warm = os.path.join(args.work_dir, "keep_warm.toml")
+with open(warm, "w") as f:
+    f.write('[defaults]\nkeep_warm = { heartbeat = "\\n" }\n'
+            '[[rule]]\nname = "amqp"\nkeep_warm = { heartbeat_hex = "0800000000000000ce", interval = "150ms", max_idle = "5m" }\n')
+r = tcptune("check", warm)
+warm_lines = [line for line in r.stdout.splitlines() if "keep_warm:" in line]
+check(r.returncode == 0 and len(warm_lines) == 2, f"check prints one keep_warm line per rule and [defaults] ({warm_lines})")
+check(warm_lines[:1] == ['  keep_warm: heartbeat of 9 bytes ("\\x08\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\xce") after 150 ms '
+                         'without data sent; stops after 300 s without a write by the app'],
+      f"check explains keep_warm with a binary payload ({warm_lines[:1]})")
+check(warm_lines[1:] == ['  keep_warm: heartbeat of 1 byte ("\\n") after half the connection\'s RTO without data sent '
+                         '(interval "auto": at least 100 ms on Linux); stops after 60 s without a write by the app'],
+      f"check explains keep_warm with interval auto ({warm_lines[1:]})")
+
 bad = os.path.join(args.source_dir, "tests/policies/bad")
 corpus = sorted(os.listdir(bad)) if os.path.isdir(bad) else []
 check(corpus, "bad-policy corpus present")

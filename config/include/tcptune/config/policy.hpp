@@ -73,6 +73,14 @@ struct RawSockopt {
   std::string option_name;
 };
 
+// In-band heartbeats that keep an idle connection's congestion window from restarting
+// (tcp_slow_start_after_idle): `keep_warm = { heartbeat = "\n", interval = "auto" }`.
+struct KeepWarm {
+  std::string payload;                           // bytes the peer's protocol ignores between messages, 1..64
+  std::optional<Duration> interval;              // unset: "auto", half the connection's RTO
+  Duration max_idle = std::chrono::seconds(60);  // stop once the app has written nothing this long
+};
+
 // Every tunable. Unset means "do not touch"; a rule's unset keys inherit [defaults].
 struct Tuning {
   std::optional<NodelayMode> nodelay;
@@ -86,6 +94,7 @@ struct Tuning {
   std::optional<bool> quickack;
   std::optional<bool> callsite;  // record where connections open and slow writes stall
   std::optional<int> tos;
+  std::optional<KeepWarm> keep_warm;
   std::vector<RawSockopt> sockopts;
 };
 

@@ -1,0 +1,231 @@
+#include "keep_warm.hpp"
+
+#include <linux/sockios.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <limits>
+
+#include "errno_saver.hpp"
+#include "fd_table.hpp"
+#include "idle_restart.hpp"
+#include "next_symbols.hpp"
+#include "socket_probe.hpp"
+#include "tcptune/config/rule_matcher.hpp"
+#include "tcptune/config/units.hpp"
+#include "telemetry_worker.hpp"
+
+namespace tcptune::shim {
+
+namespace {
+
+constexpr std::int64_t kShortestIntervalNs = 10'000'000;
+// How long a heartbeat accepted in part may take to finish (the gate is held meanwhile).
+constexpr int kRemainderPolls = 50;
+constexpr int kRemainderPollMs = 10;
+
+std::string describe(const config::KeepWarm& settings) {
+  std::string text = "heartbeat of " + std::to_string(settings.payload.size()) +
+                     (settings.payload.size() == 1 ? " byte" : " bytes") + " after ";
+  text += settings.interval ? config::format_duration(*settings.interval) : std::string("half the RTO");
+  text += " without data sent, while the app wrote within " + config::format_duration(settings.max_idle);
+  return text;
+}
+
+// not_sent: nothing went out, try later; broken: the connection failed.
+enum class SendOutcome : std::uint8_t { sent, not_sent, broken };
+
+// The whole payload or nothing: a heartbeat cut in two would corrupt the stream, so a part
+// accepted is finished while the gate holds the app's writes back.
+SendOutcome send_payload(int fd, const std::string& payload) noexcept {
+  const ErrnoSaver saver;
+  std::size_t sent = 0;
+  int polls = 0;
+  while (sent < payload.size()) {
+    const ssize_t n = next().send.get()(fd, payload.data() + sent, payload.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && sent > 0 && polls++ < kRemainderPolls) {
+      pollfd writable{fd, POLLOUT, 0};
+      poll(&writable, 1, kRemainderPollMs);
+      continue;
+    }
+    const bool full_buffer = errno == EAGAIN || errno == EWOULDBLOCK;
+    return sent == 0 && full_buffer ? SendOutcome::not_sent : SendOutcome::broken;
+  }
+  return SendOutcome::sent;
+}
+
+bool same_socket(const WarmConnection& connection) noexcept {
+  struct stat now {};
+  return fstat(connection.fd, &now) == 0 && now.st_ino == connection.inode && now.st_dev == connection.device;
+}
+
+}  // namespace
+
+std::int64_t heartbeat_interval_ns(const TcpInfoSummary& info, const config::KeepWarm& settings) noexcept {
+  if (settings.interval) {
+    return std::max<std::int64_t>(settings.interval->count(), kShortestIntervalNs);
+  }
+  return std::max<std::int64_t>(static_cast<std::int64_t>(info.rto_us) * 1000 / 2, kShortestIntervalNs);
+}
+
+HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const config::KeepWarm& settings) noexcept {
+  const std::int64_t interval = heartbeat_interval_ns(info, settings);
+  if (info.state == TCP_SYN_SENT || info.state == TCP_SYN_RECV) {
+    return {HeartbeatVerdict::not_yet, interval};
+  }
+  if (info.state != TCP_ESTABLISHED) {
+    return {HeartbeatVerdict::stop, 0};  // a heartbeat after the peer's FIN would draw a reset
+  }
+  const std::int64_t since_sent = static_cast<std::int64_t>(info.last_data_sent_ms) * 1'000'000;
+  const std::int64_t remaining = std::max(interval - since_sent, kShortestRecheckNs);
+  if (queued > 0 || info.unacked > 0) {
+    return {HeartbeatVerdict::not_yet, remaining};  // in flight: no restart can happen yet
+  }
+  if (info.snd_cwnd <= kInitialWindowSegments) {
+    return {HeartbeatVerdict::not_yet, interval};  // a restart would not shrink it
+  }
+  if (since_sent < interval) {
+    return {HeartbeatVerdict::not_yet, remaining};
+  }
+  return {HeartbeatVerdict::send, interval};
+}
+
+std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const config::Tuning& tuning, SocketRole role) {
+  if (!tuning.keep_warm) {
+    return std::nullopt;
+  }
+  OptionReport report{"keep_warm", describe(*tuning.keep_warm), "off", ""};
+  if (role == SocketRole::listener) {
+    report.effective = "-";
+    report.note = "applies to the accepted connections";
+    return report;
+  }
+  if (!namespace_restarts_after_idle()) {
+    report.note = "not needed: net.ipv4.tcp_slow_start_after_idle is 0 in this network namespace";
+    return report;
+  }
+  const std::string congestion = get_congestion(fd);
+  if (congestion.rfind("bbr", 0) == 0) {
+    report.note = "not needed: " + congestion + " does not restart the window after idle";
+    return report;
+  }
+  struct stat socket_stat {};
+  if (fstat(fd, &socket_stat) != 0) {
+    report.note = "fstat failed; not kept warm";
+    return report;
+  }
+  ensure_telemetry_worker();
+  slot.keep_warm_gate.start_connection();
+  slot.set_flag(flag_keep_warm);
+  const WarmConnection connection{fd, slot.generation.load(std::memory_order_acquire),
+                                  slot.rule_index.load(std::memory_order_relaxed), socket_stat.st_ino,
+                                  socket_stat.st_dev};
+  if (!post_keep_warm(connection)) {
+    slot.clear_flag(flag_keep_warm);
+    report.note = "the worker thread is not running; not kept warm";
+    return report;
+  }
+  report.effective = "on";
+  return report;
+}
+
+void stop_keep_warm(SocketSlot& slot) noexcept {
+  slot.clear_flag(flag_keep_warm);
+}
+
+void keep_warm_after_fork_in_child() noexcept {
+  fd_table().for_each_slot([](int /*fd*/, SocketSlot& slot) {
+    slot.keep_warm_gate.reset_in_child();
+    slot.clear_flag(flag_keep_warm);
+  });
+}
+
+void KeepWarmScheduler::add(const WarmConnection& connection, std::int64_t now_ns) {
+  Entry entry{connection, now_ns, 0, now_ns};
+  if (const SocketSlot* slot = fd_table().find(connection.fd)) {
+    entry.write_epoch = slot->keep_warm_gate.write_epoch();
+  }
+  entries_.push_back(entry);
+}
+
+std::int64_t KeepWarmScheduler::run_due(std::int64_t now_ns, const config::Policy& policy) {
+  std::int64_t next_due = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t i = 0; i < entries_.size();) {
+    Entry& entry = entries_[i];
+    if (entry.due_ns <= now_ns && check(entry, now_ns, policy) == Outcome::drop) {
+      entries_[i] = entries_.back();
+      entries_.pop_back();
+      continue;
+    }
+    next_due = std::min(next_due, entry.due_ns);
+    ++i;
+  }
+  return next_due;
+}
+
+KeepWarmScheduler::Outcome KeepWarmScheduler::check(Entry& entry, std::int64_t now_ns, const config::Policy& policy) {
+  const WarmConnection& connection = entry.connection;
+  SocketSlot* slot = fd_table().find(connection.fd);
+  if (slot == nullptr || slot->generation.load(std::memory_order_acquire) != connection.generation ||
+      !slot->has_flag(flag_keep_warm)) {
+    return Outcome::drop;  // closed, reused or duplicated
+  }
+  const config::KeepWarm& settings = *config::tuning_for(policy, connection.rule_index).keep_warm;
+  KeepWarmGate& gate = slot->keep_warm_gate;
+  if (const std::uint32_t epoch = gate.write_epoch(); epoch != entry.write_epoch) {
+    entry.write_epoch = epoch;
+    entry.last_app_write_ns = now_ns;
+  }
+  const std::int64_t fallback_interval = settings.interval ? settings.interval->count() : 100'000'000;
+  if (now_ns - entry.last_app_write_ns > settings.max_idle.count()) {
+    entry.due_ns = now_ns + fallback_interval;  // dormant until the app writes again
+    return Outcome::keep;
+  }
+  if (!gate.try_begin_heartbeat()) {
+    entry.due_ns = now_ns + kShortestRecheckNs;  // a write in progress, or a message half written
+    return Outcome::keep;
+  }
+  Outcome outcome = Outcome::keep;
+  // The gate is held: no app write can start until end_heartbeat(). The generation is read
+  // again after taking it, so a close that bumped it first is seen (it waits for the gate).
+  if (slot->generation.load(std::memory_order_seq_cst) != connection.generation || !same_socket(connection)) {
+    gate.end_heartbeat();
+    return Outcome::drop;
+  }
+  const std::optional<TcpInfoSummary> info = read_tcp_info(connection.fd);
+  int queued = 0;
+  if (!info || ioctl(connection.fd, SIOCOUTQ, &queued) != 0) {
+    gate.end_heartbeat();
+    return Outcome::drop;
+  }
+  const HeartbeatDecision decision = decide_heartbeat(*info, queued, settings);
+  entry.due_ns = now_ns + decision.recheck_ns;
+  if (decision.verdict == HeartbeatVerdict::stop) {
+    outcome = Outcome::drop;
+  } else if (decision.verdict == HeartbeatVerdict::send) {
+    switch (send_payload(connection.fd, settings.payload)) {
+      case SendOutcome::sent:
+        slot->stats.heartbeats.fetch_add(1, std::memory_order_relaxed);
+        slot->stats.heartbeat_bytes.fetch_add(settings.payload.size(), std::memory_order_relaxed);
+        break;
+      case SendOutcome::not_sent: break;
+      case SendOutcome::broken: outcome = Outcome::drop; break;
+    }
+  }
+  gate.end_heartbeat();
+  return outcome;
+}
+
+}  // namespace tcptune::shim

@@ -1,0 +1,87 @@
+// Keep-warm: in-band heartbeats on idle connections. Linux shrinks the congestion window of a
+// connection that sent no payload for longer than its RTO (tcp_slow_start_after_idle), and
+// only payload resets that clock (kernel-notes.md): keepalive probes do not. So the worker
+// sends the rule's heartbeat bytes, which the peer's protocol must ignore between messages,
+// whenever a connection has sent nothing for `interval` (auto: half its RTO), and only while
+// a restart would cost something: the connection is established, nothing is in flight, its
+// window is above the initial one, and the app wrote within `max_idle`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "option_applier.hpp"
+#include "socket_slot.hpp"
+#include "tcp_info_reader.hpp"
+#include "tcptune/config/policy.hpp"
+
+namespace tcptune::shim {
+
+// App thread, when a connection's rule is applied: keeps it warm if the rule asks and a
+// restart is possible here (the namespace restarts after idle, the congestion control is not
+// BBR). The report says what was decided and why; nothing when the rule does not ask.
+std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const config::Tuning& tuning, SocketRole role);
+
+// The app duplicated the descriptor: writes through the copy would bypass this fd's gate, so
+// the connection is no longer kept warm.
+void stop_keep_warm(SocketSlot& slot) noexcept;
+
+// Fork child: sockets shared with the parent are not kept warm here, and the parent's worker,
+// which may have held a gate when the process forked, does not exist.
+void keep_warm_after_fork_in_child() noexcept;
+
+// Linux's initial congestion window (TCP_INIT_CWND): at or below it a restart changes nothing.
+inline constexpr std::uint32_t kInitialWindowSegments = 10;
+// The shortest wait between two checks of one connection.
+inline constexpr std::int64_t kShortestRecheckNs = 2'000'000;
+
+// What one check of a connection decides, from the kernel's view of it.
+enum class HeartbeatVerdict : std::uint8_t {
+  send,     // idle for the interval with a window worth keeping: send the heartbeat now
+  not_yet,  // check again after recheck_ns
+  stop,     // the connection is closing (FIN sent or received, reset): never again
+};
+struct HeartbeatDecision {
+  HeartbeatVerdict verdict = HeartbeatVerdict::not_yet;
+  std::int64_t recheck_ns = 0;
+};
+// `queued` is SIOCOUTQ: bytes written and not yet acknowledged. Pure, for unit tests.
+HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const config::KeepWarm& settings) noexcept;
+// The interval in force: the configured one, or half the RTO (at least 10 ms).
+std::int64_t heartbeat_interval_ns(const TcpInfoSummary& info, const config::KeepWarm& settings) noexcept;
+
+// A connection the worker keeps warm, as the app thread hands it over.
+struct WarmConnection {
+  int fd = -1;
+  std::uint32_t generation = 0;
+  std::int16_t rule_index = kRuleDefaults;
+  std::uint64_t inode = 0;  // the socket's, to notice an fd closed and reused behind the hooks
+  std::uint64_t device = 0;
+};
+
+// The worker's list of kept-warm connections and their next checks. Worker thread only.
+class KeepWarmScheduler {
+ public:
+  void add(const WarmConnection& connection, std::int64_t now_ns);
+  // Checks the connections that are due, sending their heartbeats; returns when the next
+  // check is due (INT64_MAX: nothing to check).
+  std::int64_t run_due(std::int64_t now_ns, const config::Policy& policy);
+  [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
+
+ private:
+  struct Entry {
+    WarmConnection connection;
+    std::int64_t due_ns = 0;
+    std::uint32_t write_epoch = 0;
+    std::int64_t last_app_write_ns = 0;  // when the worker first saw the epoch change
+  };
+  enum class Outcome : std::uint8_t { keep, drop };
+  Outcome check(Entry& entry, std::int64_t now_ns, const config::Policy& policy);
+  std::vector<Entry> entries_;
+};
+
+}  // namespace tcptune::shim
