@@ -177,15 +177,16 @@ int ab_command(const std::vector<std::string>& args) {
   });
   print_metric("idle restarts", observe, tuned,
                [](const RunResult& r) { return static_cast<double>(r.summary.total.idle_restarts); });
+  print_metric("heartbeats", observe, tuned,
+               [](const RunResult& r) { return static_cast<double>(r.summary.total.heartbeats); });
   print_metric("writes", observe, tuned,
                [](const RunResult& r) { return static_cast<double>(r.summary.total.writes); });
   print_metric("connections", observe, tuned,
                [](const RunResult& r) { return static_cast<double>(r.summary.total.connections); });
-  const std::string plot = write_cdf_plot(out + "/latency-cdf",
-                                          {{"write, observe-only", &observe.merged.write_latency},
-                                           {"write, tuned", &tuned.merged.write_latency},
-                                           {"ack, observe-only", &observe.merged.ack_latency},
-                                           {"ack, tuned", &tuned.merged.ack_latency}});
+  const std::string plot = write_cdf_plot(out + "/latency-cdf", {{"write, observe-only", &observe.merged.write_latency},
+                                                                 {"write, tuned", &tuned.merged.write_latency},
+                                                                 {"ack, observe-only", &observe.merged.ack_latency},
+                                                                 {"ack, tuned", &tuned.merged.ack_latency}});
   std::printf("logs in %s; latency CDF: %s\n", out.c_str(), plot.c_str());
   if (failures != 0) {
     (void)std::fprintf(stderr, "tcptune ab: %d run(s) exited non-zero\n", failures);

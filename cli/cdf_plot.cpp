@@ -73,24 +73,30 @@ std::string svg_plot(const std::string& path, const std::vector<std::pair<std::s
   auto py = [&](double y) { return kTop + (1 - y) * (kHeight - kTop - kBottom); };
   std::ostringstream svg;
   svg << R"(<svg xmlns="http://www.w3.org/2000/svg" width=")" << kWidth << R"(" height=")" << kHeight
-      << R"(" font-family="sans-serif" font-size="12">)" << "\n";
-  svg << R"(<rect width="100%" height="100%" fill="white"/>)" << "\n";
+      << R"(" font-family="sans-serif" font-size="12">)"
+      << "\n";
+  svg << R"(<rect width="100%" height="100%" fill="white"/>)"
+      << "\n";
   for (double decade = decade_low; decade <= decade_high; ++decade) {
     const double x = px(std::pow(10, decade));
     svg << R"(<line x1=")" << x << R"(" y1=")" << py(0) << R"(" x2=")" << x << R"(" y2=")" << py(1)
-        << R"(" stroke="#ddd"/>)" << R"(<text x=")" << x << R"(" y=")" << py(0) + 18
-        << R"(" text-anchor="middle">)" << std::pow(10, decade) << "</text>\n";
+        << R"(" stroke="#ddd"/>)"
+        << R"(<text x=")" << x << R"(" y=")" << py(0) + 18 << R"(" text-anchor="middle">)" << std::pow(10, decade)
+        << "</text>\n";
   }
   for (int tenth = 0; tenth <= 10; tenth += 2) {
     const double y = py(tenth / 10.0);
     svg << R"(<line x1=")" << kLeft << R"(" y1=")" << y << R"(" x2=")" << kWidth - kRight << R"(" y2=")" << y
-        << R"(" stroke="#ddd"/>)" << R"(<text x=")" << kLeft - 8 << R"(" y=")" << y + 4
-        << R"(" text-anchor="end">)" << tenth / 10.0 << "</text>\n";
+        << R"(" stroke="#ddd"/>)"
+        << R"(<text x=")" << kLeft - 8 << R"(" y=")" << y + 4 << R"(" text-anchor="end">)" << tenth / 10.0
+        << "</text>\n";
   }
   svg << R"(<text x=")" << (kLeft + kWidth - kRight) / 2 << R"(" y=")" << kHeight - 12
-      << R"(" text-anchor="middle">latency (us, log scale)</text>)" << "\n";
+      << R"(" text-anchor="middle">latency (us, log scale)</text>)"
+      << "\n";
   svg << R"(<text x="16" y=")" << (kTop + kHeight - kBottom) / 2 << R"(" transform="rotate(-90 16 )"
-      << (kTop + kHeight - kBottom) / 2 << R"svg()" text-anchor="middle">fraction at or below</text>)svg" << "\n";
+      << (kTop + kHeight - kBottom) / 2 << R"svg()" text-anchor="middle">fraction at or below</text>)svg"
+      << "\n";
   std::size_t index = 0;
   for (const auto& [name, curve] : curves) {
     const char* colour = kColours[index % 4];
@@ -102,8 +108,8 @@ std::string svg_plot(const std::string& path, const std::vector<std::pair<std::s
     }
     svg << "\"/>\n";
     const double legend_y = kTop + 16 + 16 * static_cast<double>(index);
-    svg << R"(<line x1=")" << kLeft + 12 << R"(" y1=")" << legend_y - 4 << R"(" x2=")" << kLeft + 36
-        << R"(" y2=")" << legend_y - 4 << R"(" stroke=")" << colour << R"(" stroke-width="2"/>)"
+    svg << R"(<line x1=")" << kLeft + 12 << R"(" y1=")" << legend_y - 4 << R"(" x2=")" << kLeft + 36 << R"(" y2=")"
+        << legend_y - 4 << R"(" stroke=")" << colour << R"(" stroke-width="2"/>)"
         << R"(<text x=")" << kLeft + 42 << R"(" y=")" << legend_y << R"(">)" << name << "</text>\n";
     ++index;
   }
@@ -135,8 +141,8 @@ std::string write_cdf_plot(const std::string& base, const std::vector<CdfSeries>
     script << "set terminal pngcairo size 800,480\nset output '" << base << ".png'\nset logscale x\n"
            << "set xlabel 'latency (us, log scale)'\nset ylabel 'fraction at or below'\nset key bottom right\nplot ";
     for (std::size_t i = 0; i < curves.size(); ++i) {
-      script << (i == 0 ? "" : ", ") << "'" << base << ".dat' index " << i << " with steps title '"
-             << curves[i].first << "'";
+      script << (i == 0 ? "" : ", ") << "'" << base << ".dat' index " << i << " with steps title '" << curves[i].first
+             << "'";
     }
     script << "\n";
     script.close();

@@ -62,6 +62,7 @@ void ConnectionGroup::add(const JsonValue& record) {
   partial_writes += static_cast<std::uint64_t>(record.number("partial_writes"));
   would_block += static_cast<std::uint64_t>(record.number("eagain"));
   idle_restarts += static_cast<std::uint64_t>(record.number("idle_restarts"));
+  heartbeats += static_cast<std::uint64_t>(record.number("heartbeats"));
   write_latency.add(record.get("write_latency_hist"), record.get("write_latency_us"));
   ack_latency.add(record.get("ack_latency_hist"), record.get("ack_latency_us"));
 }
@@ -73,6 +74,7 @@ void ConnectionGroup::merge(const ConnectionGroup& other) {
   partial_writes += other.partial_writes;
   would_block += other.would_block;
   idle_restarts += other.idle_restarts;
+  heartbeats += other.heartbeats;
   write_latency.merge(other.write_latency);
   ack_latency.merge(other.ack_latency);
 }
@@ -162,20 +164,21 @@ bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::
 namespace {
 
 void print_row(std::FILE* out, const std::string& key, const ConnectionGroup& group) {
-  (void)std::fprintf(out, "%-20s %6llu %8llu %9s %9.1f %9.1f %9.1f %9.1f %9.1f %8llu\n", key.c_str(),
+  (void)std::fprintf(out, "%-20s %6llu %8llu %9s %9.1f %9.1f %9.1f %9.1f %9.1f %8llu %8llu\n", key.c_str(),
                      static_cast<unsigned long long>(group.connections), static_cast<unsigned long long>(group.writes),
                      config::format_size(group.bytes).c_str(), group.write_latency.percentile_us(50),
                      group.write_latency.percentile_us(99), group.write_latency.max_us,
                      group.ack_latency.percentile_us(50), group.ack_latency.percentile_us(99),
-                     static_cast<unsigned long long>(group.idle_restarts));
+                     static_cast<unsigned long long>(group.idle_restarts),
+                     static_cast<unsigned long long>(group.heartbeats));
 }
 
 }  // namespace
 
 void print_summary_table(std::FILE* out, const LogSummary& summary, const std::string& by) {
   (void)std::fputs("(latencies in microseconds)\n", out);
-  (void)std::fprintf(out, "%-20s %6s %8s %9s %9s %9s %9s %9s %9s %8s\n", by.c_str(), "conns", "writes", "bytes",
-                     "write p50", "p99", "max", "ack p50", "p99", "idle rst");
+  (void)std::fprintf(out, "%-20s %6s %8s %9s %9s %9s %9s %9s %9s %8s %8s\n", by.c_str(), "conns", "writes", "bytes",
+                     "write p50", "p99", "max", "ack p50", "p99", "idle rst", "hbeats");
   for (const auto& [key, group] : summary.groups) {
     print_row(out, key, group);
   }

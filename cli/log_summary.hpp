@@ -32,6 +32,7 @@ struct ConnectionGroup {
   std::uint64_t partial_writes = 0;
   std::uint64_t would_block = 0;
   std::uint64_t idle_restarts = 0;
+  std::uint64_t heartbeats = 0;
   MergedHistogram write_latency;
   MergedHistogram ack_latency;
 

@@ -39,11 +39,12 @@ std::string group_json(const std::string& key, const ConnectionGroup& group) {
   (void)std::snprintf(
       text, sizeof text,
       R"(,"connections":%llu,"writes":%llu,"bytes":%llu,"partial_writes":%llu,)"
-      R"("eagain":%llu,"idle_restarts":%llu,"write_latency_us":%s,"ack_latency_us":%s})",
+      R"("eagain":%llu,"idle_restarts":%llu,"heartbeats":%llu,"write_latency_us":%s,"ack_latency_us":%s})",
       static_cast<unsigned long long>(group.connections), static_cast<unsigned long long>(group.writes),
       static_cast<unsigned long long>(group.bytes), static_cast<unsigned long long>(group.partial_writes),
       static_cast<unsigned long long>(group.would_block), static_cast<unsigned long long>(group.idle_restarts),
-      latency_json(group.write_latency).c_str(), latency_json(group.ack_latency).c_str());
+      static_cast<unsigned long long>(group.heartbeats), latency_json(group.write_latency).c_str(),
+      latency_json(group.ack_latency).c_str());
   return R"({"key":)" + json_string(key) + text;
 }
 

@@ -10,7 +10,7 @@ For each scenario and link setting it runs three arms, interleaved, N runs each:
 It prints each arm's median and range, the ratios tuned/off and tuned/reference, whether the
 issue's target is met, and writes the raw results as JSON under bench/results/.
 
-  bench/ab/ab.py [--scenario bursty,rpc-loopback,rpc-wan,bulk] [--runs 3] [--quick]
+  bench/ab/ab.py [--scenario bursty,bursty-bbr,rpc-loopback,rpc-wan,bulk] [--runs 3] [--quick]
                  [--build build/release] [--out bench/results] [--assert]
 
 Scenarios over the emulated link need root and /dev/net/tun (bench/linkem); without them only
@@ -60,6 +60,11 @@ SCENARIOS = {
         "bursty", {"rtt": "180ms", "rate": "0", "congestion": "cubic"}, "latency_ms.p99", "ms", True,
         "bursty-wan.toml",
         ("tuned p99 within 5% of reference p99", lambda m, rate: m["tuned"] <= 1.05 * m["reference"]),
+        ("off p99 > 2 x tuned p99", lambda m: m["off"] > 2 * m["tuned"])),
+    "bursty-bbr": Scenario(
+        "bursty-bbr", {"rtt": "180ms", "rate": "0", "congestion": "cubic"}, "latency_ms.p99", "ms", True,
+        "bursty-wan-bbr.toml",
+        ("tuned p99 below half of off p99 (BBR, no heartbeat)", lambda m, rate: 2 * m["tuned"] < m["off"]),
         ("off p99 > 2 x tuned p99", lambda m: m["off"] > 2 * m["tuned"])),
     "rpc-loopback": Scenario(
         "rpc-loopback", None, "latency_ms.p50", "ms", True, "low-latency-rpc.toml",
@@ -137,7 +142,7 @@ class Runner:
         host = "127.0.0.1" if scenario.link is None else RECEIVER_ADDRESS
         endpoint = f"{host}:{port}"
         nodelay = ["--nodelay"] if arm == "reference" else []
-        if scenario.name == "bursty":
+        if scenario.name.startswith("bursty"):
             return ([str(self.bin / "bursty"), "receive", "--listen", endpoint],
                     [str(self.bin / "bursty"), "send", "--connect", endpoint] + bursty_args(self.quick), "receiver")
         if scenario.name.startswith("rpc"):
@@ -155,14 +160,14 @@ class Runner:
         receiver, sender, reporter = self.commands(scenario, arm, self.port)
         receiver = self.in_namespace(NS_RECEIVER, self.wrap(receiver, arm, scenario, "receiver", run), scenario)
         sender = self.in_namespace(NS_SENDER, self.wrap(sender, arm, scenario, "sender", run), scenario)
-        if scenario.name == "bursty" and arm == "reference":
+        if scenario.name.startswith("bursty") and arm == "reference":
             self.set_slow_start_after_idle(0)
         try:
             receiving = subprocess.Popen(receiver, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             sending = subprocess.run(sender, capture_output=True, text=True, timeout=300)
             received_out, received_err = receiving.communicate(timeout=60)
         finally:
-            if scenario.name == "bursty" and arm == "reference":
+            if scenario.name.startswith("bursty") and arm == "reference":
                 self.set_slow_start_after_idle(1)
         if sending.returncode != 0 or receiving.returncode != 0:
             raise RuntimeError(f"{scenario.name}/{arm} run {run} failed: sender {sending.returncode} "
@@ -270,7 +275,7 @@ def can_emulate_links(linkem):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenario", default="bursty,rpc-loopback,rpc-wan,bulk")
+    parser.add_argument("--scenario", default="bursty,bursty-bbr,rpc-loopback,rpc-wan,bulk")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="shorter runs (4 messages, 30 requests, 5 s bulk)")
     parser.add_argument("--build", default=str(ROOT / "build" / "release"))

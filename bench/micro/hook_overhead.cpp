@@ -3,7 +3,9 @@
 //   non_tcp_fd_lookup   a pipe's write hook: one table lookup, then the real call;
 //   tcp_write_unmeasured a tracked TCP socket's write with no log: lookup + before_write;
 //   tcp_write_measured   the same with statistics: two clock reads, the latency histogram
-//                        and the counters (what a write pays when a log is configured).
+//                        and the counters (what a write pays when a log is configured);
+//   tcp_write_keep_warm  an unmeasured write on a kept-warm connection: through its gate;
+//   tcp_write_measured_keep_warm  both.
 // Budgets: at most 5 ns for the first, 60 ns for the last. raw_write_dev_null shows, in the
 // same run, what a real call costs on its own.
 #include <fcntl.h>
@@ -47,7 +49,7 @@ void non_tcp_fd_lookup(benchmark::State& state) {
 BENCHMARK(non_tcp_fd_lookup);
 
 // The body of hooks.cpp's tracked_write around a call that "writes" 100 bytes at once.
-void tracked_write_body(benchmark::State& state, bool measured) {
+void tracked_write_body(benchmark::State& state, bool measured, bool keep_warm) {
   install_runtime_for_testing(&default_policy(), "bench");
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   on_socket_created(fd, AF_INET, SOCK_STREAM, 0);
@@ -60,31 +62,52 @@ void tracked_write_body(benchmark::State& state, bool measured) {
     tracked->stats.reset(monotonic_ns());
     tracked->set_flag(flag_measured);
   }
+  if (keep_warm) {
+    tracked->set_flag(flag_keep_warm);
+  }
   ssize_t written = 100;
-  for (auto _ : state) {
-    SocketSlot* slot = tcp_slot_for_io(fd);
-    before_write(*slot, fd);
-    if (!slot->has_flag(flag_measured)) {
+  const auto measured_call = [&](SocketSlot& slot) {
+    if (!slot.has_flag(flag_measured)) {
       benchmark::DoNotOptimize(written);
-      continue;
+      return written;
     }
     const std::int64_t start_ns = monotonic_ns();
     benchmark::DoNotOptimize(written);
-    after_measured_write(fd, *slot, start_ns, written, 100);
+    after_measured_write(fd, slot, start_ns, written, 100);
+    return written;
+  };
+  for (auto _ : state) {
+    SocketSlot* slot = tcp_slot_for_io(fd);
+    before_write(*slot, fd);
+    if (slot->has_flag(flag_keep_warm)) {
+      benchmark::DoNotOptimize(gated_write(*slot, 100, false, [&] { return measured_call(*slot); }));
+    } else {
+      benchmark::DoNotOptimize(measured_call(*slot));
+    }
   }
   before_close(fd);
   close(fd);
 }
 
 void tcp_write_unmeasured(benchmark::State& state) {
-  tracked_write_body(state, false);
+  tracked_write_body(state, false, false);
 }
 BENCHMARK(tcp_write_unmeasured);
 
 void tcp_write_measured(benchmark::State& state) {
-  tracked_write_body(state, true);
+  tracked_write_body(state, true, false);
 }
 BENCHMARK(tcp_write_measured);
+
+void tcp_write_keep_warm(benchmark::State& state) {
+  tracked_write_body(state, false, true);
+}
+BENCHMARK(tcp_write_keep_warm);
+
+void tcp_write_measured_keep_warm(benchmark::State& state) {
+  tracked_write_body(state, true, true);
+}
+BENCHMARK(tcp_write_measured_keep_warm);
 
 // The two clock reads a measured write makes, alone: most of tcp_write_measured's cost.
 void clock_pair(benchmark::State& state) {

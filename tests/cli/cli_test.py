@@ -47,11 +47,11 @@ check("force" in r.stdout and "keepalive: first probe after 30 s" in r.stdout, "
 warm = os.path.join(args.work_dir, "keep_warm.toml")
 with open(warm, "w") as f:
     f.write('[defaults]\nkeep_warm = { heartbeat = "\\n" }\n'
-            '[[rule]]\nname = "amqp"\nkeep_warm = { heartbeat_hex = "0800000000000000ce", interval = "150ms", max_idle = "5m" }\n')
+            '[[rule]]\nname = "amqp"\nkeep_warm = { heartbeat_hex = "08000000000000ce", interval = "150ms", max_idle = "5m" }\n')
 r = tcptune("check", warm)
 warm_lines = [line for line in r.stdout.splitlines() if "keep_warm:" in line]
 check(r.returncode == 0 and len(warm_lines) == 2, f"check prints one keep_warm line per rule and [defaults] ({warm_lines})")
-check(warm_lines[:1] == ['  keep_warm: heartbeat of 9 bytes ("\\x08\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\xce") after 150 ms '
+check(warm_lines[:1] == ['  keep_warm: heartbeat of 8 bytes ("\\x08\\x00\\x00\\x00\\x00\\x00\\x00\\xce") after 150 ms '
                          'without data sent; stops after 300 s without a write by the app'],
       f"check explains keep_warm with a binary payload ({warm_lines[:1]})")
 check(warm_lines[1:] == ['  keep_warm: heartbeat of 1 byte ("\\n") after half the connection\'s RTO without data sent '

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Telemetry over the emulated 180 ms link: idle_restart records with cubic and
-tcp_slow_start_after_idle=1, none with the sysctl off or under BBR; ack latency about one RTT.
+tcp_slow_start_after_idle=1, none with the sysctl off, under BBR or with keep_warm heartbeats
+(counted alike by the log, tcptune report and the receiver); ack latency about one RTT.
 
   idle_restart.py --bin BUILD/bin --lib BUILD/lib --source-dir SRC --work-dir DIR
 Root and /dev/net/tun, else exit 77."""
@@ -53,19 +54,20 @@ def bursty(name, policy_toml, port):
     out, _ = receiver.communicate(timeout=60)
     check(sender.returncode == 0 and receiver.returncode == 0, f"{name}: bursty ran ({sender.stderr.strip()})")
     records = [json.loads(line) for line in open(log)] if os.path.exists(log) else []
-    latency = json.loads(out.strip().splitlines()[-1])["latency_ms"] if out.strip() else {}
-    return records, latency
+    result = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+    return records, result.get("latency_ms", {}), result.get("heartbeats", -1)
 
 
 NODELAY = 'version = 1\n[log]\nslow_write = "50ms"\n[defaults]\nnodelay = "on"\n'
 BBR = 'version = 1\n[defaults]\nnodelay = "on"\ncongestion = "bbr"\n'
+WARM = 'version = 1\n[defaults]\nnodelay = "on"\nkeep_warm = { heartbeat = "\\n" }\n'
 up = subprocess.run([linkem, "up", "--rtt", "180ms", "--congestion", "cubic", "--slow-start-after-idle", "1"],
                     capture_output=True, text=True)
 if up.returncode != 0:
     print(f"FAIL tcptune-linkem up: {up.stderr.strip()}")
     sys.exit(1)
 try:
-    records, latency = bursty("cubic", NODELAY, 5601)
+    records, latency, _ = bursty("cubic", NODELAY, 5601)
     restarts = [r for r in records if r["event"] == "idle_restart"]
     check(len(restarts) >= 3, f"cubic, sysctl on: an idle_restart per message after a gap ({len(restarts)})")
     for r in restarts:
@@ -87,7 +89,7 @@ try:
     check(latency.get("p50", 0) > 200, f"and the messages paid for it (p50 {latency.get('p50')} ms)")
 
     sysctl(0)
-    records, latency = bursty("sysctl-off", NODELAY, 5602)
+    records, latency, _ = bursty("sysctl-off", NODELAY, 5602)
     check(not [r for r in records if r["event"] == "idle_restart"], "sysctl off: no idle_restart")
     # Each message is one write; its last byte is acknowledged about one RTT later.
     close = [r for r in records if r["event"] == "conn_close" and r["role"] == "client"]
@@ -103,9 +105,24 @@ try:
     check(latency.get("p50", 1e9) < 150, f"and no extra round trips (p50 {latency.get('p50')} ms)")
     sysctl(1)
 
-    records, latency = bursty("bbr", BBR, 5603)
+    records, latency, _ = bursty("bbr", BBR, 5603)
     check(not [r for r in records if r["event"] == "idle_restart"], "BBR: no idle_restart")
     check(any(r["event"] == "summary" for r in records), "the summary is there")
+
+    records, latency, received = bursty("keep-warm", WARM, 5604)
+    check(not [r for r in records if r["event"] == "idle_restart"], "keep_warm: no idle_restart")
+    close = [r for r in records if r["event"] == "conn_close" and r["role"] == "client"]
+    sent = close[0]["heartbeats"] if close else 0
+    # About five per 1 s gap at half the RTO (190 ms); the receiver skips and counts them.
+    check(sent >= 8 and sent == received, f"keep_warm: heartbeats sent and received ({sent}, {received})")
+    summary = [r for r in records if r["event"] == "summary"]
+    check(bool(summary) and summary[0]["heartbeats"] == sent, "the summary counts them")
+    report = subprocess.run([os.path.join(args.bin, "tcptune"), "report", "--json",
+                             os.path.join(args.work_dir, "keep-warm.jsonl")], capture_output=True, text=True)
+    total = json.loads(report.stdout)["total"] if report.returncode == 0 else {}
+    check(total.get("heartbeats") == sent and total.get("idle_restarts") == 0,
+          f"tcptune report shows the heartbeats ({total.get('heartbeats')})")
+    check(latency.get("p50", 1e9) < 150, f"and no extra round trips (p50 {latency.get('p50')} ms)")
 finally:
     subprocess.run([linkem, "down"], capture_output=True)
 print(f"{failed} failed")

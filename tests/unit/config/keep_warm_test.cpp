@@ -49,8 +49,8 @@ TEST(KeepWarm, EscapesGiveTheirBytes) {
 }
 
 TEST(KeepWarm, HexDecodes) {
-  EXPECT_EQ(defaults_keep_warm(R"({ heartbeat_hex = "0800000000000000ce" })").payload,
-            std::string("\x08\x00\x00\x00\x00\x00\x00\x00\xce", 9));
+  EXPECT_EQ(defaults_keep_warm(R"({ heartbeat_hex = "08000000000000ce" })").payload,
+            std::string("\x08\x00\x00\x00\x00\x00\x00\xce", 8));
   EXPECT_EQ(defaults_keep_warm(R"({ heartbeat_hex = "0A0d" })").payload, "\n\r");
   EXPECT_EQ(defaults_keep_warm(R"({ heartbeat_hex = "fF" })").payload, "\xff");
 }
@@ -87,7 +87,7 @@ heartbeat = "\n"
 interval = "200ms"
 [[rule]]
 name = "amqp"
-keep_warm = { heartbeat_hex = "0800000000000000ce", max_idle = "10m" }
+keep_warm = { heartbeat_hex = "08000000000000ce", max_idle = "10m" }
 [[rule]]
 name = "inherits"
 nodelay = "on"
@@ -101,7 +101,7 @@ nodelay = "on"
   ASSERT_EQ(p.rules.size(), 2U);
   // The rule's keep_warm replaces the one in [defaults] whole: its interval is "auto", not 200ms.
   ASSERT_TRUE(p.rules[0].effective.keep_warm.has_value());
-  EXPECT_EQ(p.rules[0].effective.keep_warm->payload.size(), 9U);
+  EXPECT_EQ(p.rules[0].effective.keep_warm->payload.size(), 8U);
   EXPECT_FALSE(p.rules[0].effective.keep_warm->interval.has_value());
   EXPECT_EQ(p.rules[0].effective.keep_warm->max_idle, Duration(10min));
   EXPECT_FALSE(p.rules[1].tuning.keep_warm.has_value());
