@@ -80,39 +80,6 @@ void explain_buffers(const config::BufferSpec& spec, bool override_app) {
   }
 }
 
-// The heartbeat's bytes, safe on a terminal: printable ASCII as is, \n \r \t \" \\, others \xNN.
-std::string escape_payload(const std::string& payload) {
-  std::string out;
-  for (const char ch : payload) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      default:
-        if (c >= 0x20 && c < 0x7f) {
-          out += ch;
-        } else {
-          constexpr char kDigits[] = "0123456789abcdef";
-          out += std::string("\\x") + kDigits[c >> 4] + kDigits[c & 0xf];
-        }
-    }
-  }
-  return out;
-}
-
-void explain_keep_warm(const config::KeepWarm& k) {
-  const std::string when = k.interval.has_value()
-                               ? "after " + config::format_duration(*k.interval) + " without data sent"
-                               : "after half the connection's RTO without data sent (interval \"auto\": at least "
-                                 "100 ms on Linux)";
-  std::printf("  keep_warm: heartbeat of %zu byte%s (\"%s\") %s; stops after %s without a write by the app\n",
-              k.payload.size(), k.payload.size() == 1 ? "" : "s", escape_payload(k.payload).c_str(), when.c_str(),
-              config::format_duration(k.max_idle).c_str());
-}
-
 void explain_tuning(const config::Tuning& tuning) {
   bool any = false;
   if (tuning.nodelay.has_value()) {
@@ -170,7 +137,7 @@ void explain_tuning(const config::Tuning& tuning) {
   }
   if (tuning.keep_warm.has_value()) {
     any = true;
-    explain_keep_warm(*tuning.keep_warm);
+    std::printf("  keep_warm: %s\n", config::describe_keep_warm(*tuning.keep_warm).c_str());
   }
   for (const config::RawSockopt& opt : tuning.sockopts) {
     any = true;

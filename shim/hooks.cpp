@@ -38,7 +38,7 @@ namespace {
 }
 
 // Timing and counting around one write-family call on a tracked TCP socket. `offered` (the
-// bytes the call was given) is only worked out for a measured socket.
+// bytes the call was given) is only worked out for a measured or kept-warm socket.
 template <typename Offered, typename Call>
 auto measured_write(int fd, SocketSlot& slot, Offered offered, Call call) -> decltype(call()) {
   if (!slot.has_flag(tcptune::shim::flag_measured)) {
@@ -60,8 +60,11 @@ template <typename Offered, typename Call>
 auto tcp_write(int fd, SocketSlot& slot, Offered offered, Call call, int flags) -> decltype(call()) {
   core::before_write(slot, fd);
   if (slot.has_flag(tcptune::shim::flag_keep_warm)) [[unlikely]] {
-    return core::gated_write(slot, offered(), (flags & MSG_MORE) != 0,
-                             [&] { return measured_write(fd, slot, offered, call); });
+    const std::size_t bytes = offered();
+    return core::gated_write(slot, bytes, (flags & MSG_MORE) != 0, [&] {
+      return measured_write(
+          fd, slot, [bytes] { return bytes; }, call);
+    });
   }
   return measured_write(fd, slot, offered, call);
 }

@@ -1,5 +1,6 @@
 #include "keep_warm.hpp"
 
+#include <fcntl.h>
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -17,7 +18,6 @@
 #include "next_symbols.hpp"
 #include "socket_probe.hpp"
 #include "tcptune/config/rule_matcher.hpp"
-#include "tcptune/config/units.hpp"
 #include "telemetry_worker.hpp"
 
 namespace tcptune::shim {
@@ -25,23 +25,19 @@ namespace tcptune::shim {
 namespace {
 
 constexpr std::int64_t kShortestIntervalNs = 10'000'000;
+// Until the first TCP_INFO: half the 200 ms RTO floor.
+constexpr std::int64_t kFirstIntervalNs = 100'000'000;
 // How long a heartbeat accepted in part may take to finish (the gate is held meanwhile).
 constexpr int kRemainderPolls = 50;
 constexpr int kRemainderPollMs = 10;
-
-std::string describe(const config::KeepWarm& settings) {
-  std::string text = "heartbeat of " + std::to_string(settings.payload.size()) +
-                     (settings.payload.size() == 1 ? " byte" : " bytes") + " after ";
-  text += settings.interval ? config::format_duration(*settings.interval) : std::string("half the RTO");
-  text += " without data sent, while the app wrote within " + config::format_duration(settings.max_idle);
-  return text;
-}
 
 // not_sent: nothing went out, try later; broken: the connection failed.
 enum class SendOutcome : std::uint8_t { sent, not_sent, broken };
 
 // The whole payload or nothing: a heartbeat cut in two would corrupt the stream, so a part
-// accepted is finished while the gate holds the app's writes back.
+// accepted is finished while the gate holds the app's writes back. (With at most 64 bytes on
+// an empty send queue a part is not expected at all; `broken` after that means the
+// connection failed.)
 SendOutcome send_payload(int fd, const std::string& payload) noexcept {
   const ErrnoSaver saver;
   std::size_t sent = 0;
@@ -73,40 +69,44 @@ bool same_socket(const WarmConnection& connection) noexcept {
 
 }  // namespace
 
+namespace {
+// The interval in force: the configured one, or half the RTO (at least 10 ms).
 std::int64_t heartbeat_interval_ns(const TcpInfoSummary& info, const config::KeepWarm& settings) noexcept {
   if (settings.interval) {
     return std::max<std::int64_t>(settings.interval->count(), kShortestIntervalNs);
   }
   return std::max<std::int64_t>(static_cast<std::int64_t>(info.rto_us) * 1000 / 2, kShortestIntervalNs);
 }
+}  // namespace
 
 HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const config::KeepWarm& settings) noexcept {
   const std::int64_t interval = heartbeat_interval_ns(info, settings);
-  if (info.state == TCP_SYN_SENT || info.state == TCP_SYN_RECV) {
-    return {HeartbeatVerdict::not_yet, interval};
+  // Not connected yet (the rule is applied before connect() sends the SYN), or never.
+  if (info.state == TCP_CLOSE || info.state == TCP_SYN_SENT || info.state == TCP_SYN_RECV) {
+    return {HeartbeatVerdict::not_yet, interval, interval};
   }
   if (info.state != TCP_ESTABLISHED) {
-    return {HeartbeatVerdict::stop, 0};  // a heartbeat after the peer's FIN would draw a reset
+    return {HeartbeatVerdict::stop, 0, interval};  // after a FIN a heartbeat would draw a reset
   }
   const std::int64_t since_sent = static_cast<std::int64_t>(info.last_data_sent_ms) * 1'000'000;
   const std::int64_t remaining = std::max(interval - since_sent, kShortestRecheckNs);
   if (queued > 0 || info.unacked > 0) {
-    return {HeartbeatVerdict::not_yet, remaining};  // in flight: no restart can happen yet
+    return {HeartbeatVerdict::not_yet, remaining, interval};  // in flight: no restart can happen yet
   }
   if (info.snd_cwnd <= kInitialWindowSegments) {
-    return {HeartbeatVerdict::not_yet, interval};  // a restart would not shrink it
+    return {HeartbeatVerdict::not_yet, interval, interval};  // a restart would not shrink it
   }
   if (since_sent < interval) {
-    return {HeartbeatVerdict::not_yet, remaining};
+    return {HeartbeatVerdict::not_yet, remaining, interval};
   }
-  return {HeartbeatVerdict::send, interval};
+  return {HeartbeatVerdict::send, interval, interval};
 }
 
 std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const config::Tuning& tuning, SocketRole role) {
   if (!tuning.keep_warm) {
     return std::nullopt;
   }
-  OptionReport report{"keep_warm", describe(*tuning.keep_warm), "off", ""};
+  OptionReport report{"keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off", ""};
   if (role == SocketRole::listener) {
     report.effective = "-";
     report.note = "applies to the accepted connections";
@@ -134,7 +134,7 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
                                   socket_stat.st_dev};
   if (!post_keep_warm(connection)) {
     slot.clear_flag(flag_keep_warm);
-    report.note = "the worker thread is not running; not kept warm";
+    report.note = "the worker thread is not running or its queue is full; not kept warm";
     return report;
   }
   report.effective = "on";
@@ -142,18 +142,31 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
 }
 
 void stop_keep_warm(SocketSlot& slot) noexcept {
+  slot.keep_warm_gate.stop_heartbeats();
   slot.clear_flag(flag_keep_warm);
 }
 
+void keep_warm_after_fork_in_parent() noexcept {
+  const ErrnoSaver saver;
+  fd_table().for_each_tcp([](int fd, SocketSlot& slot) {
+    if (slot.has_flag(flag_keep_warm) && (next().fcntl.get()(fd, F_GETFD, 0) & FD_CLOEXEC) == 0) {
+      stop_keep_warm(slot);  // the child, or a program it executes, may write to it too
+    }
+  });
+}
+
 void keep_warm_after_fork_in_child() noexcept {
+  // Only slots that were kept warm are written: the others' pages stay shared with the parent.
   fd_table().for_each_slot([](int /*fd*/, SocketSlot& slot) {
-    slot.keep_warm_gate.reset_in_child();
-    slot.clear_flag(flag_keep_warm);
+    if (slot.has_flag(flag_keep_warm) || slot.keep_warm_gate.raw() != 0) {
+      slot.keep_warm_gate.reset_in_child();
+      slot.clear_flag(flag_keep_warm);
+    }
   });
 }
 
 void KeepWarmScheduler::add(const WarmConnection& connection, std::int64_t now_ns) {
-  Entry entry{connection, now_ns, 0, now_ns};
+  Entry entry{connection, now_ns, kFirstIntervalNs, 0, now_ns};
   if (const SocketSlot* slot = fd_table().find(connection.fd)) {
     entry.write_epoch = slot->keep_warm_gate.write_epoch();
   }
@@ -180,49 +193,57 @@ KeepWarmScheduler::Outcome KeepWarmScheduler::check(Entry& entry, std::int64_t n
   SocketSlot* slot = fd_table().find(connection.fd);
   if (slot == nullptr || slot->generation.load(std::memory_order_acquire) != connection.generation ||
       !slot->has_flag(flag_keep_warm)) {
-    return Outcome::drop;  // closed, reused or duplicated
+    return Outcome::drop;  // closed, reused or shared
   }
   const config::KeepWarm& settings = *config::tuning_for(policy, connection.rule_index).keep_warm;
   KeepWarmGate& gate = slot->keep_warm_gate;
-  if (const std::uint32_t epoch = gate.write_epoch(); epoch != entry.write_epoch) {
+  const std::uint32_t epoch = gate.write_epoch();
+  if (epoch != entry.write_epoch) {
     entry.write_epoch = epoch;
     entry.last_app_write_ns = now_ns;
   }
-  const std::int64_t fallback_interval = settings.interval ? settings.interval->count() : 100'000'000;
   if (now_ns - entry.last_app_write_ns > settings.max_idle.count()) {
-    entry.due_ns = now_ns + fallback_interval;  // dormant until the app writes again
+    entry.due_ns = now_ns + entry.interval_ns;  // dormant until the app writes again
     return Outcome::keep;
   }
-  if (!gate.try_begin_heartbeat()) {
-    entry.due_ns = now_ns + kShortestRecheckNs;  // a write in progress, or a message half written
-    return Outcome::keep;
-  }
-  Outcome outcome = Outcome::keep;
-  // The gate is held: no app write can start until end_heartbeat(). The generation is read
-  // again after taking it, so a close that bumped it first is seen (it waits for the gate).
-  if (slot->generation.load(std::memory_order_seq_cst) != connection.generation || !same_socket(connection)) {
-    gate.end_heartbeat();
-    return Outcome::drop;
-  }
+  // A write in progress or a message half written: the kernel's idle clock restarts with the
+  // app's next send, so a look every quarter interval is soon enough.
+  const std::int64_t busy_recheck_ns = std::max(entry.interval_ns / 4, kShortestRecheckNs);
+  // The kernel is asked first, without the gate, so the app never waits behind these calls.
   const std::optional<TcpInfoSummary> info = read_tcp_info(connection.fd);
   int queued = 0;
   if (!info || ioctl(connection.fd, SIOCOUTQ, &queued) != 0) {
-    gate.end_heartbeat();
     return Outcome::drop;
   }
   const HeartbeatDecision decision = decide_heartbeat(*info, queued, settings);
+  entry.interval_ns = decision.interval_ns;
   entry.due_ns = now_ns + decision.recheck_ns;
-  if (decision.verdict == HeartbeatVerdict::stop) {
-    outcome = Outcome::drop;
-  } else if (decision.verdict == HeartbeatVerdict::send) {
-    switch (send_payload(connection.fd, settings.payload)) {
-      case SendOutcome::sent:
-        slot->stats.heartbeats.fetch_add(1, std::memory_order_relaxed);
-        slot->stats.heartbeat_bytes.fetch_add(settings.payload.size(), std::memory_order_relaxed);
-        break;
-      case SendOutcome::not_sent: break;
-      case SendOutcome::broken: outcome = Outcome::drop; break;
-    }
+  if (decision.verdict != HeartbeatVerdict::send) {
+    return decision.verdict == HeartbeatVerdict::stop ? Outcome::drop : Outcome::keep;
+  }
+  if (!gate.try_begin_heartbeat()) {
+    entry.due_ns = now_ns + busy_recheck_ns;
+    return Outcome::keep;
+  }
+  // Under the gate no app write can start, and a close or dup waits for end_heartbeat(). What
+  // the kernel said still holds if the app wrote nothing since; the fd must still be the socket.
+  if (gate.write_epoch() != epoch) {
+    gate.end_heartbeat();
+    entry.due_ns = now_ns + busy_recheck_ns;
+    return Outcome::keep;
+  }
+  if (!same_socket(connection)) {
+    gate.end_heartbeat();
+    return Outcome::drop;
+  }
+  Outcome outcome = Outcome::keep;
+  switch (send_payload(connection.fd, settings.payload)) {
+    case SendOutcome::sent:
+      slot->stats.heartbeats.fetch_add(1, std::memory_order_relaxed);
+      slot->stats.heartbeat_bytes.fetch_add(settings.payload.size(), std::memory_order_relaxed);
+      break;
+    case SendOutcome::not_sent: break;
+    case SendOutcome::broken: outcome = Outcome::drop; break;
   }
   gate.end_heartbeat();
   return outcome;

@@ -26,10 +26,14 @@ namespace tcptune::shim {
 // BBR). The report says what was decided and why; nothing when the rule does not ask.
 std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const config::Tuning& tuning, SocketRole role);
 
-// The app duplicated the descriptor: writes through the copy would bypass this fd's gate, so
-// the connection is no longer kept warm.
+// The app duplicated the descriptor (or a child shares it): writes through the other one
+// would bypass this fd's gate, so the connection is no longer kept warm. Waits for a
+// heartbeat in progress.
 void stop_keep_warm(SocketSlot& slot) noexcept;
 
+// Fork parent: a kept-warm socket the child inherits (no FD_CLOEXEC) may be written by the
+// child or a program it executes, past this process's gate: it is no longer kept warm.
+void keep_warm_after_fork_in_parent() noexcept;
 // Fork child: sockets shared with the parent are not kept warm here, and the parent's worker,
 // which may have held a gate when the process forked, does not exist.
 void keep_warm_after_fork_in_child() noexcept;
@@ -48,11 +52,10 @@ enum class HeartbeatVerdict : std::uint8_t {
 struct HeartbeatDecision {
   HeartbeatVerdict verdict = HeartbeatVerdict::not_yet;
   std::int64_t recheck_ns = 0;
+  std::int64_t interval_ns = 0;  // in force: the configured one, or half the RTO (at least 10 ms)
 };
 // `queued` is SIOCOUTQ: bytes written and not yet acknowledged. Pure, for unit tests.
 HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const config::KeepWarm& settings) noexcept;
-// The interval in force: the configured one, or half the RTO (at least 10 ms).
-std::int64_t heartbeat_interval_ns(const TcpInfoSummary& info, const config::KeepWarm& settings) noexcept;
 
 // A connection the worker keeps warm, as the app thread hands it over.
 struct WarmConnection {
@@ -76,6 +79,7 @@ class KeepWarmScheduler {
   struct Entry {
     WarmConnection connection;
     std::int64_t due_ns = 0;
+    std::int64_t interval_ns = 0;  // as of the last look at TCP_INFO
     std::uint32_t write_epoch = 0;
     std::int64_t last_app_write_ns = 0;  // when the worker first saw the epoch change
   };

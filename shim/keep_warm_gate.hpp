@@ -1,72 +1,100 @@
 // Keeps the worker's heartbeats and the app's writes on one connection apart, so a heartbeat
-// never lands inside an app write, inside a message the app wrote only in part, or on a
-// descriptor the app has closed. One atomic word per connection:
+// never lands inside an app write, inside a message the app has not finished (written in part,
+// sent with MSG_MORE, or under TCP_CORK), or on a descriptor being closed. One atomic word:
 //   bits 0..15   app writes in progress on this fd
 //   bit 16       a heartbeat is being sent (the worker holds the gate)
-//   bit 17       the app's last write was accepted only in part: it is inside a message
-//   bits 18..31  write epoch, bumped by every app write, so the worker sees that the app wrote
-// The app's side costs two atomic read-modify-writes and never waits, except the few
-// microseconds a non-blocking send of a few bytes holds the gate. Async-signal-safe: the worker
-// thread blocks every signal, so a handler never interrupts the holder.
+//   bit 17       the app's last write was accepted in part or said MSG_MORE: inside a message
+//   bit 18       stopped: the fd is closing or shared, no heartbeat starts (until the slot
+//                holds a new connection)
+//   bit 19       the app set TCP_CORK
+//   bits 20..31  write epoch, bumped by every app write, so the worker sees that the app wrote
+// An app write costs two atomic read-modify-writes and waits only while a heartbeat's
+// non-blocking send() of a few bytes holds the gate (futex after a short spin). Async-signal-
+// safe: the worker thread blocks every signal, so a handler never interrupts the holder.
 #pragma once
 
-#include <sched.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <climits>
 #include <cstdint>
 
 namespace tcptune::shim {
 
 class KeepWarmGate {
  public:
-  static constexpr std::uint32_t kWriterUnit = 1;
   static constexpr std::uint32_t kWritersMask = 0xFFFFU;
   static constexpr std::uint32_t kHeartbeat = 1U << 16;
   static constexpr std::uint32_t kMidMessage = 1U << 17;
-  static constexpr std::uint32_t kEpochShift = 18;
+  static constexpr std::uint32_t kStopped = 1U << 18;
+  static constexpr std::uint32_t kCorked = 1U << 19;
+  static constexpr std::uint32_t kEpochShift = 20;
   static constexpr std::uint32_t kEpochUnit = 1U << kEpochShift;
 
   // App thread, before the real write: from here on no heartbeat starts; one already being
   // sent is waited for, so the app's bytes follow it whole.
   void enter_write() noexcept {
-    std::uint32_t seen = word_.fetch_add(kWriterUnit, std::memory_order_seq_cst);
-    for (int spins = 0; (seen & kHeartbeat) != 0; ++spins) {
-      pause(spins);
-      seen = word_.load(std::memory_order_acquire);
+    const std::uint32_t seen = word_.fetch_add(1, std::memory_order_seq_cst);
+    if ((seen & kHeartbeat) != 0) [[unlikely]] {
+      wait_while_heartbeat();
     }
   }
 
-  // App thread, after the real write: `inside_message` when the call accepted only part of
-  // what it was offered (the rest follows in a later write), false when it accepted all.
-  // A write that failed (EAGAIN, error) leaves the message state as it was.
+  // App thread, after the real write, in one atomic step: one writer fewer, one epoch more,
+  // and the message state: inside a message when the call accepted only part of what it was
+  // offered or said MSG_MORE (`accepted_part`), outside when it accepted all; a call that
+  // failed (EAGAIN, error) leaves it as it was.
   void leave_write(bool accepted_all, bool accepted_part) noexcept {
-    // One add: one writer fewer, one epoch more.
-    const std::uint32_t before = word_.fetch_add(kEpochUnit - kWriterUnit, std::memory_order_release);
-    if (accepted_part && (before & kMidMessage) == 0) {
-      word_.fetch_or(kMidMessage, std::memory_order_relaxed);
-    } else if (accepted_all && (before & kMidMessage) != 0) {
-      word_.fetch_and(~kMidMessage, std::memory_order_relaxed);
+    std::uint32_t seen = word_.load(std::memory_order_relaxed);
+    std::uint32_t next = 0;
+    do {
+      next = seen + kEpochUnit;
+      if ((seen & kWritersMask) != 0) {  // zero only in a child forked inside this write
+        next -= 1;
+      }
+      if (accepted_part) {
+        next |= kMidMessage;
+      } else if (accepted_all) {
+        next &= ~kMidMessage;
+      }
+    } while (!word_.compare_exchange_weak(seen, next, std::memory_order_release, std::memory_order_relaxed));
+  }
+
+  // App thread: TCP_CORK set or cleared. Corked writes are a message still being assembled.
+  void set_corked(bool corked) noexcept {
+    if (corked) {
+      word_.fetch_or(kCorked, std::memory_order_release);
+    } else {
+      word_.fetch_and(~kCorked, std::memory_order_release);
     }
   }
 
-  // Worker: takes the gate when no app write is in progress and the app is not inside a
-  // message. Release it with end_heartbeat().
+  // Worker: takes the gate when no app write is in progress, the app is not inside a message
+  // and the descriptor is not being closed. Release it with end_heartbeat().
   bool try_begin_heartbeat() noexcept {
     std::uint32_t seen = word_.load(std::memory_order_relaxed);
-    while ((seen & (kWritersMask | kHeartbeat | kMidMessage)) == 0) {
+    while ((seen & (kWritersMask | kHeartbeat | kMidMessage | kStopped | kCorked)) == 0) {
       if (word_.compare_exchange_weak(seen, seen | kHeartbeat, std::memory_order_seq_cst)) {
         return true;
       }
     }
     return false;
   }
-  void end_heartbeat() noexcept { word_.fetch_and(~kHeartbeat, std::memory_order_release); }
+  void end_heartbeat() noexcept {
+    if ((word_.fetch_and(~kHeartbeat, std::memory_order_release) & (kWritersMask | kStopped)) != 0) {
+      futex(FUTEX_WAKE_PRIVATE, INT_MAX);  // writers or a closer arrived meanwhile and may sleep
+    }
+  }
 
-  // Closing thread, after the slot's generation was bumped: a heartbeat that began before the
-  // bump finishes before the descriptor is closed, so it can never reach a reused number.
-  void wait_for_heartbeat() const noexcept {
-    for (int spins = 0; (word_.load(std::memory_order_seq_cst) & kHeartbeat) != 0; ++spins) {
-      pause(spins);
+  // Before the fd is closed (its summary is taken first) or shared (dup, fork): no heartbeat
+  // starts from now on, and one in progress finishes first, so it is counted and can never
+  // reach a reused descriptor number or interleave with writes through another descriptor.
+  void stop_heartbeats() noexcept {
+    if ((word_.fetch_or(kStopped, std::memory_order_seq_cst) & kHeartbeat) != 0) {
+      wait_while_heartbeat();
     }
   }
 
@@ -75,26 +103,38 @@ class KeepWarmGate {
   }
   [[nodiscard]] std::uint32_t raw() const noexcept { return word_.load(std::memory_order_relaxed); }
 
-  // A new connection on this slot starts outside any message. The writer count stays: a write
-  // racing a close on another thread still leaves the gate it entered.
-  void start_connection() noexcept { word_.fetch_and(~kMidMessage, std::memory_order_relaxed); }
+  // A new connection on this slot: open, outside any message, not corked. The writer count
+  // stays: a write racing a close on another thread still leaves the gate it entered.
+  void start_connection() noexcept { word_.fetch_and(~(kStopped | kMidMessage | kCorked), std::memory_order_relaxed); }
 
-  // In a forked child, whose only thread is the one that forked: no write is in progress and
-  // the parent's worker, which may have held the gate, does not exist here.
-  void reset_in_child() noexcept { word_.store(0, std::memory_order_relaxed); }
+  // In a forked child, whose only thread is the one that forked: the parent's worker, which
+  // may have held the gate, does not exist here. Connections inherited stay stopped.
+  void reset_in_child() noexcept { word_.store(kStopped, std::memory_order_relaxed); }
 
  private:
-  static void pause(int spins) noexcept {
-    if (spins < 256) {
+  void wait_while_heartbeat() noexcept {
+    for (int spins = 0;; ++spins) {
+      const std::uint32_t seen = word_.load(std::memory_order_seq_cst);
+      if ((seen & kHeartbeat) == 0) {
+        return;
+      }
+      if (spins < 128) {
 #if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
+        __builtin_ia32_pause();
 #elif defined(__aarch64__)
-      asm volatile("yield");
+        asm volatile("yield");
 #endif
-    } else {
-      sched_yield();  // the worker was descheduled while holding the gate
+      } else {
+        futex(FUTEX_WAIT_PRIVATE, static_cast<int>(seen));  // the worker was descheduled
+      }
     }
   }
+  void futex(int op, int value) noexcept {
+    const int saved_errno = errno;  // the app's write path must see only the real call's errno
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word_), op, value, nullptr, nullptr, 0);
+    errno = saved_errno;
+  }
+
   std::atomic<std::uint32_t> word_{0};
 };
 

@@ -82,6 +82,11 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
   }
 }
 
+void after_fork_in_parent() noexcept {
+  log_after_fork();
+  keep_warm_after_fork_in_parent();
+}
+
 // In a forked child: its own log file when the path names {pid}, as a prefork server's
 // operator expects one file per process.
 void after_fork_in_child() noexcept {
@@ -137,7 +142,7 @@ void initialize() {
     log_record(config::LogLevel::error, start);
   }
   g_runtime = runtime;
-  pthread_atfork(log_prepare_fork, log_after_fork, after_fork_in_child);
+  pthread_atfork(log_prepare_fork, after_fork_in_parent, after_fork_in_child);
   if (runtime->policy != nullptr) {
     g_active.store(runtime, std::memory_order_release);
   }

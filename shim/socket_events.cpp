@@ -83,11 +83,19 @@ void start_measuring(int fd, SocketSlot& slot, bool is_listener) {
   ensure_telemetry_worker();
 }
 
-// A measured connection's summary goes to the worker before its slot is retired.
-void summarize_if_measured(int fd) noexcept {
-  const SocketSlot* slot = fd_table().find(fd);
-  if (slot != nullptr && slot->is_tcp() && slot->has_flag(flag_measured)) {
-    post_closed_connection(fd, *slot);
+// A connection's descriptor is about to be closed (or replaced by dup2): no heartbeat from now
+// on (one in progress finishes first, so the summary counts it), then a measured connection's
+// summary goes to the worker, before its slot is retired.
+void end_connection(int fd, SocketSlot& slot) noexcept {
+  slot.keep_warm_gate.stop_heartbeats();
+  if (slot.has_flag(flag_measured)) {
+    post_closed_connection(fd, slot);
+  }
+}
+
+void end_connection_if_tcp(int fd) noexcept {
+  if (SocketSlot* slot = fd_table().find(fd); slot != nullptr && slot->is_tcp()) {
+    end_connection(fd, *slot);
   }
 }
 
@@ -336,6 +344,9 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
         return SockoptVerdict::swallow;
       }
     }
+    if (level == IPPROTO_TCP && name == TCP_CORK && number.has_value() && slot->has_flag(flag_keep_warm)) {
+      slot->keep_warm_gate.set_corked(*number != 0);  // corked writes are a message in the making
+    }
     const bool any_buffer_option =
         buffer_option || (level == SOL_SOCKET && (name == SO_SNDBUFFORCE || name == SO_RCVBUFFORCE));
     if (any_buffer_option && slot->has_flag(flag_override_buffers)) {
@@ -414,7 +425,7 @@ bool before_close(int fd) noexcept {
   if (is_log_fd(fd)) {
     return false;
   }
-  summarize_if_measured(fd);
+  end_connection_if_tcp(fd);
   fd_table().retire(fd);
   return true;
 }
@@ -428,15 +439,14 @@ int shim_fd_in_range(unsigned int first, unsigned int last) noexcept {
 void before_dup_onto(int target) noexcept {
   const ErrnoSaver saver;
   move_log_fd_away_from(target);
-  summarize_if_measured(target);  // dup2 closes what `target` named
+  end_connection_if_tcp(target);  // dup2 closes what `target` named
 }
 
 void before_close_range(unsigned int first, unsigned int last, int flags) noexcept {
   if ((flags & CLOSE_RANGE_CLOEXEC) == 0) {
-    fd_table().for_each_tcp([&](int fd, const SocketSlot& slot) {
-      if (static_cast<unsigned int>(fd) >= first && static_cast<unsigned int>(fd) <= last &&
-          slot.has_flag(flag_measured)) {
-        post_closed_connection(fd, slot);
+    fd_table().for_each_tcp([&](int fd, SocketSlot& slot) {
+      if (static_cast<unsigned int>(fd) >= first && static_cast<unsigned int>(fd) <= last) {
+        end_connection(fd, slot);
       }
     });
     fd_table().retire_range(first, last);

@@ -365,15 +365,14 @@ void* worker_main(void* /*unused*/) {
     if (runtime != nullptr) {
       try {
         drain(*runtime);
-        std::int64_t now = monotonic_ns();
+        const std::int64_t now = monotonic_ns();
         poll_acks(now);
         if (now >= next_textfile_ns) {
           write_prometheus_textfile(*runtime);
           next_textfile_ns = now + runtime->policy->log.interval.count();
         }
-        now = monotonic_ns();
         const std::int64_t heartbeat_due = g_keep_warm->run_due(now, *runtime->policy);
-        sleep_ns = std::clamp(heartbeat_due - monotonic_ns(), std::int64_t{1}, kIdleSleepNs);
+        sleep_ns = std::clamp(heartbeat_due - now, std::int64_t{1}, kIdleSleepNs);
       } catch (...) {
       }
     }

@@ -27,6 +27,7 @@
 
 #include "tcptune/config/buffer_plan.hpp"
 #include "tcptune/config/cidr.hpp"
+#include "tcptune/config/escape.hpp"
 #include "tcptune/config/units.hpp"
 
 namespace tcptune::config {
@@ -130,26 +131,6 @@ std::string describe(const toml::node& node) {
   return out.str();
 }
 
-std::string one_line(std::string_view text) {
-  std::string out;
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c != 0x7f) {
-      out += ch;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      constexpr char kDigits[] = "0123456789abcdef";
-      out += std::string("\\x") + kDigits[c >> 4] + kDigits[c & 0xf];
-    }
-  }
-  return out;
-}
-
 class Loader {
  public:
   explicit Loader(std::string source) : source_(std::move(source)) {}
@@ -182,7 +163,7 @@ class Loader {
   // control character is escaped so an error stays one line.
   bool fail(const toml::source_region& region, std::string message) {
     if (!error_.has_value()) {
-      error_ = PolicyError{position(region), one_line(message)};
+      error_ = PolicyError{position(region), escape_for_display(message, false)};
     }
     return false;
   }
@@ -315,8 +296,8 @@ class Loader {
       if (const auto v = as_int(*version, "version", 1, 1)) {
         policy.version = static_cast<int>(*v);
       } else {
-        error_->message =
-            one_line("unsupported policy version " + describe(*version) + "; this tcptune reads version = 1");
+        error_->message = escape_for_display(
+            "unsupported policy version " + describe(*version) + "; this tcptune reads version = 1", false);
         return;
       }
     }
@@ -779,11 +760,8 @@ class Loader {
       const auto bad = std::find_if(digits.begin(), digits.end(), [&](char c) { return nibble(c) < 0; });
       if (bad != digits.end()) {
         const auto c = static_cast<unsigned char>(*bad);
-        std::string shown = "'" + std::string(1, static_cast<char>(c)) + "'";
-        if (c < 0x20 || c >= 0x7f) {
-          constexpr char kDigits[] = "0123456789abcdef";
-          shown = std::string("\\x") + kDigits[c >> 4] + kDigits[c & 0xf];
-        }
+        const std::string shown =
+            c < 0x20 || c >= 0x7f ? escape_for_display(std::string(1, *bad), true) : "'" + std::string(1, *bad) + "'";
         fail(hex->source(), "'heartbeat_hex' has " + shown + " at offset " + std::to_string(bad - digits.begin()) +
                                 ": only hex digits 0-9, a-f, A-F (no spaces or 0x prefix)");
         return;

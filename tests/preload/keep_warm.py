@@ -85,6 +85,16 @@ class FrameServer:
         return sum(self.heartbeats.values())
 
 
+def gap_frames(app_output):
+    """The frame each gap precedes, as the app reports them: heartbeats in gap k arrive just
+    before it."""
+    return [int(line.split()[3].rstrip(":")) for line in app_output.splitlines() if line.startswith("gap before frame")]
+
+
+def windows_after_gaps(app_output):
+    return [int(line.split()[-1]) for line in app_output.splitlines() if line.startswith("after the gap: cwnd")]
+
+
 def records(path):
     out = []
     for line in open(path).read().splitlines() if os.path.exists(path) else []:
@@ -131,21 +141,33 @@ def main():
 
     gaps = "1.0,1.0,1.0"
     # Control: reno without keep_warm restarts the window after each gap.
-    server, close, option, _ = run_app("control", 'congestion = "reno"\n', "--gaps", gaps)
+    server, close, option, out = run_app("control", 'congestion = "reno"\n', "--gaps", gaps)
     checks.check(server.total_heartbeats() == 0 and option is None, "control: no heartbeats without keep_warm")
     checks.check(close.get("idle_restarts", 0) >= 2, f"control: the window restarts after idle ({close.get('idle_restarts')})")
+    after = windows_after_gaps(out)
+    checks.check(len(after) == 3 and all(w <= 10 for w in after),
+                 f"control: the first write after each gap finds the initial window ({after})")
 
     # keep_warm: heartbeats in the gaps, counted exactly, and no restart.
-    server, close, option, out = run_app("warm", 'congestion = "reno"\nkeep_warm = { heartbeat = "\\n" }\n',
-                                       "--gaps", gaps)
+    prom = os.path.join(args.work_dir, "warm.prom")
+    server, close, option, out = run_app("warm", 'congestion = "reno"\nkeep_warm = { heartbeat = "\\n" }\n'
+                                         f'[log]\nprometheus_textfile = "{prom}"\n', "--gaps", gaps)
     checks.check(option is not None and option["effective"] == "on", f"warm: conn_open reports keep_warm on ({option})")
-    gap_beats = [server.heartbeats.get(160 * (i + 1), 0) for i in range(3)]
-    checks.check(all(b >= 4 for b in gap_beats), f"warm: heartbeats in every 1 s gap (auto: half the RTO) {gap_beats} ({out.strip()})")
+    gap_beats = [server.heartbeats.get(frame, 0) for frame in gap_frames(out)]
+    checks.check(len(gap_beats) == 3 and all(b >= 4 for b in gap_beats),
+                 f"warm: heartbeats in every 1 s gap (auto: half the RTO) {gap_beats} ({out.strip()})")
+    after = windows_after_gaps(out)
+    checks.check(len(after) == 3 and all(w > 10 for w in after),
+                 f"warm: the first write after each gap finds the window kept ({after})")
     checks.check(close.get("heartbeats") == server.total_heartbeats() and
                  close.get("heartbeat_bytes") == server.total_heartbeats(),
                  f"warm: conn_close counts the heartbeats the server received ({close.get('heartbeats')} vs "
                  f"{server.total_heartbeats()})")
     checks.check(close.get("idle_restarts") == 0, f"warm: no idle restart ({close.get('idle_restarts')})")
+    counted = [line.split()[-1] for line in open(prom).read().splitlines()
+               if line.startswith("tcptune_heartbeats_total{")] if os.path.exists(prom) else []
+    checks.check(counted == [str(server.total_heartbeats())],
+                 f"warm: the Prometheus textfile counts them too ({counted})")
 
     # The awkward patterns against a 10 ms heartbeat: MSG_MORE, a message accepted in part, threads.
     server, close, option, out = run_app(
@@ -153,6 +175,9 @@ def main():
         "--gaps", "0.5,0.5", "--more", "0.3", "--parts", "0.8", "--threads", "3", "--busy", "2")
     checks.check("non-blocking calls accepted" in out and "accepted 64000012" not in out,
                  f"stress: the large message was accepted in part ({out.strip()})")
+    checks.check("drained inside it: True" in out,
+                 "stress: everything was acknowledged while that message was unfinished (so only the gate held "
+                 "heartbeats back)")
     checks.check(server.total_heartbeats() >= 10 and close.get("heartbeats") == server.total_heartbeats(),
                  f"stress: heartbeats flowed between the frames ({server.total_heartbeats()}, log {close.get('heartbeats')})")
 
@@ -166,10 +191,11 @@ def main():
         checks.check(server.total_heartbeats() == 0 and close.get("heartbeats") == 0, "bbr: no heartbeat sent")
 
     # max_idle: heartbeats stop 1 s into a 3 s gap, and resume once the app writes again.
-    server, close, option, _ = run_app(
+    server, close, option, out = run_app(
         "max_idle", 'congestion = "reno"\nkeep_warm = { heartbeat = "\\n", interval = "100ms", max_idle = "1s" }\n',
         "--gaps", "3.0,0.6")
-    first, second = server.heartbeats.get(160, 0), server.heartbeats.get(320, 0)
+    frames = gap_frames(out) + [0, 0]
+    first, second = server.heartbeats.get(frames[0], 0), server.heartbeats.get(frames[1], 0)
     checks.check(3 <= first <= 15, f"max_idle: about 1 s of heartbeats in a 3 s gap, not 3 s of them ({first})")
     checks.check(second >= 2, f"max_idle: heartbeats resume after the app wrote again ({second})")
     checks.finish()

@@ -58,10 +58,16 @@ class Sender:
             except BlockingIOError:
                 pass
             self.sock.setblocking(True)
-            time.sleep(pause)
+            # Whether everything written so far was acknowledged while the message was still
+            # unfinished: only then was the gate's "inside a message" all that held heartbeats.
+            drained = False
+            deadline = time.monotonic() + pause
+            while time.monotonic() < deadline:
+                drained = drained or queued(self.sock) == 0
+                time.sleep(0.005)
             self.sock.sendall(data[sent:])
             self.sequence += 1
-            return sent
+            return sent, drained
 
 
 def congestion_window(sock):
@@ -69,12 +75,16 @@ def congestion_window(sock):
     return struct.unpack_from("I", info, 80)[0]  # tcpi_snd_cwnd
 
 
+def queued(sock):
+    """Bytes written and not yet acknowledged (SIOCOUTQ)."""
+    return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+
+
 def wait_until_acknowledged(sock, limit=10.0):
     deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        queued = struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
-        if queued == 0:
-            return
+    while queued(sock) != 0:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"keep_warm_app: {queued(sock)} bytes still unacknowledged after {limit} s")
         time.sleep(0.001)
 
 
@@ -94,14 +104,16 @@ def main():
         for _ in range(160):  # a burst that opens the congestion window (on loopback, past 10 segments)
             sender.send(32 * 1024)
         wait_until_acknowledged(sock)  # the silence starts once the burst is delivered
-        print(f"cwnd {congestion_window(sock)} before a {gap} s gap", flush=True)
+        print(f"gap before frame {sender.sequence}: cwnd {congestion_window(sock)}", flush=True)
         time.sleep(gap)
+        sender.send(10)  # the first write after the silence: did the kernel restart the window?
+        print(f"after the gap: cwnd {congestion_window(sock)}", flush=True)
     if args.more:
         sender.send_with_more(100_000, args.more)
     if args.parts:
         # Larger than the most the send and receive buffers can hold (4 MiB + 32 MiB here).
-        accepted = sender.send_in_parts(64_000_000, args.parts)
-        print(f"non-blocking calls accepted {accepted} of 64000012 bytes", flush=True)
+        accepted, drained = sender.send_in_parts(64_000_000, args.parts)
+        print(f"non-blocking calls accepted {accepted} of 64000012 bytes; drained inside it: {drained}", flush=True)
     if args.threads:
         deadline = time.monotonic() + args.busy
 

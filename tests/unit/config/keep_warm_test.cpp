@@ -130,7 +130,7 @@ TEST(KeepWarm, Errors) {
       {R"({ heartbeat_hex = "0g" })", "t.toml:2:31: 'heartbeat_hex' has 'g' at offset 1: only hex digits"},
       {R"({ heartbeat_hex = "0a 0d" })", "t.toml:2:31: 'heartbeat_hex' has ' ' at offset 2"},
       {R"({ heartbeat_hex = "0x0a" })", "t.toml:2:31: 'heartbeat_hex' has 'x' at offset 1"},
-      {R"({ heartbeat_hex = "0a\n" })", "t.toml:2:31: 'heartbeat_hex' has \\x0a at offset 2"},
+      {R"({ heartbeat_hex = "0a\n" })", "t.toml:2:31: 'heartbeat_hex' has \\n at offset 2"},
       {R"({ heartbeat = "\n", interval = "9ms" })",
        "t.toml:2:44: 'interval' must be between 10 ms and 3600 s, not 9 ms"},
       {R"({ heartbeat = "\n", interval = "3601s" })",

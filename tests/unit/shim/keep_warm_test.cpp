@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -50,13 +51,45 @@ TEST(KeepWarmGate, EveryWriteMovesTheEpoch) {
   EXPECT_EQ(gate.raw() & KeepWarmGate::kWritersMask, 0U);
 }
 
-TEST(KeepWarmGate, NewConnectionStartsOutsideAMessage) {
+TEST(KeepWarmGate, NewConnectionStartsOutsideAMessageAndUncorked) {
   KeepWarmGate gate;
   gate.enter_write();
   gate.leave_write(false, true);
+  gate.set_corked(true);
+  gate.stop_heartbeats();
+  EXPECT_FALSE(gate.try_begin_heartbeat());
   gate.start_connection();
   EXPECT_TRUE(gate.try_begin_heartbeat());
   gate.end_heartbeat();
+}
+
+TEST(KeepWarmGate, CorkedMeansInsideAMessage) {
+  KeepWarmGate gate;
+  gate.set_corked(true);
+  gate.enter_write();
+  gate.leave_write(true, false);
+  EXPECT_FALSE(gate.try_begin_heartbeat());
+  gate.set_corked(false);
+  EXPECT_TRUE(gate.try_begin_heartbeat());
+  gate.end_heartbeat();
+}
+
+TEST(KeepWarmGate, StoppedForGoodUntilANewConnection) {
+  KeepWarmGate gate;
+  gate.stop_heartbeats();
+  gate.enter_write();
+  gate.leave_write(true, false);
+  EXPECT_FALSE(gate.try_begin_heartbeat());
+}
+
+// A child forked while one of its threads was inside a write: the gate is reset, and that
+// write's leave must not wrap the writer count into the heartbeat bit.
+TEST(KeepWarmGate, LeaveAfterAResetDoesNotWrap) {
+  KeepWarmGate gate;
+  gate.enter_write();
+  gate.reset_in_child();
+  gate.leave_write(true, false);
+  EXPECT_EQ(gate.raw() & (KeepWarmGate::kWritersMask | KeepWarmGate::kHeartbeat), 0U);
 }
 
 TEST(KeepWarmGate, WriterWaitsForTheHeartbeatInProgress) {
@@ -80,7 +113,7 @@ TEST(KeepWarmGate, CloseWaitsForTheHeartbeatInProgress) {
   ASSERT_TRUE(gate.try_begin_heartbeat());
   std::atomic<bool> closed{false};
   std::thread closer([&] {
-    gate.wait_for_heartbeat();
+    gate.stop_heartbeats();
     closed.store(true);
   });
   std::this_thread::sleep_for(50ms);
@@ -88,47 +121,66 @@ TEST(KeepWarmGate, CloseWaitsForTheHeartbeatInProgress) {
   gate.end_heartbeat();
   closer.join();
   EXPECT_TRUE(closed.load());
+  EXPECT_FALSE(gate.try_begin_heartbeat()) << "stopped: no heartbeat after the close";
 }
 
-// Writers on several threads and a heartbeat sender: never both inside at once, and the
-// writer count returns to zero.
+// Writers on several threads, some writing messages in two parts, and a heartbeat sender:
+// a heartbeat never overlaps a write nor falls inside a message, and the writer count returns
+// to zero.
 TEST(KeepWarmGate, WritersAndHeartbeatsNeverOverlap) {
   KeepWarmGate gate;
   std::atomic<int> writers_inside{0};
+  std::atomic<int> messages_open{0};
   std::atomic<bool> overlap{false};
+  std::atomic<bool> go{false};
   std::atomic<bool> stop{false};
-  std::vector<std::thread> writers;
-  for (int t = 0; t < 3; ++t) {
-    writers.emplace_back([&] {
-      for (int i = 0; i < 20000; ++i) {
-        gate.enter_write();
-        writers_inside.fetch_add(1);
-        writers_inside.fetch_sub(1);
-        gate.leave_write(true, false);
-      }
-    });
-  }
-  std::uint64_t heartbeats = 0;
+  std::atomic<std::uint64_t> heartbeats{0};
   std::thread sender([&] {
+    go.store(true);
     while (!stop.load()) {
       if (gate.try_begin_heartbeat()) {
-        if (writers_inside.load() != 0) {
+        if (writers_inside.load() != 0 || messages_open.load() != 0) {
           overlap.store(true);
         }
-        ++heartbeats;
+        heartbeats.fetch_add(1);
         gate.end_heartbeat();
       }
     }
   });
+  std::mutex message_lock;  // the app's own: one message at a time on the connection
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 3; ++t) {
+    writers.emplace_back([&, t] {
+      while (!go.load()) {
+      }
+      for (int i = 0; i < 20000 || heartbeats.load() == 0; ++i) {
+        const std::lock_guard<std::mutex> hold(message_lock);
+        const bool in_two_parts = (i + t) % 3 == 0;
+        gate.enter_write();
+        writers_inside.fetch_add(1);
+        if (in_two_parts) {
+          messages_open.fetch_add(1);  // the first part: accepted in part
+        }
+        writers_inside.fetch_sub(1);
+        gate.leave_write(!in_two_parts, in_two_parts);
+        if (in_two_parts) {
+          gate.enter_write();
+          writers_inside.fetch_add(1);
+          messages_open.fetch_sub(1);  // the rest
+          writers_inside.fetch_sub(1);
+          gate.leave_write(true, false);
+        }
+      }
+    });
+  }
   for (auto& writer : writers) {
     writer.join();
   }
   stop.store(true);
   sender.join();
   EXPECT_FALSE(overlap.load());
-  EXPECT_GT(heartbeats, 0U);
-  EXPECT_EQ(gate.raw() & (KeepWarmGate::kWritersMask | KeepWarmGate::kHeartbeat), 0U);
-  EXPECT_EQ(gate.write_epoch(), 60000U % (1U << (32 - KeepWarmGate::kEpochShift)));
+  EXPECT_GT(heartbeats.load(), 0U);
+  EXPECT_EQ(gate.raw() & (KeepWarmGate::kWritersMask | KeepWarmGate::kHeartbeat | KeepWarmGate::kMidMessage), 0U);
 }
 
 TcpInfoSummary idle_connection() {
@@ -149,11 +201,11 @@ config::KeepWarm heartbeat(std::optional<config::Duration> interval = std::nullo
 }
 
 TEST(DecideHeartbeat, AutoIntervalIsHalfTheRto) {
-  EXPECT_EQ(heartbeat_interval_ns(idle_connection(), heartbeat()), 192'000'000);
+  EXPECT_EQ(decide_heartbeat(idle_connection(), 0, heartbeat()).interval_ns, 192'000'000);
   TcpInfoSummary tiny = idle_connection();
   tiny.rto_us = 4'000;
-  EXPECT_EQ(heartbeat_interval_ns(tiny, heartbeat()), 10'000'000) << "never below 10 ms";
-  EXPECT_EQ(heartbeat_interval_ns(idle_connection(), heartbeat(150ms)), 150'000'000);
+  EXPECT_EQ(decide_heartbeat(tiny, 0, heartbeat()).interval_ns, 10'000'000) << "never below 10 ms";
+  EXPECT_EQ(decide_heartbeat(idle_connection(), 0, heartbeat(150ms)).interval_ns, 150'000'000);
 }
 
 TEST(DecideHeartbeat, SendsWhenIdleForTheIntervalWithAWindowWorthKeeping) {
@@ -188,9 +240,12 @@ TEST(DecideHeartbeat, NothingWhenTheWindowIsNoLargerThanTheInitialOne) {
 
 TEST(DecideHeartbeat, WaitsForTheHandshakeAndStopsOnceClosing) {
   TcpInfoSummary info = idle_connection();
-  info.state = TCP_SYN_SENT;
-  EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::not_yet);
-  for (const std::uint8_t closing : {TCP_CLOSE_WAIT, TCP_FIN_WAIT1, TCP_FIN_WAIT2, TCP_CLOSE, TCP_LAST_ACK}) {
+  // The rule is applied before connect(): the worker may look before the SYN leaves.
+  for (const std::uint8_t opening : {TCP_CLOSE, TCP_SYN_SENT, TCP_SYN_RECV}) {
+    info.state = opening;
+    EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::not_yet) << int{opening};
+  }
+  for (const std::uint8_t closing : {TCP_CLOSE_WAIT, TCP_FIN_WAIT1, TCP_FIN_WAIT2, TCP_LAST_ACK, TCP_CLOSING}) {
     info.state = closing;
     EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::stop) << int{closing};
   }

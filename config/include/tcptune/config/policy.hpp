@@ -135,6 +135,10 @@ struct Policy {
 // The policy used when none is found: TCP_NODELAY on for every TCP socket, nothing else.
 Policy builtin_default_policy();
 
+// "heartbeat of 1 byte ("\n") after ... without data sent; stops after ..." for `tcptune check`
+// and the conn_open record.
+std::string describe_keep_warm(const KeepWarm& keep_warm);
+
 // Overlay: every key set in `rule` replaces the one in `base`; sockopts are appended.
 Tuning overlay(const Tuning& base, const Tuning& rule);
 
