@@ -67,9 +67,6 @@ bool same_socket(const WarmConnection& connection) noexcept {
   return fstat(connection.fd, &now) == 0 && now.st_ino == connection.inode && now.st_dev == connection.device;
 }
 
-}  // namespace
-
-namespace {
 // The interval in force: the configured one, or half the RTO (at least 10 ms).
 std::int64_t heartbeat_interval_ns(const TcpInfoSummary& info, const config::KeepWarm& settings) noexcept {
   if (settings.interval) {

@@ -161,7 +161,7 @@ class Loader {
   }
   // Messages quote the policy's strings, which may hold a newline ("keep_warm = \"\\n\""): every
   // control character is escaped so an error stays one line.
-  bool fail(const toml::source_region& region, std::string message) {
+  bool fail(const toml::source_region& region, const std::string& message) {
     if (!error_.has_value()) {
       error_ = PolicyError{position(region), escape_for_display(message, false)};
     }
