@@ -30,8 +30,8 @@ int doctor_command(const std::vector<std::string>& /*args*/) {
   const std::string idle = sysctl("net/ipv4/tcp_slow_start_after_idle");
   item("net.ipv4.tcp_slow_start_after_idle", idle,
        idle == "1" ? "bursts after an idle gap restart from the initial window (extra round trips); "
-                     "congestion = \"bbr\" avoids it per socket"
-                   : "off: idle connections keep their congestion window");
+                     "keep_warm (a heartbeat) or congestion = \"bbr\" avoids it per socket"
+                   : "off: idle connections keep their congestion window; keep_warm has nothing to do");
   const std::string default_cc = sysctl("net/ipv4/tcp_congestion_control");
   item("net.ipv4.tcp_congestion_control", default_cc, "the default for new sockets in this namespace");
   const std::string allowed = sysctl("net/ipv4/tcp_allowed_congestion_control");
