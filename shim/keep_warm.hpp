@@ -7,8 +7,6 @@
 // window is above the initial one, and the app wrote within `max_idle`.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -73,7 +71,6 @@ class KeepWarmScheduler {
   // Checks the connections that are due, sending their heartbeats; returns when the next
   // check is due (INT64_MAX: nothing to check).
   std::int64_t run_due(std::int64_t now_ns, const config::Policy& policy);
-  [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
 
  private:
   struct Entry {
