@@ -95,6 +95,16 @@ def windows_after_gaps(app_output):
     return [int(line.split()[-1]) for line in app_output.splitlines() if line.startswith("after the gap: cwnd")]
 
 
+def restarted_windows(app_output):
+    """Per gap, whether the first write after it found the window restarted. The kernel halves
+    the window once per RTO of silence, down to the initial 10 segments (kernel-notes.md); a 1 s
+    gap is several RTOs on loopback, so a restart at least halves it, and a window kept warm
+    is not halved."""
+    before = [int(line.split()[-1]) for line in app_output.splitlines() if line.startswith("gap before frame")]
+    after = windows_after_gaps(app_output)
+    return [a <= max(10, b // 2) for b, a in zip(before, after)]
+
+
 def records(path):
     out = []
     for line in open(path).read().splitlines() if os.path.exists(path) else []:
@@ -147,9 +157,8 @@ def main():
     server, close, option, out = run_app("control", 'congestion = "reno"\n', "--gaps", gaps)
     checks.check(server.total_heartbeats() == 0 and option is None, "control: no heartbeats without keep_warm")
     checks.check(close.get("idle_restarts", 0) >= 2, f"control: the window restarts after idle ({close.get('idle_restarts')})")
-    after = windows_after_gaps(out)
-    checks.check(len(after) == 3 and all(w <= 10 for w in after),
-                 f"control: the first write after each gap finds the initial window ({after})")
+    checks.check(restarted_windows(out) == [True] * 3,
+                 f"control: the first write after each gap finds the window restarted ({out.strip()})")
 
     # keep_warm: heartbeats in the gaps, counted exactly, and no restart.
     prom = os.path.join(args.work_dir, "warm.prom")
@@ -159,9 +168,8 @@ def main():
     gap_beats = [server.heartbeats.get(frame, 0) for frame in gap_frames(out)]
     checks.check(len(gap_beats) == 3 and all(b >= 4 for b in gap_beats),
                  f"warm: heartbeats in every 1 s gap (auto: half the RTO) {gap_beats} ({out.strip()})")
-    after = windows_after_gaps(out)
-    checks.check(len(after) == 3 and all(w > 10 for w in after),
-                 f"warm: the first write after each gap finds the window kept ({after})")
+    checks.check(restarted_windows(out) == [False] * 3,
+                 f"warm: the first write after each gap finds the window kept ({windows_after_gaps(out)})")
     checks.check(close.get("heartbeats") == server.total_heartbeats() and
                  close.get("heartbeat_bytes") == server.total_heartbeats(),
                  f"warm: conn_close counts the heartbeats the server received ({close.get('heartbeats')} vs "
@@ -176,7 +184,7 @@ def main():
     server, _, _, out = run_app("unlogged", 'congestion = "reno"\nkeep_warm = { heartbeat = "\\n" }\n',
                                 "--gaps", "1.0", logged=False)
     beats = [server.heartbeats.get(frame, 0) for frame in gap_frames(out)]
-    checks.check(beats and beats[0] >= 4 and all(w > 10 for w in windows_after_gaps(out)),
+    checks.check(beats and beats[0] >= 4 and restarted_windows(out) == [False],
                  f"unlogged: heartbeats keep the window without a log ({beats}, {windows_after_gaps(out)})")
 
     # The awkward patterns against a 10 ms heartbeat: MSG_MORE, a message accepted in part, threads.

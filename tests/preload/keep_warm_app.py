@@ -98,10 +98,15 @@ def main():
     parser.add_argument("--busy", type=float, default=0, help="how long the writer threads run (s)")
     args = parser.parse_args()
 
-    sock = socket.create_connection(("127.0.0.1", args.port))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # Loopback's 64 KiB segments let a 10-segment window carry more than this app keeps in
+    # flight, so the window would grow only on a machine slow enough to fall behind. With
+    # Ethernet-sized segments every burst is limited by the window and opens it.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 1400)
+    sock.connect(("127.0.0.1", args.port))
     sender = Sender(sock)
     for gap in [float(g) for g in args.gaps.split(",") if g]:
-        for _ in range(160):  # a burst that opens the congestion window (on loopback, past 10 segments)
+        for _ in range(160):  # a burst that opens the congestion window past 10 segments
             sender.send(32 * 1024)
         wait_until_acknowledged(sock)  # the silence starts once the burst is delivered
         print(f"gap before frame {sender.sequence}: cwnd {congestion_window(sock)}", flush=True)
