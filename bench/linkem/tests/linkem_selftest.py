@@ -33,6 +33,10 @@ ADDRESS_B = "198.18.0.2"
 PORT = 5201
 PAYLOAD_FRACTION = 1448 / 1500  # TCP payload per 1500-byte IP packet with timestamps
 BIG_BUFFER = 4 << 20  # clamped to net.core.[rw]mem_max, then doubled by the kernel
+# A step that fails while a virtual machine's hypervisor took at least this much CPU from it is
+# measured again, up to MAX_ATTEMPTS times in all; on a machine without steal a failure stands.
+STEAL_RETRY_MS = 20
+MAX_ATTEMPTS = 3
 
 
 # ---------------------------------------------------------------- helpers run inside a namespace
@@ -190,6 +194,7 @@ class SelfTest:
         self.daemon_pids = set()
         self.helpers = []  # every traffic helper started, killed at the end of each step
         self.results = {}
+        self.retried = []  # steps measured again because the hypervisor took the CPU during them
 
     # -- running things
 
@@ -447,18 +452,29 @@ class SelfTest:
             steps = [steps[1], steps[-1]]
         try:
             for name, step in steps:
-                print(f"== {name}", flush=True)
-                try:
-                    step()
-                except (Failed, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError, TypeError) as error:
-                    self.check(False, f"{name}: {error}")
-                finally:
-                    self.stop_helpers()
-                    self.down()
+                for attempt in range(1, MAX_ATTEMPTS + 1):
+                    print(f"== {name}" + (f" (attempt {attempt})" if attempt > 1 else ""), flush=True)
+                    failures_before, steal_before = len(self.failures), steal_ms()
+                    try:
+                        step()
+                    except (Failed, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError, TypeError) as error:
+                        self.check(False, f"{name}: {error}")
+                    finally:
+                        self.stop_helpers()
+                        self.down()
+                    stolen = steal_ms() - steal_before
+                    if len(self.failures) == failures_before or stolen < STEAL_RETRY_MS or attempt == MAX_ATTEMPTS:
+                        break
+                    # The mover cannot be on time while the hypervisor runs someone else: measure again.
+                    print(f"  retry: the hypervisor took {stolen} ms of CPU during this step (steal in /proc/stat)",
+                          flush=True)
+                    self.retried.append({"step": name, "steal_ms": stolen, "failures": self.failures[failures_before:]})
+                    del self.failures[failures_before:]
         finally:
             self.stop_helpers()
             self.down()
             self.check(not linkem_namespaces(), "no tcptune-a/b namespace is left")
+        self.results["retried"] = self.retried
         print("results " + json.dumps(self.results), flush=True)
         print(f"elapsed {time.monotonic() - started:.1f} s", flush=True)
         return 1 if self.failures else 0
@@ -467,6 +483,12 @@ class SelfTest:
 def read(path):
     with open(path) as f:
         return f.read().strip()
+
+
+def steal_ms():
+    """CPU time the hypervisor gave to other guests, summed over all CPUs (/proc/stat)."""
+    fields = read("/proc/stat").splitlines()[0].split()
+    return int(fields[8]) * 1000 // os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0
 
 
 def netns_sysctls(netns):
