@@ -44,7 +44,7 @@ auto measured_write(int fd, SocketSlot& slot, Offered offered, Call call) -> dec
   if (!slot.has_flag(tcptune::shim::flag_measured)) {
     return call();
   }
-  const std::int64_t start_ns = core::monotonic_ns();
+  const std::int64_t start_ns = core::write_clock_ns();
   const core::IdleCheck idle = core::check_idle_before_write(fd, slot, start_ns);
   const auto result = call();
   core::after_measured_write(fd, slot, start_ns, static_cast<ssize_t>(result), offered());

@@ -13,6 +13,7 @@
 #include "monotonic_clock.hpp"
 #include "socket_slot.hpp"
 #include "telemetry_worker.hpp"
+#include "write_clock.hpp"
 
 namespace tcptune::shim {
 
@@ -85,16 +86,18 @@ inline void before_write(SocketSlot& slot, int fd) noexcept {
 inline void after_measured_write(int fd, SocketSlot& slot, std::int64_t start_ns, ssize_t result,
                                  std::size_t offered) noexcept {
   const int error = errno;
-  const std::int64_t end_ns = monotonic_ns();
-  slot.stats.record_write(static_cast<std::uint64_t>(end_ns - start_ns), end_ns, result, offered, error);
+  const std::int64_t end_ns = write_clock_ns();
+  // Never negative, even across a recalibration of the write clock.
+  const std::int64_t duration_ns = end_ns > start_ns ? end_ns - start_ns : 0;
+  slot.stats.record_write(static_cast<std::uint64_t>(duration_ns), end_ns, result, offered, error);
   if (result > 0) {
     maybe_sample_ack(fd, slot, slot.stats.bytes.load(std::memory_order_relaxed), end_ns);
   }
   const WriteReporting& reporting = write_reporting();
   const std::int64_t slow_ns = reporting.slow_write_ns.load(std::memory_order_relaxed);
-  const bool slow = slow_ns != 0 && end_ns - start_ns >= slow_ns;
+  const bool slow = slow_ns != 0 && duration_ns >= slow_ns;
   if (slow || reporting.trace_writes.load(std::memory_order_relaxed)) [[unlikely]] {
-    post_write(fd, slot, end_ns - start_ns, result, offered, slow);
+    post_write(fd, slot, duration_ns, result, offered, slow);
   }
   errno = error;
 }

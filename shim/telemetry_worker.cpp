@@ -29,6 +29,7 @@
 #include "shim_log.hpp"
 #include "snapshot_pool.hpp"
 #include "tcptune/config/rule_matcher.hpp"
+#include "write_clock.hpp"
 
 namespace tcptune::shim {
 
@@ -234,7 +235,8 @@ void poll_acks(std::int64_t now_ns) {
         if (!sample.seen_unacked) {
           ++stats.acked_before_first_poll;
         } else {
-          const auto latency = static_cast<std::uint64_t>(now_ns - sample.write_end_ns);
+          // Clamped: the write's end came from the write clock, which may lead by microseconds.
+          const auto latency = static_cast<std::uint64_t>(std::max<std::int64_t>(now_ns - sample.write_end_ns, 0));
           ++stats.buckets[telemetry::HistogramLayout::bucket_of(latency)];
           ++stats.samples;
           stats.max_ns = std::max(stats.max_ns, latency);
@@ -358,6 +360,7 @@ bool defer_line(config::LogLevel level, std::string&& text) {
 void* worker_main(void* /*unused*/) {
   mark_log_worker_thread();
   const Runtime* runtime = active_runtime();
+  WriteClockCalibrator write_clock_calibrator(g_write_clock, tsc_trusted());
   std::int64_t next_textfile_ns = 0;
   while (g_state.load(std::memory_order_acquire) == WorkerState::running) {
     const std::uint32_t seen = g_wake.load(std::memory_order_acquire);
@@ -366,6 +369,7 @@ void* worker_main(void* /*unused*/) {
       try {
         drain(*runtime);
         const std::int64_t now = monotonic_ns();
+        write_clock_calibrator.tick(now);
         poll_acks(now);
         if (now >= next_textfile_ns) {
           write_prometheus_textfile(*runtime);
@@ -396,7 +400,8 @@ telemetry::Record summary_record(const Runtime& runtime) {
       .add("heartbeats", all.heartbeats)
       .add_json("write_latency_us", latency_json_us(all.write_latency), latency_text_us(all.write_latency))
       .add_json("ack_latency_us", ack_json(all.ack_latency, all.ack_samples_untimed), latency_text_us(all.ack_latency))
-      .add("dropped_records", g_dropped_total);
+      .add("dropped_records", g_dropped_total)
+      .add("write_clock", g_write_clock.uses_tsc() ? "tsc" : "clock_gettime");
   telemetry::JsonArray by_rule;
   std::string text;
   for (std::size_t i = 1; i < g_totals->size(); ++i) {
@@ -558,6 +563,7 @@ void flush_telemetry_at_exit() noexcept {
 
 void telemetry_after_fork_in_child() noexcept {
   set_line_deferrer(nullptr);  // no worker in the child until its first connection
+  g_write_clock.reset();       // until the child's worker calibrates it again
   g_ring.reset_in_child();
   g_pool.reset_in_child();
   g_pool_exhausted.store(0, std::memory_order_relaxed);
