@@ -139,7 +139,8 @@ std::string write_cdf_plot(const std::string& base, const std::vector<CdfSeries>
   if (!curves.empty()) {
     std::ofstream script(base + ".gp");
     script << "set terminal pngcairo size 800,480\nset output '" << base << ".png'\nset logscale x\n"
-           << "set xlabel 'latency (us, log scale)'\nset ylabel 'fraction at or below'\nset key bottom right\nplot ";
+           << "set xlabel 'latency (us, log scale)'\nset ylabel 'fraction at or below'\nset yrange [0:1]\n"
+           << "set key bottom right\nplot ";
     for (std::size_t i = 0; i < curves.size(); ++i) {
       script << (i == 0 ? "" : ", ") << "'" << base << ".dat' index " << i << " with steps title '" << curves[i].first
              << "'";

@@ -3,7 +3,7 @@
 # otherwise it prints the apt-get line to run and fails.
 set -euo pipefail
 packages=(build-essential cmake pkg-config g++ python3 libtomlplusplus-dev libspdlog-dev libfmt-dev
-  libunwind-dev libgtest-dev libgmock-dev libbenchmark-dev iproute2 curl util-linux binutils)
+  libunwind-dev libgtest-dev libgmock-dev libbenchmark-dev iproute2 curl util-linux binutils gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
