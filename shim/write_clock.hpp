@@ -54,9 +54,10 @@ class WriteClock {
     const std::uint32_t before = sequence_.load(std::memory_order_acquire);
     if (before != 0 && (before & 1U) == 0) [[likely]] {
       const std::uint64_t tsc = __rdtsc();
-      const TscScale scale{{base_tsc_.load(std::memory_order_relaxed), base_ns_.load(std::memory_order_relaxed)},
-                           ns_per_tick_q32_.load(std::memory_order_relaxed)};
-      std::atomic_thread_fence(std::memory_order_acquire);
+      // Acquire loads (plain loads on x86): the sequence is read again only after them, and a
+      // value from an update in progress makes that read see the update's odd sequence.
+      const TscScale scale{{base_tsc_.load(std::memory_order_acquire), base_ns_.load(std::memory_order_acquire)},
+                           ns_per_tick_q32_.load(std::memory_order_acquire)};
       if (sequence_.load(std::memory_order_relaxed) == before) {
         return tsc_to_ns(scale, tsc);
       }
@@ -73,10 +74,10 @@ class WriteClock {
   void publish(const TscScale& scale) noexcept {
     const std::uint32_t sequence = sequence_.load(std::memory_order_relaxed);
     sequence_.store(sequence + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    base_tsc_.store(scale.base.tsc, std::memory_order_relaxed);
-    base_ns_.store(scale.base.ns, std::memory_order_relaxed);
-    ns_per_tick_q32_.store(scale.ns_per_tick_q32, std::memory_order_relaxed);
+    // Release stores: a reader that sees any new value also sees the odd sequence before it.
+    base_tsc_.store(scale.base.tsc, std::memory_order_release);
+    base_ns_.store(scale.base.ns, std::memory_order_release);
+    ns_per_tick_q32_.store(scale.ns_per_tick_q32, std::memory_order_release);
     sequence_.store(sequence + 2, std::memory_order_release);
   }
 
