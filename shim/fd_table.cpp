@@ -11,7 +11,7 @@ void reset(SocketSlot& slot) noexcept {
   // Generation first: a reader holding the old generation sees the change. A heartbeat the
   // worker began before it still finishes before the caller closes the descriptor.
   slot.generation.fetch_add(1, std::memory_order_acq_rel);
-  slot.keep_warm_gate.stop_heartbeats();
+  slot.keep_warm_gate.retire();
   slot.role.store(SocketRole::unknown, std::memory_order_relaxed);
   slot.rule_index.store(kRuleUnchosen, std::memory_order_relaxed);
   slot.flags.store(0, std::memory_order_relaxed);

@@ -11,6 +11,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "app_memory.hpp"
 #include "errno_saver.hpp"
 #include "idle_restart.hpp"
 #include "next_symbols.hpp"
@@ -37,8 +38,9 @@ namespace {
   core::flush_telemetry_at_exit();
 }
 
-// Timing and counting around one write-family call on a tracked TCP socket. `offered` (the
-// bytes the call was given) is only worked out for a measured or kept-warm socket.
+// Timing and counting around one write-family call on a tracked TCP socket. `offered(result)`
+// (the bytes the call was given) is only worked out for a measured or kept-warm socket, after
+// the call: see iov_bytes_after.
 template <typename Offered, typename Call>
 auto measured_write(int fd, SocketSlot& slot, Offered offered, Call call) -> decltype(call()) {
   if (!slot.has_flag(tcptune::shim::flag_measured)) {
@@ -47,9 +49,11 @@ auto measured_write(int fd, SocketSlot& slot, Offered offered, Call call) -> dec
   const std::int64_t start_ns = core::write_clock_ns();
   const core::IdleCheck idle = core::check_idle_before_write(fd, slot, start_ns);
   const auto result = call();
-  core::after_measured_write(fd, slot, start_ns, static_cast<ssize_t>(result), offered());
+  const auto written = static_cast<ssize_t>(result);
+  const std::size_t bytes = offered(written);
+  core::after_measured_write(fd, slot, start_ns, written, bytes);
   if (idle.armed) [[unlikely]] {
-    core::report_idle_restart(fd, slot, idle, static_cast<ssize_t>(result), offered());
+    core::report_idle_restart(fd, slot, idle, written, bytes);
   }
   return result;
 }
@@ -60,11 +64,8 @@ template <typename Offered, typename Call>
 auto tcp_write(int fd, SocketSlot& slot, Offered offered, Call call, int flags) -> decltype(call()) {
   core::before_write(slot, fd);
   if (slot.has_flag(tcptune::shim::flag_keep_warm)) [[unlikely]] {
-    const std::size_t bytes = offered();
-    return core::gated_write(slot, bytes, (flags & MSG_MORE) != 0, [&] {
-      return measured_write(
-          fd, slot, [bytes] { return bytes; }, call);
-    });
+    return core::gated_write(slot, offered, (flags & MSG_MORE) != 0,
+                             [&] { return measured_write(fd, slot, offered, call); });
   }
   return measured_write(fd, slot, offered, call);
 }
@@ -84,6 +85,13 @@ std::size_t iov_bytes(const iovec* iov, std::size_t count) {
     total += iov[i].iov_len;
   }
   return total;
+}
+
+// The bytes an iovec-based call was offered, read only once the kernel has accepted the call:
+// it has then read these iovecs itself, so they are the app's valid memory. A failed call may
+// have been given bad pointers, which the kernel answered with EFAULT: they are not touched.
+std::size_t iov_bytes_after(ssize_t result, const iovec* iov, std::size_t count) {
+  return result >= 0 ? iov_bytes(iov, count) : 0;
 }
 
 template <typename Call>
@@ -147,12 +155,12 @@ TCPTUNE_HOOK int getsockopt(int fd, int level, int name, void* value, socklen_t*
 
 TCPTUNE_HOOK ssize_t write(int fd, const void* buf, size_t count) {
   return tracked_write(
-      fd, [&] { return count; }, [&] { return next().write.get()(fd, buf, count); });
+      fd, [&](ssize_t) { return count; }, [&] { return next().write.get()(fd, buf, count); });
 }
 
 TCPTUNE_HOOK ssize_t send(int fd, const void* buf, size_t count, int flags) {
   return tracked_write(
-      fd, [&] { return count; }, [&] { return next().send.get()(fd, buf, count, flags); }, flags);
+      fd, [&](ssize_t) { return count; }, [&] { return next().send.get()(fd, buf, count, flags); }, flags);
 }
 
 TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, const sockaddr* addr, socklen_t len) {
@@ -160,14 +168,21 @@ TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, co
     core::before_connect(fd, addr, len);  // TCP Fast Open: this call sends the SYN
   }
   return tracked_write(
-      fd, [&] { return count; }, [&] { return next().sendto.get()(fd, buf, count, flags, addr, len); }, flags);
+      fd, [&](ssize_t) { return count; }, [&] { return next().sendto.get()(fd, buf, count, flags, addr, len); },
+      flags);
 }
 
 TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {
-  if ((flags & MSG_FASTOPEN) != 0 && message != nullptr && message->msg_name != nullptr) {
-    core::before_connect(fd, static_cast<const sockaddr*>(message->msg_name), message->msg_namelen);
+  if ((flags & MSG_FASTOPEN) != 0) {
+    // Before the call, so the app's header is read without trusting it.
+    if (const std::optional<msghdr> header = core::read_app_object<msghdr>(message);
+        header.has_value() && header->msg_name != nullptr) {
+      core::before_connect(fd, static_cast<const sockaddr*>(header->msg_name), header->msg_namelen);
+    }
   }
-  const auto offered = [&] { return message != nullptr ? iov_bytes(message->msg_iov, message->msg_iovlen) : 0; };
+  const auto offered = [&](ssize_t result) {
+    return result >= 0 ? iov_bytes(message->msg_iov, message->msg_iovlen) : std::size_t{0};
+  };
   return tracked_write(
       fd, offered, [&] { return next().sendmsg.get()(fd, message, flags); }, flags);
 }
@@ -181,14 +196,18 @@ TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int fla
     core::before_write(*slot, fd);
     return next().sendmmsg.get()(fd, messages, count, flags);
   }
-  // Measured and gated as one write of all its messages, its result counted in bytes.
-  std::size_t offered = 0;
-  for (unsigned int i = 0; messages != nullptr && i < count; ++i) {
-    offered += iov_bytes(messages[i].msg_hdr.msg_iov, messages[i].msg_hdr.msg_iovlen);
-  }
+  // Measured and gated as one write of all its messages, its result counted in bytes, offered
+  // counted over the messages the kernel took (and so read): a later one may be bad memory.
   int sent = 0;
+  const auto offered = [&](ssize_t /*bytes*/) {
+    std::size_t total = 0;
+    for (int i = 0; i < sent; ++i) {
+      total += iov_bytes(messages[i].msg_hdr.msg_iov, messages[i].msg_hdr.msg_iovlen);
+    }
+    return total;
+  };
   tcp_write(
-      fd, *slot, [&] { return offered; },
+      fd, *slot, offered,
       [&]() -> ssize_t {
         sent = next().sendmmsg.get()(fd, messages, count, flags);
         std::size_t bytes = 0;
@@ -202,18 +221,18 @@ TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int fla
 }
 
 TCPTUNE_HOOK ssize_t writev(int fd, const iovec* iov, int count) {
-  const auto offered = [&] { return count > 0 ? iov_bytes(iov, static_cast<std::size_t>(count)) : std::size_t{0}; };
+  const auto offered = [&](ssize_t result) { return iov_bytes_after(result, iov, static_cast<std::size_t>(count)); };
   return tracked_write(fd, offered, [&] { return next().writev.get()(fd, iov, count); });
 }
 
 TCPTUNE_HOOK ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
   return tracked_write(
-      out_fd, [&] { return count; }, [&] { return next().sendfile.get()(out_fd, in_fd, offset, count); });
+      out_fd, [&](ssize_t) { return count; }, [&] { return next().sendfile.get()(out_fd, in_fd, offset, count); });
 }
 
 TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t count) {
   return tracked_write(
-      out_fd, [&] { return count; }, [&] { return next().sendfile64.get()(out_fd, in_fd, offset, count); });
+      out_fd, [&](ssize_t) { return count; }, [&] { return next().sendfile64.get()(out_fd, in_fd, offset, count); });
 }
 
 TCPTUNE_HOOK ssize_t read(int fd, void* buf, size_t count) {

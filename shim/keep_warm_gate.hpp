@@ -103,9 +103,17 @@ class KeepWarmGate {
   }
   [[nodiscard]] std::uint32_t raw() const noexcept { return word_.load(std::memory_order_relaxed); }
 
-  // A new connection on this slot: open, outside any message, not corked. The writer count
-  // stays: a write racing a close on another thread still leaves the gate it entered.
-  void start_connection() noexcept { word_.fetch_and(~(kStopped | kMidMessage | kCorked), std::memory_order_relaxed); }
+  // The slot's descriptor is closed (retired): no heartbeat, and no message or cork state
+  // left for the next connection on this number. The writer count stays: a write racing a
+  // close on another thread still leaves the gate it entered.
+  void retire() noexcept {
+    stop_heartbeats();
+    word_.fetch_and(~(kMidMessage | kCorked), std::memory_order_relaxed);
+  }
+
+  // Heartbeats may start on this connection. The message state stays: the app may have
+  // corked the socket, or written part of a message, before its rule was applied.
+  void start_connection() noexcept { word_.fetch_and(~kStopped, std::memory_order_relaxed); }
 
   // In a forked child, whose only thread is the one that forked: the parent's worker, which
   // may have held the gate, does not exist here. Connections inherited stay stopped.

@@ -5,11 +5,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "app_memory.hpp"
 #include "callsite.hpp"
 #include "errno_saver.hpp"
 #include "idle_restart.hpp"
@@ -166,13 +168,26 @@ void resolve_rtt_auto(int fd, SocketSlot& slot, const Runtime& runtime) {
   }
 }
 
+// The app's int option value, read the way the kernel would: too short or unreadable is no
+// value (the real call then gives the app the kernel's answer, EINVAL or EFAULT).
 std::optional<int> int_value(const void* value, socklen_t len) {
-  if (value == nullptr || len < static_cast<socklen_t>(sizeof(int))) {
+  if (len < static_cast<socklen_t>(sizeof(int))) {
     return std::nullopt;
   }
-  int result = 0;
-  std::memcpy(&result, value, sizeof result);
-  return result;
+  return read_app_object<int>(value);
+}
+
+// The peer address the app passed to connect() or sendto(), copied without trusting it.
+config::Endpoint app_endpoint(const sockaddr* addr, socklen_t len) {
+  sockaddr_storage copy{};
+  if (len <= 0 || addr == nullptr) {
+    return {};
+  }
+  const auto size = std::min<std::size_t>(static_cast<std::size_t>(len), sizeof copy);
+  if (!read_app_memory(&copy, addr, size)) {
+    return {};  // the kernel will answer EFAULT
+  }
+  return config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&copy), static_cast<socklen_t>(size));
 }
 
 AppOption app_option_for(int level, int name) {
@@ -241,9 +256,9 @@ void before_connect(int fd, const sockaddr* addr, socklen_t len) noexcept {
   for_unchosen_tcp_socket(fd, [&](SocketSlot& slot, const Runtime& runtime) {
     config::ConnectionFacts facts;
     facts.role = config::Role::client;
-    facts.peer = config::endpoint_from_sockaddr(addr, len);
+    facts.peer = app_endpoint(addr, len);
     if (facts.peer.family == 0) {
-      return;  // AF_UNSPEC (disconnect) or garbage: the kernel will answer
+      return;  // AF_UNSPEC (disconnect), garbage or a bad pointer: the kernel will answer
     }
     facts.local_port = local_endpoint(fd).port;
     choose_and_apply(fd, slot, runtime, facts, SocketRole::client, ApplyPhase::before_connect);
@@ -320,8 +335,18 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
     if (slot == nullptr) {
       return SockoptVerdict::pass;
     }
-    const std::optional<int> number = int_value(value, len);
     const bool buffer_option = level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF);
+    const bool any_buffer_option =
+        buffer_option || (level == SOL_SOCKET && (name == SO_SNDBUFFORCE || name == SO_RCVBUFFORCE));
+    const bool nodelay_or_cork = level == IPPROTO_TCP && (name == TCP_NODELAY || name == TCP_CORK);
+    // Only these options' values matter here; the app's pointer is read only for them.
+    const std::optional<int> number =
+        any_buffer_option || nodelay_or_cork ? int_value(value, len) : std::optional<int>{};
+    if (level == IPPROTO_TCP && name == TCP_CORK && number.has_value()) {
+      // Corked writes are a message in the making, whether or not the kernel sees the cork:
+      // the gate learns it before a "force" veto swallows the call.
+      slot->keep_warm_gate.set_corked(*number != 0);
+    }
     if (!rule_chosen(*slot)) {
       if (buffer_option && number.has_value()) {
         // Held until connect()/listen() picks the rule: the kernel's buffer lock cannot be undone.
@@ -344,15 +369,10 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
         return SockoptVerdict::swallow;
       }
     }
-    if (level == IPPROTO_TCP && name == TCP_CORK && number.has_value() && slot->has_flag(flag_keep_warm)) {
-      slot->keep_warm_gate.set_corked(*number != 0);  // corked writes are a message in the making
-    }
-    const bool any_buffer_option =
-        buffer_option || (level == SOL_SOCKET && (name == SO_SNDBUFFORCE || name == SO_RCVBUFFORCE));
-    if (any_buffer_option && slot->has_flag(flag_override_buffers)) {
+    if (any_buffer_option && number.has_value() && slot->has_flag(flag_override_buffers)) {
       log_veto(fd, *slot, flag_veto_buffers_logged,
                std::string(name == SO_RCVBUF || name == SO_RCVBUFFORCE ? "SO_RCVBUF" : "SO_SNDBUF") + "=" +
-                   (number.has_value() ? std::to_string(*number) : "?") + " ignored (override_app_buffers)");
+                   std::to_string(*number) + " ignored (override_app_buffers)");
       return SockoptVerdict::swallow;
     }
   } catch (...) {
@@ -361,8 +381,7 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
 }
 
 bool answer_app_getsockopt(int fd, int level, int name, void* value, socklen_t* len) noexcept {
-  if (level != SOL_SOCKET || (name != SO_SNDBUF && name != SO_RCVBUF) || value == nullptr || len == nullptr ||
-      *len < static_cast<socklen_t>(sizeof(int))) {
+  if (level != SOL_SOCKET || (name != SO_SNDBUF && name != SO_RCVBUF)) {
     return false;
   }
   SocketSlot* slot = fd_table().find(fd);
@@ -374,6 +393,12 @@ bool answer_app_getsockopt(int fd, int level, int name, void* value, socklen_t* 
     return false;
   }
   const ErrnoSaver saver;
+  // The app's pointers are the kernel's to judge: an unreadable length or an unwritable value
+  // goes to the real call, which answers EFAULT (or EINVAL for a short length).
+  const std::optional<socklen_t> capacity = read_app_object<socklen_t>(len);
+  if (!capacity.has_value() || *capacity < static_cast<socklen_t>(sizeof(int))) {
+    return false;
+  }
   // What the kernel would report: the value clamped to net.core.*mem_max, doubled.
   const HostBufferFacts& host = host_buffer_facts();
   const std::uint64_t max = name == SO_RCVBUF ? host.rcvbuf.core_max : host.sndbuf.core_max;
@@ -382,9 +407,8 @@ bool answer_app_getsockopt(int fd, int level, int name, void* value, socklen_t* 
     clamped = max;
   }
   const int reported = static_cast<int>(std::min<std::uint64_t>(clamped * 2, INT32_MAX));
-  std::memcpy(value, &reported, sizeof reported);
-  *len = sizeof reported;
-  return true;
+  const socklen_t reported_len = sizeof reported;
+  return write_app_memory(value, &reported, sizeof reported) && write_app_memory(len, &reported_len, sizeof reported_len);
 }
 
 SocketSlot* classify_for_io(int fd) noexcept {

@@ -42,9 +42,10 @@ inline void before_write(SocketSlot& slot, int fd) noexcept;
 inline void after_measured_write(int fd, SocketSlot& slot, std::int64_t start_ns, ssize_t result,
                                  std::size_t offered) noexcept;
 // A write-family call on a kept-warm connection goes through its gate (keep_warm_gate.hpp).
-// `more`: the call passed MSG_MORE, so the app's message continues in a later write.
-template <typename Call>
-auto gated_write(SocketSlot& slot, std::size_t offered, bool more, Call call) -> decltype(call());
+// `offered(result)`: the bytes the call was given, asked after it. `more`: the call passed
+// MSG_MORE, so the app's message continues in a later write.
+template <typename Offered, typename Call>
+auto gated_write(SocketSlot& slot, Offered offered, bool more, Call call) -> decltype(call());
 // rtt = "auto" on a non-blocking connect: the first write finds the connection established.
 void size_sndbuf_from_measured_rtt(SocketSlot& slot, int fd) noexcept;
 
@@ -102,11 +103,12 @@ inline void after_measured_write(int fd, SocketSlot& slot, std::int64_t start_ns
   errno = error;
 }
 
-template <typename Call>
-auto gated_write(SocketSlot& slot, std::size_t offered, bool more, Call call) -> decltype(call()) {
+template <typename Offered, typename Call>
+auto gated_write(SocketSlot& slot, Offered offered, bool more, Call call) -> decltype(call()) {
   slot.keep_warm_gate.enter_write();
   const auto result = call();
-  const bool accepted_all = result >= 0 && static_cast<std::size_t>(result) >= offered && !more;
+  const bool accepted_all =
+      result >= 0 && static_cast<std::size_t>(result) >= offered(static_cast<ssize_t>(result)) && !more;
   slot.keep_warm_gate.leave_write(accepted_all, result > 0 && !accepted_all);
   return result;
 }

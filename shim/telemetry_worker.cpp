@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <ctime>
 #include <map>
+#include <new>
 #include <vector>
 
 #include "callsite.hpp"
@@ -113,6 +114,7 @@ struct AckStats {
   std::uint64_t acked_before_first_poll = 0;  // faster than the worker could see: not timed
   std::uint64_t max_ns = 0;
   std::uint64_t sum_ns = 0;
+  bool seen_closed = false;  // by the last sweep: the connection had closed
 };
 std::map<std::pair<int, std::uint32_t>, AckStats>* g_acks = nullptr;  // (fd, generation)
 std::vector<AckSample>* g_outstanding = nullptr;
@@ -147,6 +149,65 @@ struct Totals {
 std::vector<Totals>* g_totals = nullptr;
 std::uint64_t g_dropped_total = 0;
 
+// The counts of connections whose conn_close record could not be queued (the snapshot pool or
+// the ring was full): the closing thread adds them here, lock-free, and the worker moves them
+// into its totals. Such a connection loses its record and its histograms, never its counts.
+struct UnrecordedCounts {
+  std::atomic<std::uint64_t> connections{0};
+  std::atomic<std::uint64_t> writes{0};
+  std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> partial_writes{0};
+  std::atomic<std::uint64_t> would_block{0};
+  std::atomic<std::uint64_t> idle_restarts{0};
+  std::atomic<std::uint64_t> heartbeats{0};
+};
+UnrecordedCounts* g_unrecorded = nullptr;  // indexed like g_totals, from index 1
+std::atomic<bool> g_unrecorded_pending{false};
+
+void count_unrecorded(const SocketSlot& slot) noexcept {
+  const auto index = static_cast<std::size_t>(slot.rule_index.load(std::memory_order_relaxed) + 2);
+  if (g_unrecorded == nullptr || index >= g_totals->size()) {
+    return;
+  }
+  const telemetry::ConnectionStats& stats = slot.stats;
+  UnrecordedCounts& counts = g_unrecorded[index];
+  counts.connections.fetch_add(1, std::memory_order_relaxed);
+  counts.writes.fetch_add(stats.writes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  counts.bytes.fetch_add(stats.bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  counts.partial_writes.fetch_add(stats.partial_writes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  counts.would_block.fetch_add(stats.would_block.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  counts.idle_restarts.fetch_add(stats.idle_restarts.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  counts.heartbeats.fetch_add(stats.heartbeats.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  g_unrecorded_pending.store(true, std::memory_order_release);
+}
+
+// Worker: the unrecorded counts join the process's and their rule's totals.
+void absorb_unrecorded() {
+  if (g_unrecorded == nullptr || !g_unrecorded_pending.exchange(false, std::memory_order_acq_rel)) {
+    return;
+  }
+  for (std::size_t i = 1; i < g_totals->size(); ++i) {
+    UnrecordedCounts& counts = g_unrecorded[i];
+    const auto take = [](std::atomic<std::uint64_t>& counter) { return counter.exchange(0, std::memory_order_relaxed); };
+    const std::uint64_t connections = take(counts.connections);
+    const std::uint64_t writes = take(counts.writes);
+    const std::uint64_t bytes = take(counts.bytes);
+    const std::uint64_t partial_writes = take(counts.partial_writes);
+    const std::uint64_t would_block = take(counts.would_block);
+    const std::uint64_t idle_restarts = take(counts.idle_restarts);
+    const std::uint64_t heartbeats = take(counts.heartbeats);
+    for (Totals* totals : {&(*g_totals)[0], &(*g_totals)[i]}) {
+      totals->connections += connections;
+      totals->writes += writes;
+      totals->bytes += bytes;
+      totals->partial_writes += partial_writes;
+      totals->would_block += would_block;
+      totals->idle_restarts += idle_restarts;
+      totals->heartbeats += heartbeats;
+    }
+  }
+}
+
 Totals* rule_totals(std::int16_t rule_index) {
   const auto index = static_cast<std::size_t>(rule_index + 2);
   return index < g_totals->size() ? &(*g_totals)[index] : nullptr;
@@ -163,11 +224,7 @@ void handle_idle_restart(const IdleRestart& idle, const Runtime& runtime) {
       .add("cwnd_after", static_cast<std::uint64_t>(idle.cwnd_after))
       .add("write_bytes", idle.bytes)
       .add("extra_round_trips", static_cast<std::uint64_t>(idle.extra_round_trips));
-  log_record(LogLevel::info, record);
-  ++(*g_totals)[0].idle_restarts;
-  if (Totals* totals = rule_totals(idle.rule_index)) {
-    ++totals->idle_restarts;
-  }
+  log_record(LogLevel::info, record);  // counted from the connection's own count, at its close
 }
 
 void add_to(Totals& totals, const ConnectionSnapshot& snapshot) {
@@ -176,6 +233,7 @@ void add_to(Totals& totals, const ConnectionSnapshot& snapshot) {
   totals.bytes += snapshot.bytes;
   totals.partial_writes += snapshot.partial_writes;
   totals.would_block += snapshot.would_block;
+  totals.idle_restarts += snapshot.idle_restarts;
   totals.heartbeats += snapshot.heartbeats;
   totals.write_latency.merge(snapshot.write_latency);
 }
@@ -259,6 +317,24 @@ void poll_acks(std::int64_t now_ns) {
   }
 }
 
+// How often ack statistics of closed connections are looked for. A connection's conn_close
+// takes them within milliseconds of its close; one whose record was lost never does, so what
+// two sweeps in a row find closed is dropped (memory stays bounded under any close rate).
+constexpr std::int64_t kAckSweepNs = 1'000'000'000;
+
+void sweep_closed_acks() {
+  for (auto entry = g_acks->begin(); entry != g_acks->end();) {
+    const SocketSlot* slot = fd_table().find(entry->first.first);
+    const bool closed = slot == nullptr || slot->generation.load(std::memory_order_acquire) != entry->first.second;
+    if (closed && entry->second.seen_closed) {
+      entry = g_acks->erase(entry);
+    } else {
+      entry->second.seen_closed = closed;
+      ++entry;
+    }
+  }
+}
+
 void report_drops() {
   const std::uint64_t dropped = g_ring.take_dropped() + g_pool_exhausted.exchange(0, std::memory_order_relaxed);
   if (dropped != 0) {
@@ -289,6 +365,7 @@ void drain(const Runtime& runtime) {
     }
     delete event.line;
   }
+  absorb_unrecorded();
   report_drops();
 }
 
@@ -362,6 +439,7 @@ void* worker_main(void* /*unused*/) {
   const Runtime* runtime = active_runtime();
   WriteClockCalibrator write_clock_calibrator(g_write_clock, tsc_trusted());
   std::int64_t next_textfile_ns = 0;
+  std::int64_t next_ack_sweep_ns = 0;
   while (g_state.load(std::memory_order_acquire) == WorkerState::running) {
     const std::uint32_t seen = g_wake.load(std::memory_order_acquire);
     std::int64_t sleep_ns = kIdleSleepNs;
@@ -371,6 +449,10 @@ void* worker_main(void* /*unused*/) {
         const std::int64_t now = monotonic_ns();
         write_clock_calibrator.tick(now);
         poll_acks(now);
+        if (now >= next_ack_sweep_ns) {
+          sweep_closed_acks();
+          next_ack_sweep_ns = now + kAckSweepNs;
+        }
         if (now >= next_textfile_ns) {
           write_prometheus_textfile(*runtime);
           next_textfile_ns = now + runtime->policy->log.interval.count();
@@ -441,6 +523,7 @@ void ensure_telemetry_worker() noexcept {
       g_acks = new std::map<std::pair<int, std::uint32_t>, AckStats>;
       g_outstanding = new std::vector<AckSample>;
       g_keep_warm = new KeepWarmScheduler;
+      g_unrecorded = new UnrecordedCounts[g_totals->size()];
     }
   } catch (...) {
     g_state.store(WorkerState::stopped, std::memory_order_release);
@@ -473,11 +556,13 @@ void post_closed_connection(int fd, const SocketSlot& slot) noexcept {
   ConnectionSnapshot* snapshot = g_pool.acquire();
   if (snapshot == nullptr) {
     g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
+    count_unrecorded(slot);
     return;
   }
   take_snapshot(fd, slot, false, *snapshot);
   if (!g_ring.try_push({.kind = TelemetryEvent::Kind::closed, .snapshot = snapshot})) {
     g_pool.release(snapshot);
+    count_unrecorded(slot);  // the ring counted the drop
   }
 }
 
@@ -511,14 +596,14 @@ void maybe_sample_ack(int fd, SocketSlot& slot, std::uint64_t bytes_after, std::
   }
   const AckSample sample{fd, slot.generation.load(std::memory_order_acquire), bytes_after, write_end_ns, false};
   if (g_state.load(std::memory_order_acquire) != WorkerState::running ||
-      !g_ring.try_push({.kind = TelemetryEvent::Kind::ack_sample, .ack = sample})) {
+      !g_ring.try_push({.kind = TelemetryEvent::Kind::ack_sample, .ack = sample}, /*counted=*/false)) {
     slot.stats.ack_sample_outstanding.store(false, std::memory_order_release);
   }
 }
 
 bool post_keep_warm(const WarmConnection& connection) noexcept {
   return g_state.load(std::memory_order_acquire) == WorkerState::running &&
-         g_ring.try_push({.kind = TelemetryEvent::Kind::keep_warm, .warm = connection});
+         g_ring.try_push({.kind = TelemetryEvent::Kind::keep_warm, .warm = connection}, /*counted=*/false);
 }
 
 void post_idle_restart(const IdleRestart& event) noexcept {
@@ -568,10 +653,21 @@ void telemetry_after_fork_in_child() noexcept {
   g_pool.reset_in_child();
   g_pool_exhausted.store(0, std::memory_order_relaxed);
   g_dropped_total = 0;
+  // The parent's connections are the parent's to summarize: not measured here.
+  fd_table().for_each_tcp([](int /*fd*/, SocketSlot& slot) {
+    if (slot.has_flag(flag_measured)) {
+      slot.clear_flag(flag_measured);
+    }
+  });
   if (g_totals != nullptr) {
     for (Totals& totals : *g_totals) {
       totals = Totals();
     }
+    for (std::size_t i = 0; i < g_totals->size(); ++i) {
+      g_unrecorded[i].~UnrecordedCounts();
+      new (&g_unrecorded[i]) UnrecordedCounts();
+    }
+    g_unrecorded_pending.store(false, std::memory_order_relaxed);
     // Fresh containers: the parent's worker may have been inside these when it forked.
     try {
       g_acks = new std::map<std::pair<int, std::uint32_t>, AckStats>;

@@ -22,7 +22,9 @@ class EventRing {
   // Zero-initialised, so a ring can be constinit: no constructor runs before the first hook.
   constexpr EventRing() noexcept = default;
 
-  bool try_push(const Event& event) noexcept {
+  // `counted`: a refused event adds to the dropped count (records; not hints such as an ack
+  // sample, whose loss only means one write is not timed).
+  bool try_push(const Event& event, bool counted = true) noexcept {
     std::size_t position = tail_.load(std::memory_order_relaxed);
     for (;;) {
       const std::size_t index = position & (Capacity - 1);
@@ -36,7 +38,9 @@ class EventRing {
           return true;
         }
       } else if (lag < 0) {
-        dropped_.fetch_add(1, std::memory_order_relaxed);
+        if (counted) {
+          dropped_.fetch_add(1, std::memory_order_relaxed);
+        }
         return false;  // full: the consumer has not freed this cell yet
       } else {
         position = tail_.load(std::memory_order_relaxed);

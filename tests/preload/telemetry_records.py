@@ -99,7 +99,8 @@ def main():
     summary = [r for r in records if r["event"] == "summary"]
     checks.check(done.returncode == 0 and summary and summary[0]["writes"] == 100002,
                  f"the flooded run completes with every write in the summary ({dropped} records dropped)")
-    checks.check(traced + dropped == 100002,
+    # Dropped records are write records, or the conn_close of one of the 2 connections.
+    checks.check(traced <= 100002 <= traced + dropped <= 100002 + 2,
                  f"every write is either traced or counted as dropped, and all are in the summary ({traced} + {dropped})")
 
     # A log cut by kill -9 is readable up to its last line.

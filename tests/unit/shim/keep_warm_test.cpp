@@ -51,14 +51,27 @@ TEST(KeepWarmGate, EveryWriteMovesTheEpoch) {
   EXPECT_EQ(gate.raw() & KeepWarmGate::kWritersMask, 0U);
 }
 
-TEST(KeepWarmGate, NewConnectionStartsOutsideAMessageAndUncorked) {
+TEST(KeepWarmGate, RetiredSlotStartsTheNextConnectionOutsideAMessageAndUncorked) {
   KeepWarmGate gate;
   gate.enter_write();
   gate.leave_write(false, true);
   gate.set_corked(true);
-  gate.stop_heartbeats();
+  gate.retire();
   EXPECT_FALSE(gate.try_begin_heartbeat());
   gate.start_connection();
+  EXPECT_TRUE(gate.try_begin_heartbeat());
+  gate.end_heartbeat();
+}
+
+// The app may cork (or write part of a message) before its rule is applied: starting
+// heartbeats must not forget that a message is open.
+TEST(KeepWarmGate, CorkSetBeforeTheConnectionStartsHoldsHeartbeats) {
+  KeepWarmGate gate;
+  gate.stop_heartbeats();
+  gate.set_corked(true);
+  gate.start_connection();
+  EXPECT_FALSE(gate.try_begin_heartbeat());
+  gate.set_corked(false);
   EXPECT_TRUE(gate.try_begin_heartbeat());
   gate.end_heartbeat();
 }

@@ -1,0 +1,29 @@
+// Reading and writing the app's memory without trusting its pointers. A hook that looked at
+// a bad pointer itself would crash the app where the kernel answers EFAULT, so every copy goes
+// through process_vm_readv/process_vm_writev on this process: the kernel checks the address
+// and the copy fails cleanly. Async-signal-safe (one system call), errno preserved.
+// Where a sandbox refuses these calls the copy fails too, and the hook then leaves the call to
+// the kernel untouched.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+
+namespace tcptune::shim {
+
+// Copies `size` bytes from the app's `source`; false when any of them cannot be read.
+bool read_app_memory(void* destination, const void* source, std::size_t size) noexcept;
+// Copies `size` bytes to the app's `destination`; false when any of them cannot be written.
+bool write_app_memory(void* destination, const void* source, std::size_t size) noexcept;
+
+// The object at the app's `source`, or nothing when it cannot be read.
+template <typename T>
+std::optional<T> read_app_object(const void* source) noexcept {
+  T value{};
+  if (source == nullptr || !read_app_memory(&value, source, sizeof value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace tcptune::shim
