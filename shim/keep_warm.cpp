@@ -99,7 +99,8 @@ HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const
   return {HeartbeatVerdict::send, interval, interval};
 }
 
-std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const config::Tuning& tuning, SocketRole role) {
+std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const config::Tuning& tuning, SocketRole role,
+                                            ApplyPhase phase) {
   if (!tuning.keep_warm) {
     return std::nullopt;
   }
@@ -107,6 +108,11 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
   if (role == SocketRole::listener) {
     report.effective = "-";
     report.note = "applies to the accepted connections";
+    return report;
+  }
+  if (phase == ApplyPhase::inherited_connected) {
+    // Shared by definition: the other owner's writes would not pass this process's gate.
+    report.note = "inherited from another process, which may write to it too; not kept warm";
     return report;
   }
   if (!namespace_restarts_after_idle()) {

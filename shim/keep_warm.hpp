@@ -22,7 +22,8 @@ namespace tcptune::shim {
 // App thread, when a connection's rule is applied: keeps it warm if the rule asks and a
 // restart is possible here (the namespace restarts after idle, the congestion control is not
 // BBR). The report says what was decided and why; nothing when the rule does not ask.
-std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const config::Tuning& tuning, SocketRole role);
+std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const config::Tuning& tuning, SocketRole role,
+                                            ApplyPhase phase);
 
 // The app duplicated the descriptor (or a child shares it): writes through the other one
 // would bypass this fd's gate, so the connection is no longer kept warm. Waits for a

@@ -35,6 +35,9 @@ std::string set_int(int fd, int level, int name, int value) {
   return "refused: " + std::generic_category().message(errno);
 }
 
+constexpr const char* kInheritedNote =
+    "inherited connected socket: another process may be in the middle of a message on it; left alone";
+
 int seconds_rounded_up(config::Duration d) {
   const auto s = std::chrono::ceil<std::chrono::seconds>(d).count();
   return static_cast<int>(s < 1 ? 1 : s);
@@ -61,6 +64,11 @@ class Applier {
       return;
     }
     const char* requested = mode == NodelayMode::on ? "on" : mode == NodelayMode::force ? "force" : "off";
+    if (phase_ == ApplyPhase::inherited_connected) {
+      // Setting TCP_NODELAY pushes out what the other owner holds back (MSG_MORE, Nagle).
+      add("nodelay", requested, effective_int(fd_, IPPROTO_TCP, TCP_NODELAY), kInheritedNote);
+      return;
+    }
     if (mode == NodelayMode::force) {
       slot_.set_flag(flag_nodelay_forced);
     } else if (app_set(app_nodelay)) {
@@ -122,7 +130,7 @@ class Applier {
       }
     }
     if (option == SO_RCVBUF && (phase_ == ApplyPhase::adopted_connected || phase_ == ApplyPhase::accepted ||
-                                phase_ == ApplyPhase::adopted_listener)) {
+                                phase_ == ApplyPhase::adopted_listener || phase_ == ApplyPhase::inherited_connected)) {
       note += "; applied too late for the window scale, which was chosen at the handshake";
     }
     add(name, config::format_size(target), effective_int(fd_, SOL_SOCKET, option), note);
@@ -238,6 +246,11 @@ class Applier {
   }
 
   void raw(const config::RawSockopt& opt) {
+    if (phase_ == ApplyPhase::inherited_connected && opt.level == IPPROTO_TCP &&
+        (opt.name == TCP_NODELAY || opt.name == TCP_CORK)) {
+      add(opt.option_name, std::to_string(opt.value), effective_int(fd_, opt.level, opt.name), kInheritedNote);
+      return;
+    }
     const std::string error = set_int(fd_, opt.level, opt.name, opt.value);
     add(opt.option_name, std::to_string(opt.value), effective_int(fd_, opt.level, opt.name), error);
   }
@@ -259,6 +272,7 @@ const char* phase_name(ApplyPhase phase) {
     case ApplyPhase::accepted: return "accepted";
     case ApplyPhase::accepted_inherited: return "accepted_inherited";
     case ApplyPhase::adopted_connected: return "adopted_connected";
+    case ApplyPhase::inherited_connected: return "inherited_connected";
     case ApplyPhase::adopted_listener: return "adopted_listener";
   }
   return "?";

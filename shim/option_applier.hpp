@@ -16,6 +16,9 @@ enum class ApplyPhase {
   accepted,            // accepted socket whose rule differs from its listener's
   accepted_inherited,  // accepted socket with its listener's rule: only what is not inherited
   adopted_connected,   // connected before we saw it: buffers come too late for the window scale
+  // Connected when this program started (inherited across exec): another process may hold
+  // it too, mid-message, so nothing that changes how queued bytes go out is touched.
+  inherited_connected,
   adopted_listener,    // listening before we saw it (inherited, socket activation)
 };
 const char* phase_name(ApplyPhase phase);

@@ -111,7 +111,7 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   slot.role.store(role, std::memory_order_relaxed);
   const config::Tuning& tuning = config::tuning_for(*runtime.policy, rule);
   ApplyReport report = apply_tuning(fd, slot, tuning, phase);
-  if (std::optional<OptionReport> keep_warm = start_keep_warm(fd, slot, tuning, role)) {
+  if (std::optional<OptionReport> keep_warm = start_keep_warm(fd, slot, tuning, role, phase)) {
     report.options.push_back(std::move(*keep_warm));
   }
   // The app's stack is still below us: where this connection was opened (or accepted).
@@ -124,8 +124,9 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   start_measuring(fd, slot, is_listener);
 }
 
-// A socket we find already listening or connected (inherited, created by raw system call).
-void adopt_if_established(int fd, SocketSlot& slot, const Runtime& runtime) {
+// A socket we find already listening or connected: inherited (found at start-up), or created
+// by raw system calls.
+void adopt_if_established(int fd, SocketSlot& slot, const Runtime& runtime, bool inherited) {
   if (slot.rule_index.load(std::memory_order_relaxed) != kRuleUnchosen) {
     return;
   }
@@ -136,13 +137,14 @@ void adopt_if_established(int fd, SocketSlot& slot, const Runtime& runtime) {
     choose_and_apply(fd, slot, runtime, facts, SocketRole::listener, ApplyPhase::adopted_listener);
   } else if (is_connected(fd)) {
     facts.peer = peer_endpoint(fd);  // role unknown: only rules without `role` match
-    choose_and_apply(fd, slot, runtime, facts, SocketRole::unknown, ApplyPhase::adopted_connected);
+    choose_and_apply(fd, slot, runtime, facts, SocketRole::unknown,
+                     inherited ? ApplyPhase::inherited_connected : ApplyPhase::adopted_connected);
   }
 }
 
 // The slot of a TCP socket for the setup hooks; a never-seen fd is classified (as on the
 // write path) and, if already connected or listening, adopted.
-SocketSlot* tcp_slot_for_setup(int fd, const Runtime& runtime) {
+SocketSlot* tcp_slot_for_setup(int fd, const Runtime& runtime, bool inherited = false) {
   if (SocketSlot* slot = fd_table().find(fd)) {
     const FdKind kind = slot->kind.load(std::memory_order_acquire);
     if (kind != FdKind::unknown) {
@@ -151,7 +153,7 @@ SocketSlot* tcp_slot_for_setup(int fd, const Runtime& runtime) {
   }
   SocketSlot* slot = classify_for_io(fd);
   if (slot != nullptr) {
-    adopt_if_established(fd, *slot, runtime);
+    adopt_if_established(fd, *slot, runtime, inherited);
   }
   return slot;
 }
@@ -509,7 +511,7 @@ void adopt_inherited_sockets() noexcept {
       char* end = nullptr;
       const long fd = std::strtol(entry->d_name, &end, 10);
       if (end != entry->d_name && *end == '\0' && fd != own_fd && fd <= FdTable::kMaxFd) {
-        (void)tcp_slot_for_setup(static_cast<int>(fd), *runtime);
+        (void)tcp_slot_for_setup(static_cast<int>(fd), *runtime, /*inherited=*/true);
       }
     }
     closedir(dir);

@@ -347,7 +347,9 @@ void cmd_raw_syscall(const Args& args) {
 }
 
 // Parent without the shim creates a connected pair and a listener, then execs itself with
-// the shim preloaded: inherited sockets are adopted at start-up and at accept().
+// the shim preloaded: the inherited listener is tuned (its accepted sockets get TCP_NODELAY
+// `--nodelay`), the inherited connected socket is left as it was (`--connected-nodelay`): its
+// other owner may be mid-message.
 void cmd_inherit(const Args& args) {
   const char* shim = std::getenv("PROBE_SHIM");
   if (shim == nullptr) {
@@ -362,8 +364,9 @@ void cmd_inherit(const Args& args) {
   const std::string connected = std::to_string(pair.client);
   const std::string listening = std::to_string(listener);
   const std::string expect = arg_str(args, "nodelay");
+  const std::string expect_connected = arg_str(args, "connected-nodelay");
   execl(self.c_str(), "probe", "inherit-child", "--connected", connected.c_str(), "--listener", listening.c_str(),
-        "--nodelay", expect.c_str(), nullptr);
+        "--nodelay", expect.c_str(), "--connected-nodelay", expect_connected.c_str(), nullptr);
   std::perror("execl");
   std::exit(2);
 }
@@ -371,8 +374,8 @@ void cmd_inherit(const Args& args) {
 void cmd_inherit_child(const Args& args) {
   const int connected = arg_int(args, "connected", -1);
   const int listener = arg_int(args, "listener", -1);
-  check(int_option(connected, IPPROTO_TCP, TCP_NODELAY) == arg_int(args, "nodelay", -1),
-        "inherited connected socket TCP_NODELAY == " + arg_str(args, "nodelay"));
+  check(int_option(connected, IPPROTO_TCP, TCP_NODELAY) == arg_int(args, "connected-nodelay", -1),
+        "inherited connected socket TCP_NODELAY == " + arg_str(args, "connected-nodelay"));
   const int accepted = accept(listener, nullptr, nullptr);
   check(accepted >= 0 && int_option(accepted, IPPROTO_TCP, TCP_NODELAY) == arg_int(args, "nodelay", -1),
         "accepted from an inherited listener TCP_NODELAY == " + arg_str(args, "nodelay"));
