@@ -16,6 +16,7 @@
 #include "idle_restart.hpp"
 #include "next_symbols.hpp"
 #include "process_runtime.hpp"
+#include "signal_context.hpp"
 #include "socket_events.hpp"
 #include "telemetry_worker.hpp"
 
@@ -343,6 +344,28 @@ TCPTUNE_HOOK int fcntl64(int fd, int cmd, ...) {
   const unsigned long argument = va_arg(args, unsigned long);
   va_end(args);
   return fcntl_with(next().fcntl64, fd, cmd, argument);
+}
+
+// The app's handlers run behind the shim's trampoline, so hooks know when they are called
+// from inside one (signal_context.hpp).
+TCPTUNE_HOOK int sigaction(int signal_number, const struct sigaction* act, struct sigaction* old) {
+  return core::app_sigaction(next().sigaction.get(), signal_number, act, old);
+}
+
+// glibc's signal(): BSD semantics (the signal blocked while its handler runs, SA_RESTART).
+TCPTUNE_HOOK sighandler_t signal(int signal_number, sighandler_t handler) {
+  struct sigaction act {};
+  act.sa_handler = handler;
+  sigemptyset(&act.sa_mask);
+  if (signal_number > 0 && signal_number < NSIG) {
+    sigaddset(&act.sa_mask, signal_number);
+  }
+  act.sa_flags = SA_RESTART;
+  struct sigaction old {};
+  if (core::app_sigaction(next().sigaction.get(), signal_number, &act, &old) != 0) {
+    return SIG_ERR;
+  }
+  return old.sa_handler;
 }
 
 TCPTUNE_HOOK int fclose(FILE* stream) {

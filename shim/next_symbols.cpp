@@ -112,6 +112,11 @@ int unresolved_fclose(FILE* /*stream*/) {
   errno = ENOSYS;
   return EOF;
 }
+// sigaction's kernel form needs libc's signal restorer; dlsym(RTLD_NEXT) finds libc's.
+int unresolved_sigaction(int /*signal_number*/, const struct sigaction* /*act*/, struct sigaction* /*old*/) {
+  errno = ENOSYS;
+  return -1;
+}
 
 }  // namespace
 
@@ -147,6 +152,7 @@ NextSymbols& next() noexcept {
       {"fcntl", raw_fcntl},
       {"fcntl64", raw_fcntl},
       {"fclose", unresolved_fclose},
+      {"sigaction", unresolved_sigaction},
   };
   return symbols;
 }
@@ -182,6 +188,7 @@ void resolve_all_next_symbols() noexcept {
   s.fcntl.resolve();
   s.fcntl64.resolve();
   s.fclose.resolve();
+  s.sigaction.resolve();
 }
 
 }  // namespace tcptune::shim

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -70,6 +71,7 @@ using Dup2Fn = int(int, int);
 using Dup3Fn = int(int, int, int);
 using FcntlFn = int(int, int, ...);
 using FcloseFn = int(FILE*);
+using SigactionFn = int(int, const struct sigaction*, struct sigaction*);
 
 // One table of every next symbol (defined in next_symbols.cpp).
 struct NextSymbols {
@@ -102,6 +104,7 @@ struct NextSymbols {
   NextSymbol<FcntlFn> fcntl;
   NextSymbol<FcntlFn> fcntl64;
   NextSymbol<FcloseFn> fclose;
+  NextSymbol<SigactionFn> sigaction;
 };
 
 NextSymbols& next() noexcept;

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "errno_saver.hpp"
+#include "idle_restart.hpp"
 #include "keep_warm.hpp"
 #include "next_symbols.hpp"
 #include "shim_log.hpp"
@@ -144,6 +145,9 @@ void initialize() {
   g_runtime = runtime;
   pthread_atfork(log_prepare_fork, after_fork_in_parent, after_fork_in_child);
   if (runtime->policy != nullptr) {
+    // Read once now, not on a first use that may come from inside a signal handler.
+    (void)host_buffer_facts();
+    (void)namespace_restarts_after_idle();
     g_active.store(runtime, std::memory_order_release);
   }
 }

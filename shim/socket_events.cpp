@@ -20,6 +20,7 @@
 #include "option_applier.hpp"
 #include "process_runtime.hpp"
 #include "shim_log.hpp"
+#include "signal_context.hpp"
 #include "socket_probe.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 #include "telemetry_worker.hpp"
@@ -107,6 +108,7 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   facts.program = runtime.program;
   const bool is_listener = role == SocketRole::listener;
   const int rule = config::match_rule(*runtime.policy, facts, is_listener);
+  static_assert(config::kMaxRules - 1 <= INT16_MAX, "the loader's rule limit must fit SocketSlot::rule_index");
   slot.rule_index.store(static_cast<std::int16_t>(rule), std::memory_order_relaxed);
   slot.role.store(role, std::memory_order_relaxed);
   const config::Tuning& tuning = config::tuning_for(*runtime.policy, rule);
@@ -222,12 +224,17 @@ void log_veto(int fd, SocketSlot& slot, SlotFlag logged_flag, const std::string&
 }
 
 // Runs `apply` for a TCP socket whose rule is not chosen yet. Never throws: an allocation
-// failure while logging leaves the app's call to go ahead untouched.
+// failure while logging leaves the app's call to go ahead untouched. Not from inside a signal
+// handler, where choosing and logging a rule is not safe: the socket stays untuned, counted.
 template <typename Apply>
 void for_unchosen_tcp_socket(int fd, Apply apply) noexcept {
   const ErrnoSaver saver;
   const Runtime* runtime = active_runtime();
   if (runtime == nullptr) {
+    return;
+  }
+  if (in_signal_handler()) {
+    count_untuned_in_signal_handler();
     return;
   }
   try {
@@ -268,7 +275,7 @@ void before_connect(int fd, const sockaddr* addr, socklen_t len) noexcept {
 }
 
 void after_connect(int fd, int result) noexcept {
-  if (result != 0) {
+  if (result != 0 || in_signal_handler()) {
     return;  // EINPROGRESS: the send buffer is sized on the first write
   }
   const ErrnoSaver saver;
@@ -303,6 +310,10 @@ void after_accept(int listen_fd, int fd) noexcept {
   }
   try {
     fd_table().retire(fd);
+    if (in_signal_handler()) {
+      count_untuned_in_signal_handler();  // classified on its first use, outside the handler
+      return;
+    }
     SocketSlot* listener = tcp_slot_for_setup(listen_fd, *runtime);
     SocketSlot* slot = fd_table().get(fd);
     if (slot == nullptr) {
@@ -330,6 +341,16 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
   const ErrnoSaver saver;
   const Runtime* runtime = active_runtime();
   if (runtime == nullptr) {
+    return SockoptVerdict::pass;
+  }
+  if (in_signal_handler()) {
+    // Only what is async-signal-safe: the gate still learns of a cork. The call goes through.
+    if (SocketSlot* slot = fd_table().find(fd);
+        slot != nullptr && slot->is_tcp() && level == IPPROTO_TCP && name == TCP_CORK) {
+      if (const std::optional<int> number = int_value(value, len)) {
+        slot->keep_warm_gate.set_corked(*number != 0);
+      }
+    }
     return SockoptVerdict::pass;
   }
   try {
@@ -430,8 +451,8 @@ SocketSlot* classify_for_io(int fd) noexcept {
 void size_sndbuf_from_measured_rtt(SocketSlot& slot, int fd) noexcept {
   const ErrnoSaver saver;
   const Runtime* runtime = active_runtime();
-  if (runtime == nullptr) {
-    return;
+  if (runtime == nullptr || in_signal_handler()) {
+    return;  // a later write does it
   }
   try {
     resolve_rtt_auto(fd, slot, *runtime);

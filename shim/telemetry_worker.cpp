@@ -28,6 +28,7 @@
 #include "prometheus_textfile.hpp"
 #include "record.hpp"
 #include "shim_log.hpp"
+#include "signal_context.hpp"
 #include "snapshot_pool.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 #include "write_clock.hpp"
@@ -482,7 +483,11 @@ telemetry::Record summary_record(const Runtime& runtime) {
       .add("heartbeats", all.heartbeats)
       .add_json("write_latency_us", latency_json_us(all.write_latency), latency_text_us(all.write_latency))
       .add_json("ack_latency_us", ack_json(all.ack_latency, all.ack_samples_untimed), latency_text_us(all.ack_latency))
-      .add("dropped_records", g_dropped_total)
+      .add("dropped_records", g_dropped_total);
+  if (const unsigned long untuned = untuned_in_signal_handlers(); untuned != 0) {
+    record.add("untuned_in_signal_handlers", static_cast<std::uint64_t>(untuned));
+  }
+  record
       .add("write_clock", g_write_clock.uses_tsc() ? "tsc" : "clock_gettime");
   telemetry::JsonArray by_rule;
   std::string text;
@@ -583,7 +588,7 @@ void post_write(int fd, const SocketSlot& slot, std::int64_t duration_ns, ssize_
   write.result = result;
   write.offered = offered;
   write.error = result < 0 ? errno : 0;
-  if (slow && slot.has_flag(flag_callsite)) {
+  if (slow && slot.has_flag(flag_callsite) && !in_signal_handler()) {
     capture_callsite(write.site);  // the app's stack is still below the hook
   }
   g_ring.try_push({.kind = TelemetryEvent::Kind::write, .write = write});  // a full ring counts the drop

@@ -1,0 +1,129 @@
+#include "signal_context.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+
+#include "app_memory.hpp"
+
+namespace tcptune::shim {
+
+namespace {
+
+// The app's handler for each signal, as it last installed it.
+struct AppHandler {
+  std::atomic<void*> handler{nullptr};
+  std::atomic<int> flags{0};
+};
+AppHandler g_handlers[NSIG];
+
+// Per thread: how many of the app's handlers are running, and where each one's trampoline
+// frame is, to notice a handler left by siglongjmp.
+constexpr int kTrackedDepth = 8;
+struct HandlerFrame {
+  std::uintptr_t frame = 0;
+  bool on_alternate_stack = false;
+};
+thread_local int t_depth = 0;
+thread_local HandlerFrame t_frames[kTrackedDepth];
+
+std::atomic<unsigned long> g_untuned{0};
+
+bool running_on_alternate_stack() noexcept {
+  const int saved = errno;
+  stack_t stack{};
+  const bool on = sigaltstack(nullptr, &stack) == 0 && (stack.ss_flags & SS_ONSTACK) != 0;
+  errno = saved;
+  return on;
+}
+
+void trampoline(int signal_number, siginfo_t* info, void* context) {
+  const AppHandler& app = g_handlers[signal_number];
+  void* handler = app.handler.load(std::memory_order_acquire);
+  const int flags = app.flags.load(std::memory_order_relaxed);
+  if (t_depth < kTrackedDepth) {
+    t_frames[t_depth] = {reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)),
+                         (flags & SA_ONSTACK) != 0 && running_on_alternate_stack()};
+  }
+  ++t_depth;
+  if ((flags & SA_SIGINFO) != 0) {
+    reinterpret_cast<void (*)(int, siginfo_t*, void*)>(handler)(signal_number, info, context);
+  } else {
+    reinterpret_cast<void (*)(int)>(handler)(signal_number);
+  }
+  --t_depth;
+}
+
+bool is_function(const struct sigaction& action) {
+  void* handler = reinterpret_cast<void*>(action.sa_handler);
+  return handler != reinterpret_cast<void*>(SIG_DFL) && handler != reinterpret_cast<void*>(SIG_IGN);
+}
+
+}  // namespace
+
+bool in_signal_handler() noexcept {
+  while (t_depth > 0) {
+    if (t_depth > kTrackedDepth) {
+      return true;  // deeper than we track: assume still inside
+    }
+    const HandlerFrame& innermost = t_frames[t_depth - 1];
+    const bool inside = innermost.on_alternate_stack
+                            ? running_on_alternate_stack()
+                            : reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < innermost.frame;
+    if (inside) {
+      return true;
+    }
+    --t_depth;  // that handler was left by siglongjmp
+  }
+  return false;
+}
+
+int app_sigaction(SigactionFn* real, int signal_number, const struct sigaction* act, struct sigaction* old) noexcept {
+  if (signal_number <= 0 || signal_number >= NSIG) {
+    return real(signal_number, act, old);  // the kernel's EINVAL
+  }
+  struct sigaction installed {};
+  if (act != nullptr) {
+    const std::optional<struct sigaction> requested = read_app_object<struct sigaction>(act);
+    if (!requested.has_value()) {
+      return real(signal_number, act, old);  // the kernel's EFAULT
+    }
+    installed = *requested;
+  }
+  AppHandler& app = g_handlers[signal_number];
+  void* previous_handler = app.handler.load(std::memory_order_acquire);
+  const int previous_flags = app.flags.load(std::memory_order_relaxed);
+  if (act != nullptr && is_function(installed)) {
+    // Published before the kernel switches to the trampoline, so it never runs without it.
+    app.flags.store(installed.sa_flags, std::memory_order_relaxed);
+    app.handler.store(reinterpret_cast<void*>(installed.sa_sigaction), std::memory_order_release);
+    installed.sa_sigaction = trampoline;
+    installed.sa_flags |= SA_SIGINFO;
+  }
+  struct sigaction replaced {};
+  const int result = real(signal_number, act != nullptr ? &installed : nullptr, &replaced);
+  if (result != 0) {
+    app.flags.store(previous_flags, std::memory_order_relaxed);
+    app.handler.store(previous_handler, std::memory_order_release);
+    return result;
+  }
+  if (replaced.sa_sigaction == trampoline) {
+    replaced.sa_sigaction = reinterpret_cast<void (*)(int, siginfo_t*, void*)>(previous_handler);
+    replaced.sa_flags = previous_flags;
+  }
+  if (old != nullptr && !write_app_memory(old, &replaced, sizeof replaced)) {
+    errno = EFAULT;  // as the kernel: the new handler is installed, the old one not reported
+    return -1;
+  }
+  return 0;
+}
+
+unsigned long untuned_in_signal_handlers() noexcept {
+  return g_untuned.load(std::memory_order_relaxed);
+}
+
+void count_untuned_in_signal_handler() noexcept {
+  g_untuned.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace tcptune::shim
