@@ -6,6 +6,8 @@
 #include "host_congestion.hpp"
 #include "tcptune/config/buffer_plan.hpp"
 #include "tcptune/config/cidr.hpp"
+#include "tcptune/config/escape.hpp"
+#include "tcptune/config/heartbeat_reach.hpp"
 #include "tcptune/config/host_sysctl.hpp"
 #include "tcptune/config/policy_loader.hpp"
 #include "tcptune/config/units.hpp"
@@ -148,6 +150,38 @@ void explain_tuning(const config::Tuning& tuning) {
   }
 }
 
+// What a heartbeat does to a server's clients, for the warnings below.
+std::string what_breaks(const std::string& shown_payload) {
+  return "tcptune cannot know their protocol, and a byte a client does not expect between replies breaks it (\"" +
+         shown_payload +
+         "\" after an HTTP/1.1 keep-alive response makes curl fail with \"Received HTTP/0.9\"; a strict RESP "
+         "client rejects a reply that starts with it)";
+}
+
+// One line on stderr for each keep_warm that can reach accepted sockets: what breaks, what to do.
+void warn_about_server_heartbeats(const config::Policy& policy) {
+  for (const int index : config::heartbeats_reaching_accepted_sockets(policy)) {
+    if (index == config::kDefaultsReach) {
+      const std::string payload = config::escape_for_display(policy.defaults.keep_warm->payload, true);
+      (void)std::fprintf(stderr,
+                         "tcptune: warning: %s: [defaults] has keep_warm, which every rule inherits, so it sends "
+                         "heartbeats on accepted (server-side) sockets too: %s; move keep_warm into a [[rule]] with "
+                         "match = { role = \"client\" } (and the peer's port)\n",
+                         policy.source.c_str(), what_breaks(payload).c_str());
+      continue;
+    }
+    const config::Rule& rule = policy.rules[static_cast<std::size_t>(index)];
+    const std::string payload = config::escape_for_display(rule.tuning.keep_warm->payload, true);
+    (void)std::fprintf(stderr,
+                       "tcptune: warning: %s:%u:%u: rule '%s' sends keep_warm heartbeats on accepted (server-side) "
+                       "sockets (its role is \"%s\"): %s; add role = \"client\" to its match, unless every client "
+                       "of these servers ignores \"%s\"\n",
+                       rule.pos.file.c_str(), rule.pos.line, rule.pos.column, rule.name.c_str(),
+                       rule.match.role == config::Role::server ? "server" : "any", what_breaks(payload).c_str(),
+                       payload.c_str());
+  }
+}
+
 }  // namespace
 
 int check_command(const std::vector<std::string>& args) {
@@ -173,6 +207,8 @@ int check_command(const std::vector<std::string>& args) {
   if (!policy.log.path.empty()) {
     std::printf("\nlog: %s ({program} and {pid} are replaced per process)\n", policy.log.path.c_str());
   }
+  (void)std::fflush(stdout);  // the report first, then its warnings
+  warn_about_server_heartbeats(policy);
   return 0;
 }
 

@@ -25,6 +25,11 @@ int usage() {
 }
 
 void print_run_summary(const std::string& log) {
+  // The shim writes only to a regular file; reading a FIFO named here would wait for a writer.
+  std::error_code error_code;
+  if (!fs::is_regular_file(log, error_code)) {
+    return;
+  }
   LogSummary summary;
   std::string error;
   if (!summarize_logs({log}, "rule", summary, error) || summary.total.connections == 0) {

@@ -107,7 +107,11 @@ std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::st
 
 std::string write_file_atomically(const std::string& path, const std::string& text) {
   const std::string temporary = path + ".tmp." + std::to_string(getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A fresh regular file every time: whatever was left at that name (a FIFO, whose open would
+  // block the exiting thread; a symbolic link; a dead process's file) goes first, and O_EXCL
+  // creates the file or fails, never opening something else.
+  (void)::unlink(temporary.c_str());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     return "cannot write " + temporary + ": " + std::generic_category().message(errno);
   }

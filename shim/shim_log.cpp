@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "next_symbols.hpp"
+#include "tcptune/config/file_type.hpp"
 
 namespace tcptune::shim {
 
@@ -115,14 +116,27 @@ namespace {
 // the reason in `error`. Also notes the path and its size, for rotation.
 int open_log_fd(const std::string& path, std::string& error) {
   create_parent_directories(path);
-  const int opened = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // O_NONBLOCK: a FIFO must not hang start-up waiting for a reader (without one the open fails
+  // with ENXIO); on a regular file it changes nothing. Only a regular file is a log: a FIFO or
+  // a device would block the writer or lose the lines.
+  const int opened = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
+  struct stat info {};
   if (opened < 0) {
+    const int open_error = errno;
     // strerror's text without its buffer, which the app's threads may be using too.
-    error = "cannot open log file " + path + ": " + std::generic_category().message(errno);
+    error = "cannot open log file " + path + ": " +
+            (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode) ? config::not_a_regular_file(info.st_mode)
+                                                                        : std::generic_category().message(open_error));
     return -1;
   }
-  struct stat info {};
-  g_log_bytes = ::fstat(opened, &info) == 0 ? static_cast<std::uint64_t>(info.st_size) : 0;
+  const bool stated = ::fstat(opened, &info) == 0;
+  if (!stated || !S_ISREG(info.st_mode)) {
+    error = "cannot open log file " + path + ": " +
+            (stated ? config::not_a_regular_file(info.st_mode) : std::generic_category().message(errno));
+    next().close.get()(opened);
+    return -1;
+  }
+  g_log_bytes = static_cast<std::uint64_t>(info.st_size);
   if (g_log_path == nullptr) {
     g_log_path = new std::string(path);  // never freed, like the logger
   } else {

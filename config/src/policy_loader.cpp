@@ -9,18 +9,21 @@
 // Every error names FILE:LINE:COLUMN of the offending key or value.
 #include "tcptune/config/policy_loader.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <toml++/toml.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -28,6 +31,7 @@
 #include "tcptune/config/buffer_plan.hpp"
 #include "tcptune/config/cidr.hpp"
 #include "tcptune/config/escape.hpp"
+#include "tcptune/config/file_type.hpp"
 #include "tcptune/config/units.hpp"
 
 namespace tcptune::config {
@@ -323,6 +327,13 @@ class Loader {
       std::set<std::string> names;
       for (const toml::node& node : *array) {
         if (failed()) {
+          return;
+        }
+        if (policy.rules.size() == kMaxRules) {
+          fail(node.source(), "more than " + std::to_string(kMaxRules) + " rules: this is rule " +
+                                  std::to_string(kMaxRules + 1) +
+                                  ", past the limit; merge rules that tune alike (match takes lists of peers, ports "
+                                  "and programs)");
           return;
         }
         const toml::table* table = as_table(node, "rule");
@@ -904,16 +915,82 @@ LoadResult load_policy_text(std::string_view toml_text, const std::string& sourc
   return Loader(source_name).load(toml_text);
 }
 
+namespace {
+
+LoadResult file_error(const std::string& source, std::string message) {
+  return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>,
+                                                      PolicyError{SourcePos{source, 0, 0}, std::move(message)})};
+}
+
+// `bytes` unset: read up to the bound without reaching the end (the file grew, or says st_size 0).
+std::string too_large(std::optional<std::size_t> bytes) {
+  static_assert(kMaxPolicyBytes == std::size_t{1} << 20, "the message says 1 MiB");
+  return (bytes.has_value() ? std::to_string(*bytes) + " bytes, " : std::string()) +
+         "more than the 1 MiB a policy may have";
+}
+
+// strerror's text without its buffer: the shim loads the policy inside the app, whose threads may use it.
+std::string errno_text(int error) {
+  return std::generic_category().message(error);
+}
+
+// Closes the descriptor on every path out of load_policy_file.
+struct FdCloser {
+  int fd;
+  explicit FdCloser(int descriptor) : fd(descriptor) {}
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  ~FdCloser() { (void)::close(fd); }
+};
+
+}  // namespace
+
 LoadResult load_policy_file(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) {
-    // strerror's text without its buffer: the shim loads the policy inside the app, whose threads may use it.
-    const PolicyError error{SourcePos{path, 0, 0}, "cannot read: " + std::generic_category().message(errno)};
-    return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>, error)};
+  // The stat first only spares a device the side effects of an open (a tape rewinds, a watchdog
+  // arms); the fstat on the opened descriptor below is what decides, whatever was swapped in.
+  struct stat before {};
+  if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) {
+    return file_error(path, not_a_regular_file(before.st_mode));
   }
-  std::stringstream text;
-  text << file.rdbuf();
-  return load_policy_text(text.str(), path);
+  // O_NONBLOCK: opening a FIFO would wait for a writer, before the app's main. O_NOCTTY: a
+  // terminal named here must not become a daemon's controlling terminal.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    return file_error(path, "cannot read: " + errno_text(errno));
+  }
+  const FdCloser closer{fd};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    return file_error(path, "cannot read: " + errno_text(errno));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    return file_error(path, not_a_regular_file(info.st_mode));
+  }
+  if (static_cast<std::uint64_t>(info.st_size) > kMaxPolicyBytes) {
+    return file_error(path, too_large(static_cast<std::size_t>(info.st_size)));
+  }
+  // Read to the end rather than st_size bytes (a /proc file says 0, a file may grow meanwhile),
+  // but never past the bound: one byte more than it is enough to know the file is too large.
+  std::string text(kMaxPolicyBytes + 1, '\0');
+  std::size_t length = 0;
+  while (length < text.size()) {
+    const ssize_t got = ::read(fd, text.data() + length, text.size() - length);
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got < 0) {
+      return file_error(path, "cannot read: " + errno_text(errno));
+    }
+    if (got == 0) {
+      break;
+    }
+    length += static_cast<std::size_t>(got);
+  }
+  if (length > kMaxPolicyBytes) {
+    return file_error(path, too_large(std::nullopt));
+  }
+  text.resize(length);
+  return load_policy_text(text, path);
 }
 
 PolicySource discover_policy_source(bool secure_execution, const char* system_path) {
@@ -925,7 +1002,8 @@ PolicySource discover_policy_source(bool secure_execution, const char* system_pa
       return {PolicySource::Kind::env_inline, inline_text};
     }
   }
-  if (system_path != nullptr && std::ifstream(system_path).good()) {
+  // Whether it is there and readable, without opening it: opening a FIFO would block.
+  if (system_path != nullptr && ::faccessat(AT_FDCWD, system_path, R_OK, AT_EACCESS) == 0) {
     return {PolicySource::Kind::system_file, system_path};
   }
   return {PolicySource::Kind::builtin, {}};
@@ -935,7 +1013,11 @@ LoadResult load_discovered(const PolicySource& source) {
   switch (source.kind) {
     case PolicySource::Kind::env_path:
     case PolicySource::Kind::system_file: return load_policy_file(source.path_or_text);
-    case PolicySource::Kind::env_inline: return load_policy_text(source.path_or_text, "TCPTUNE_POLICY_TOML");
+    case PolicySource::Kind::env_inline:
+      if (source.path_or_text.size() > kMaxPolicyBytes) {
+        return file_error("TCPTUNE_POLICY_TOML", too_large(source.path_or_text.size()));
+      }
+      return load_policy_text(source.path_or_text, "TCPTUNE_POLICY_TOML");
     case PolicySource::Kind::builtin: break;
   }
   return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<0>, builtin_default_policy())};

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <regex>
 
+#include "tcptune/config/rule_matcher.hpp"
+
 namespace tcptune::config {
 namespace {
 
@@ -156,6 +158,42 @@ TEST(PolicyLoader, BadPolicyCorpus) {
     ++count;
   }
   EXPECT_GE(count, 20);
+}
+
+// More than kMaxRules rules is an error at the first rule past the limit; kMaxRules is fine.
+TEST(PolicyLoader, RuleLimit) {
+  std::string text = "version = 1\n";
+  for (std::size_t i = 0; i < kMaxRules; ++i) {
+    text += "[[rule]]\nmatch = { port = " + std::to_string(1 + i) + " }\n";
+  }
+  const LoadResult at_limit = load_policy_text(text, "rules.toml");
+  ASSERT_TRUE(at_limit.ok()) << at_limit.error().to_string();
+  EXPECT_EQ(at_limit.policy().rules.size(), kMaxRules);
+  text += "[[rule]]\nname = \"one too many\"\n";
+  const LoadResult over = load_policy_text(text, "rules.toml");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().to_string(),
+            "rules.toml:" + std::to_string(2 + 2 * kMaxRules) +
+                ":1: more than 4096 rules: this is rule 4097, past the limit; merge rules that tune alike (match "
+                "takes lists of peers, ports and programs)");
+}
+
+// bursty-wan.toml's heartbeat is for the connections the program opens, never accepted ones,
+// whose clients (HTTP, RESP) may read the newline as a broken reply.
+TEST(PolicyLoader, BurstyWanHeartbeatIsForClientsOnly) {
+  const LoadResult loaded =
+      load_policy_file((std::filesystem::path(TCPTUNE_SOURCE_DIR) / "config/presets/bursty-wan.toml").string());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  const Policy& policy = loaded.policy();
+  const Endpoint peer{4, {203, 0, 113, 7}, 61613};
+  const ConnectionFacts client{Role::client, peer, 0, "bursty"};
+  const ConnectionFacts accepted{Role::server, peer, 8080, "nginx"};
+  const ConnectionFacts listener{Role::server, {}, 8080, "nginx"};
+  ASSERT_TRUE(tuning_for(policy, match_rule(policy, client)).keep_warm.has_value());
+  EXPECT_EQ(tuning_for(policy, match_rule(policy, client)).keep_warm->payload, "\n");
+  EXPECT_FALSE(tuning_for(policy, match_rule(policy, accepted)).keep_warm.has_value());
+  EXPECT_FALSE(tuning_for(policy, match_rule(policy, listener, true)).keep_warm.has_value());
+  EXPECT_EQ(tuning_for(policy, match_rule(policy, accepted)).nodelay, NodelayMode::on);
 }
 
 TEST(PolicyLoader, PresetsLoad) {

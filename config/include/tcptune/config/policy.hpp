@@ -4,6 +4,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -123,6 +124,10 @@ struct LogSettings {
   bool callsite = false;                         // call sites for every rule that does not say
   bool summary = true;                           // conn_close records and the summary at exit
 };
+
+// The most [[rule]]s a policy may have. The shim keeps a socket's rule index in an int16_t
+// (and static_asserts this bound against it), and walks the rules at every connect and accept.
+inline constexpr std::size_t kMaxRules = 4096;
 
 struct Policy {
   int version = 1;

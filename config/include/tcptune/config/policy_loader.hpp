@@ -1,6 +1,7 @@
 // TOML text -> Policy. Errors are one line: "FILE:LINE:COLUMN: what is wrong".
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -24,8 +25,14 @@ struct LoadResult {
   [[nodiscard]] const PolicyError& error() const { return std::get<1>(policy_or_error); }
 };
 
+// The longest policy, file or TCPTUNE_POLICY_TOML, in bytes: every preloaded process parses it
+// before main, and real policies are a few KiB (4096 rules of 256 bytes fit).
+inline constexpr std::size_t kMaxPolicyBytes = std::size_t{1} << 20;
+
 // `source_name` is used in messages and in Policy::source.
 LoadResult load_policy_text(std::string_view toml_text, const std::string& source_name);
+// Only a regular file of at most kMaxPolicyBytes is a policy. The path is opened without
+// blocking (a FIFO would otherwise wait for a writer) and checked on the opened descriptor.
 LoadResult load_policy_file(const std::string& path);
 
 // Where the policy comes from, in order: TCPTUNE_POLICY (path), TCPTUNE_POLICY_TOML (inline),

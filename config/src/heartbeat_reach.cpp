@@ -1,0 +1,30 @@
+#include "tcptune/config/heartbeat_reach.hpp"
+
+namespace tcptune::config {
+
+namespace {
+
+bool takes_every_server_socket(const Match& match) {
+  return match.role != Role::client && match.peers.empty() && match.ports.empty() && match.programs.empty();
+}
+
+}  // namespace
+
+std::vector<int> heartbeats_reaching_accepted_sockets(const Policy& policy) {
+  std::vector<int> out;
+  if (policy.defaults.keep_warm.has_value()) {
+    out.push_back(kDefaultsReach);
+  }
+  for (std::size_t i = 0; i < policy.rules.size(); ++i) {
+    const Rule& rule = policy.rules[i];
+    if (rule.match.role != Role::client && rule.tuning.keep_warm.has_value()) {
+      out.push_back(static_cast<int>(i));
+    }
+    if (takes_every_server_socket(rule.match)) {
+      break;  // later rules never see a server socket
+    }
+  }
+  return out;
+}
+
+}  // namespace tcptune::config

@@ -1,0 +1,141 @@
+"""`tcptune check`, `run --policy` and `ab --policy` on paths that are not a policy (a FIFO, a
+directory, /dev/null, /dev/zero, a socket, a file over 1 MiB, more than 4096 rules): an error
+in one line, never a hang; and check's warning when a keep_warm heartbeat can reach accepted
+(server-side) sockets, which no shipped preset triggers."""
+import argparse
+import glob
+import os
+import socket
+import subprocess
+
+p = argparse.ArgumentParser()
+for a in ("--tcptune", "--shim", "--source-dir", "--work-dir"):
+    p.add_argument(a, required=True)
+args = p.parse_args()
+os.makedirs(args.work_dir, exist_ok=True)
+passed = failed = 0
+# A FIFO must not hang the test: a command still running after this long is a failure.
+TIMEOUT_S = 10
+MAX_POLICY_BYTES = 1 << 20
+MAX_RULES = 4096
+
+
+def check(ok, what):
+    global passed, failed
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    passed, failed = passed + bool(ok), failed + (not ok)
+
+
+def tcptune(*argv, env=None):
+    """The finished command, or None when it was still running after TIMEOUT_S."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
+    e.update(env or {})
+    try:
+        return subprocess.run([args.tcptune, *argv], capture_output=True, text=True, env=e, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def write(name, text):
+    path = os.path.join(args.work_dir, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def fresh(path):
+    if os.path.lexists(path):
+        os.remove(path)
+    return path
+
+
+# -- paths that are not a policy ------------------------------------------------------------
+fifo = fresh(os.path.join(args.work_dir, "policy.fifo"))
+os.mkfifo(fifo)
+directory = os.path.join(args.work_dir, "policy.d")
+os.makedirs(directory, exist_ok=True)
+listener = socket.socket(socket.AF_UNIX)
+listener.bind(fresh(os.path.join(args.work_dir, "policy.sock")))
+body = '[defaults]\nnodelay = "on"\n'
+padding = "# padding\n" * (MAX_POLICY_BYTES // 10 + 1)
+oversized = write("oversized.toml", body + padding)
+at_limit = write("at-limit.toml", body + padding[:MAX_POLICY_BYTES - len(body)])
+check(os.path.getsize(at_limit) == MAX_POLICY_BYTES, f"a policy of exactly 1 MiB ({os.path.getsize(at_limit)})")
+rules = [f"[[rule]]\nmatch = {{ port = {1 + i} }}\n" for i in range(MAX_RULES + 1)]
+too_many = write("too-many-rules.toml", "version = 1\n" + "".join(rules))
+exactly_max = write("max-rules.toml", "version = 1\n" + "".join(rules[:MAX_RULES]))
+
+bad_paths = [
+    ("FIFO", fifo, "a FIFO, not a regular file"),
+    ("directory", directory, "a directory, not a regular file"),
+    ("/dev/null", "/dev/null", "a character device, not a regular file"),
+    ("/dev/zero", "/dev/zero", "a character device, not a regular file"),
+    ("unix socket", os.path.join(args.work_dir, "policy.sock"), "a socket, not a regular file"),
+    ("oversized file", oversized, "more than the 1 MiB a policy may have"),
+    (f"{MAX_RULES + 1} rules", too_many, f"{too_many}:{2 + 2 * MAX_RULES}:1: more than {MAX_RULES} rules"),
+]
+for name, path, text in bad_paths:
+    r = tcptune("check", path)
+    check(r is not None, f"check {name}: finishes within {TIMEOUT_S} s")
+    if r is None:
+        continue
+    check(r.returncode == 1 and r.stdout == "" and r.stderr.count("\n") == 1 and
+          r.stderr.startswith(f"tcptune: {path}") and text in r.stderr,
+          f"check {name}: invalid, exit 1, one line naming the path and '{text}' ({r.returncode}: {r.stderr.strip()})")
+    r = tcptune("run", "--policy", path, "--no-log", "--", "/bin/true")
+    check(r is not None and r.returncode == 78 and text in r.stderr,
+          f"run --policy {name}: refused with 78 ({'hung' if r is None else r.returncode})")
+    r = tcptune("ab", "--runs", "1", "--out", os.path.join(args.work_dir, "ab"), "--policy", path, "--", "/bin/true")
+    check(r is not None and r.returncode == 78, f"ab --policy {name}: refused with 78 ({'hung' if r is None else r.returncode})")
+listener.close()
+for name, path, count in (("a policy of exactly 1 MiB", at_limit, 0), (f"{MAX_RULES} rules", exactly_max, MAX_RULES)):
+    r = tcptune("check", path)
+    check(r is not None and r.returncode == 0 and f"valid, {count} rule" in r.stdout,
+          f"check {name}: valid ({'hung' if r is None else r.stderr.strip()[:200]})")
+
+# `run --log FIFO`: the shim refuses the log, and run does not wait on the FIFO for its summary.
+log_fifo = fresh(os.path.join(args.work_dir, "log.fifo"))
+os.mkfifo(log_fifo)
+r = tcptune("run", "--log", log_fifo, "--", "/bin/true", env={"TCPTUNE_SHIM": args.shim})
+check(r is not None and r.returncode == 0 and "a FIFO, not a regular file; logging disabled" in r.stderr,
+      f"run --log FIFO: finishes, logging disabled ({'hung' if r is None else r.stderr.strip()})")
+
+# -- heartbeats on accepted sockets ---------------------------------------------------------
+WARNING = "heartbeats on accepted (server-side) sockets"
+defaults_warm = write("defaults-warm.toml", '[defaults]\nnodelay = "on"\nkeep_warm = { heartbeat = "\\n" }\n')
+r = tcptune("check", defaults_warm)
+warnings = [line for line in r.stderr.splitlines() if line.startswith("tcptune: warning: ")]
+check(r.returncode == 0 and "valid" in r.stdout, f"keep_warm in [defaults]: still valid ({r.returncode})")
+check(len(warnings) == 1 and WARNING in warnings[0] and "[defaults]" in warnings[0] and
+      'role = "client"' in warnings[0] and "HTTP" in warnings[0] and defaults_warm in warnings[0],
+      f"keep_warm in [defaults]: one warning line saying what breaks and what to do ({warnings})")
+
+scoped = write("scoped.toml", '[[rule]]\nname = "catch-all servers"\nmatch = { role = "server" }\nnodelay = "on"\n'
+               '[[rule]]\nname = "any"\nkeep_warm = { heartbeat = "\\n" }\n'
+               '[[rule]]\nname = "clients"\nmatch = { role = "client", port = 61613 }\nkeep_warm = { heartbeat = "\\n" }\n')
+r = tcptune("check", scoped)
+check(r.returncode == 0 and "tcptune: warning" not in r.stderr,
+      f"no warning when a catch-all server rule comes first or the rule is for clients ({r.stderr.strip()})")
+
+unscoped = write("unscoped.toml",
+                 '[[rule]]\nname = "stomp"\nmatch = { port = 61613 }\nkeep_warm = { heartbeat = "\\n" }\n'
+                 '[[rule]]\nname = "servers"\nmatch = { role = "server", port = 8080 }\n'
+                 'keep_warm = { heartbeat_hex = "0a" }\n'
+                 '[[rule]]\nname = "clients"\nmatch = { role = "client" }\nkeep_warm = { heartbeat = "\\n" }\n')
+r = tcptune("check", unscoped)
+warnings = [line for line in r.stderr.splitlines() if line.startswith("tcptune: warning: ")]
+check(r.returncode == 0 and len(warnings) == 2, f"one warning per rule that can reach accepted sockets ({warnings})")
+check(warnings[:1] and warnings[0].startswith(f"tcptune: warning: {unscoped}:1:1: rule 'stomp'") and WARNING in warnings[0],
+      f"the warning names the rule's file:line:column ({warnings[:1]})")
+check(warnings[1:] and warnings[1].startswith(f"tcptune: warning: {unscoped}:5:1: rule 'servers'"),
+      f"a server rule with keep_warm warns too ({warnings[1:]})")
+
+for preset in sorted(glob.glob(os.path.join(args.source_dir, "config/presets/*.toml"))):
+    r = tcptune("check", preset)
+    check(r.returncode == 0 and r.stderr == "", f"check {os.path.basename(preset)}: valid, no warning ({r.stderr.strip()})")
+r = tcptune("check", os.path.join(args.source_dir, "config/presets/bursty-wan.toml"))
+check("client connections" in r.stdout and "keep_warm: heartbeat" in r.stdout,
+      "bursty-wan.toml keeps client connections warm")
+
+print(f"{passed} passed, {failed} failed")
+raise SystemExit(0 if failed == 0 and passed > 0 else 1)
