@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "next_symbols.hpp"
+#include "signal_context.hpp"
 #include "tcptune/config/file_type.hpp"
 
 namespace tcptune::shim {
@@ -88,6 +89,12 @@ class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex
 // Set while this thread is inside the logger, so that a signal handler that closes a
 // socket mid-message skips logging instead of deadlocking.
 thread_local bool t_in_logger = false;
+struct InsideLogger {
+  InsideLogger() noexcept { t_in_logger = true; }
+  ~InsideLogger() { t_in_logger = false; }
+  InsideLogger(const InsideLogger&) = delete;
+  InsideLogger& operator=(const InsideLogger&) = delete;
+};
 
 spdlog::level::level_enum to_spdlog(config::LogLevel level) {
   switch (level) {
@@ -234,7 +241,7 @@ void write_line(config::LogLevel level, std::string_view line) noexcept {
     } catch (...) {
     }
   }
-  t_in_logger = true;
+  const InsideLogger inside;
   try {
     const std::lock_guard lock(log_mutex());
     if (g_logger != nullptr) {
@@ -243,7 +250,6 @@ void write_line(config::LogLevel level, std::string_view line) noexcept {
   } catch (...) {
     // A full disk or a bad descriptor must never reach the app.
   }
-  t_in_logger = false;
 }
 
 }  // namespace
@@ -292,6 +298,7 @@ void log_record(config::LogLevel level, const telemetry::Record& record) noexcep
 
 bool log_first_time(const std::string& key) {
   static auto* seen = new std::set<std::string>;  // never destroyed, like the logger
+  const InsideLogger inside;
   const std::lock_guard lock(log_mutex());
   return seen->insert(key).second;
 }
@@ -324,7 +331,13 @@ void move_log_fd_away_from(int fd) noexcept {
   if (!is_log_fd(fd)) {
     return;
   }
-  const std::lock_guard lock(log_mutex());
+  // From a signal handler (dup2 is async-signal-safe) that interrupted this thread inside the
+  // logger, the mutex is this thread's own: no other thread can be writing, and waiting for it
+  // would never end.
+  std::unique_lock lock(log_mutex(), std::defer_lock);
+  if (!(t_in_logger && in_signal_handler())) {
+    lock.lock();
+  }
   const int moved = next().fcntl.get()(fd, F_DUPFD_CLOEXEC, fd + 1);
   if (moved >= 0) {
     g_log_fd.store(moved, std::memory_order_release);
