@@ -420,15 +420,32 @@ void write_prometheus_textfile(const Runtime& runtime) {
   }
 }
 
+// Set while the worker sleeps with closed connections possibly waiting: the first close
+// after it wakes the worker, so a burst of closes finds snapshots free (one futex wake per
+// sleep at most; async-signal-safe).
+std::atomic<bool> g_worker_sleeping{false};
+
 void wait_for_wake(std::uint32_t seen, std::int64_t ns) {
   timespec timeout{0, static_cast<long>(ns)};
+  g_worker_sleeping.store(true, std::memory_order_seq_cst);
   syscall(SYS_futex, &g_wake, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
+  g_worker_sleeping.store(false, std::memory_order_relaxed);
+}
+
+void wake_sleeping_worker() noexcept {
+  if (g_worker_sleeping.load(std::memory_order_relaxed) &&
+      g_worker_sleeping.exchange(false, std::memory_order_acq_rel)) {
+    const int saved = errno;
+    g_wake.fetch_add(1, std::memory_order_release);
+    syscall(SYS_futex, &g_wake, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    errno = saved;
+  }
 }
 
 bool defer_line(config::LogLevel level, std::string&& text) {
   auto* line = new DeferredLine{level, std::move(text)};
   if (g_state.load(std::memory_order_acquire) == WorkerState::running &&
-      g_ring.try_push({.kind = TelemetryEvent::Kind::line, .line = line})) {
+      g_ring.try_push({.kind = TelemetryEvent::Kind::line, .line = line}, /*counted=*/false)) {
     return true;
   }
   delete line;
@@ -568,7 +585,9 @@ void post_closed_connection(int fd, const SocketSlot& slot) noexcept {
   if (!g_ring.try_push({.kind = TelemetryEvent::Kind::closed, .snapshot = snapshot})) {
     g_pool.release(snapshot);
     count_unrecorded(slot);  // the ring counted the drop
+    return;
   }
+  wake_sleeping_worker();
 }
 
 WriteReporting& write_reporting() noexcept {
