@@ -47,12 +47,12 @@ auto measured_write(int fd, SocketSlot& slot, Offered offered, Call call) -> dec
   if (!slot.has_flag(tcptune::shim::flag_measured)) {
     return call();
   }
-  const std::int64_t start_ns = core::write_clock_ns();
-  const core::IdleCheck idle = core::check_idle_before_write(fd, slot, start_ns);
+  const core::WriteStart start = core::begin_measured_write(slot);
+  const core::IdleCheck idle = core::check_idle_before_write(fd, slot, start.ns);
   const auto result = call();
   const auto written = static_cast<ssize_t>(result);
   const std::size_t bytes = offered(written);
-  core::after_measured_write(fd, slot, start_ns, written, bytes);
+  core::after_measured_write(fd, slot, start, written, bytes);
   if (idle.armed) [[unlikely]] {
     core::report_idle_restart(fd, slot, idle, written, bytes);
   }

@@ -37,9 +37,18 @@ bool answer_app_getsockopt(int fd, int level, int name, void* value, socklen_t* 
 inline SocketSlot* tcp_slot_for_io(int fd) noexcept;
 SocketSlot* classify_for_io(int fd) noexcept;
 inline void before_write(SocketSlot& slot, int fd) noexcept;
-// After a measured call (slot has flag_measured) that started at start_ns and offered
-// `offered` bytes: its latency and outcome go into the slot's statistics. Preserves errno.
-inline void after_measured_write(int fd, SocketSlot& slot, std::int64_t start_ns, ssize_t result,
+// Before a measured call (slot has flag_measured): when it starts, and which connection the
+// slot holds, so that a write racing a close on another thread is not counted on the next one.
+struct WriteStart {
+  std::int64_t ns = 0;
+  std::uint32_t generation = 0;
+  std::int16_t rule_index = kRuleDefaults;
+};
+inline WriteStart begin_measured_write(const SocketSlot& slot) noexcept;
+// After that call, which offered `offered` bytes: its latency and outcome go into the slot's
+// statistics (or, when the descriptor was closed meanwhile, into its rule's totals).
+// Preserves errno.
+inline void after_measured_write(int fd, SocketSlot& slot, const WriteStart& start, ssize_t result,
                                  std::size_t offered) noexcept;
 // A write-family call on a kept-warm connection goes through its gate (keep_warm_gate.hpp).
 // `offered(result)`: the bytes the call was given, asked after it. `more`: the call passed
@@ -84,12 +93,22 @@ inline void before_write(SocketSlot& slot, int fd) noexcept {
   }
 }
 
-inline void after_measured_write(int fd, SocketSlot& slot, std::int64_t start_ns, ssize_t result,
+inline WriteStart begin_measured_write(const SocketSlot& slot) noexcept {
+  return {write_clock_ns(), slot.generation.load(std::memory_order_acquire),
+          slot.rule_index.load(std::memory_order_relaxed)};
+}
+
+inline void after_measured_write(int fd, SocketSlot& slot, const WriteStart& start, ssize_t result,
                                  std::size_t offered) noexcept {
   const int error = errno;
+  if (slot.generation.load(std::memory_order_acquire) != start.generation) [[unlikely]] {
+    count_write_after_close(start.rule_index, result, offered, error);
+    errno = error;
+    return;
+  }
   const std::int64_t end_ns = write_clock_ns();
   // Never negative, even across a recalibration of the write clock.
-  const std::int64_t duration_ns = end_ns > start_ns ? end_ns - start_ns : 0;
+  const std::int64_t duration_ns = end_ns > start.ns ? end_ns - start.ns : 0;
   slot.stats.record_write(static_cast<std::uint64_t>(duration_ns), end_ns, result, offered, error);
   if (result > 0) {
     maybe_sample_ack(fd, slot, slot.stats.bytes.load(std::memory_order_relaxed), end_ns);

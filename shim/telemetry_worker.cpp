@@ -2,6 +2,7 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -165,13 +166,18 @@ struct UnrecordedCounts {
 UnrecordedCounts* g_unrecorded = nullptr;  // indexed like g_totals, from index 1
 std::atomic<bool> g_unrecorded_pending{false};
 
+UnrecordedCounts* unrecorded_for(std::int16_t rule_index) noexcept {
+  const auto index = static_cast<std::size_t>(rule_index + 2);
+  return g_unrecorded != nullptr && index < g_totals->size() ? &g_unrecorded[index] : nullptr;
+}
+
 void count_unrecorded(const SocketSlot& slot) noexcept {
-  const auto index = static_cast<std::size_t>(slot.rule_index.load(std::memory_order_relaxed) + 2);
-  if (g_unrecorded == nullptr || index >= g_totals->size()) {
+  UnrecordedCounts* found = unrecorded_for(slot.rule_index.load(std::memory_order_relaxed));
+  if (found == nullptr) {
     return;
   }
   const telemetry::ConnectionStats& stats = slot.stats;
-  UnrecordedCounts& counts = g_unrecorded[index];
+  UnrecordedCounts& counts = *found;
   counts.connections.fetch_add(1, std::memory_order_relaxed);
   counts.writes.fetch_add(stats.writes.load(std::memory_order_relaxed), std::memory_order_relaxed);
   counts.bytes.fetch_add(stats.bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -535,6 +541,11 @@ telemetry::Record summary_record(const Runtime& runtime) {
 void ensure_telemetry_worker() noexcept {
   WorkerState expected = WorkerState::not_started;
   if (!g_state.compare_exchange_strong(expected, WorkerState::starting, std::memory_order_acq_rel)) {
+    // Another thread is starting it: wait (microseconds), so that this thread's connection is
+    // measured and kept warm like the others. Setup paths only, never inside a signal handler.
+    while (g_state.load(std::memory_order_acquire) == WorkerState::starting) {
+      sched_yield();
+    }
     return;
   }
   const ErrnoSaver saver;
@@ -588,6 +599,23 @@ void post_closed_connection(int fd, const SocketSlot& slot) noexcept {
     return;
   }
   wake_sleeping_worker();
+}
+
+void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_t offered, int error) noexcept {
+  UnrecordedCounts* counts = unrecorded_for(rule_index);
+  if (counts == nullptr || g_state.load(std::memory_order_acquire) != WorkerState::running) {
+    return;
+  }
+  counts->writes.fetch_add(1, std::memory_order_relaxed);
+  if (result >= 0) {
+    counts->bytes.fetch_add(static_cast<std::uint64_t>(result), std::memory_order_relaxed);
+    if (static_cast<std::size_t>(result) < offered) {
+      counts->partial_writes.fetch_add(1, std::memory_order_relaxed);
+    }
+  } else if (error == EAGAIN || error == EWOULDBLOCK) {
+    counts->would_block.fetch_add(1, std::memory_order_relaxed);
+  }
+  g_unrecorded_pending.store(true, std::memory_order_release);
 }
 
 WriteReporting& write_reporting() noexcept {

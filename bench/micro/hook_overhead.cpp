@@ -73,9 +73,9 @@ void tracked_write_body(benchmark::State& state, bool measured, bool keep_warm) 
       benchmark::DoNotOptimize(written);
       return written;
     }
-    const std::int64_t start_ns = write_clock_ns();
+    const WriteStart start = begin_measured_write(slot);
     benchmark::DoNotOptimize(written);
-    after_measured_write(fd, slot, start_ns, written, 100);
+    after_measured_write(fd, slot, start, written, 100);
     return written;
   };
   for (auto _ : state) {
