@@ -1,0 +1,133 @@
+"""Helpers for the robustness harnesses, on top of tests/preload/testlib.py."""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
+from testlib import SKIP, Checks, clean_env, run  # noqa: E402,F401
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shim", required=True)
+    parser.add_argument("--bin-dir", required=True, help="where the robustness programs are")
+    parser.add_argument("--work-dir", required=True)
+    parser.add_argument("--case", default="", help="which part of a multi-part harness to run")
+    args = parser.parse_args()
+    os.makedirs(args.work_dir, exist_ok=True)
+    return args
+
+
+def program(args, name):
+    return os.path.join(args.bin_dir, name)
+
+
+def write_policy(args, name, text):
+    path = os.path.join(args.work_dir, name + ".toml")
+    with open(path, "w") as f:
+        f.write("version = 1\n" + text)
+    return path
+
+
+def fresh(path):
+    """`path`, removed if a previous run left it."""
+    if os.path.exists(path):
+        os.remove(path)
+    return path
+
+
+def records(path):
+    out = []
+    if os.path.exists(path):
+        for line in open(path).read().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+    return out
+
+
+def prometheus_counters(path, name):
+    """{frozenset of label items: value} for one counter family in a textfile."""
+    values = {}
+    if not os.path.exists(path):
+        return values
+    for line in open(path).read().splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        labels, value = line[len(name) + 1:].rsplit("} ", 1)
+        items = frozenset(tuple(part.split("=", 1)) for part in labels.split(","))
+        values[items] = int(float(value))
+    return values
+
+
+def require_keep_warm_host():
+    """keep_warm heartbeats only where the namespace restarts the window after idle, with a
+    congestion control other than bbr: these tests ask for reno."""
+    if open("/proc/sys/net/ipv4/tcp_slow_start_after_idle").read().strip() != "1":
+        print("skip: tcp_slow_start_after_idle is 0 here, so keep_warm sends nothing")
+        sys.exit(SKIP)
+    allowed = open("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read().split()
+    if "reno" not in allowed and os.geteuid() != 0:
+        print("skip: reno is not in tcp_allowed_congestion_control")
+        sys.exit(SKIP)
+
+
+class StreamReceiver:
+    """Accepts one connection on loopback and keeps every byte it sends, until EOF."""
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(1)
+        self.port = self.listener.getsockname()[1]
+        self.data = bytearray()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        self.listener.settimeout(60)
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        with conn:
+            while True:
+                chunk = conn.recv(1 << 20)
+                if not chunk:
+                    break
+                self.data.extend(chunk)
+        self.listener.close()
+
+
+class Sink:
+    """robust_sink, run without the shim: counts connections, bytes and newlines."""
+
+    def __init__(self, args, expect, max_seconds=60, listeners=1):
+        self.process = subprocess.Popen(
+            [program(args, "robust_sink"), "--expect", str(expect), "--max-seconds", str(max_seconds),
+             "--listeners", str(listeners)],
+            stdout=subprocess.PIPE, text=True, env=clean_env())
+        self.ports = [int(p) for p in self.process.stdout.readline().split(",")]
+        self.port = self.ports[0]
+
+    def result(self, timeout=60):
+        """The sink's counts once it has seen every connection it expects."""
+        try:
+            out, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            out, _ = self.process.communicate()
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        return json.loads(lines[-1]) if lines else {}
+
+    def result_after(self, done):
+        """The counts after the program `done`; a program that failed may never make every
+        connection, so then the sink is stopped rather than waited for."""
+        if done.returncode != 0 and self.process.poll() is None:
+            self.process.terminate()
+        return self.result()
