@@ -88,11 +88,13 @@ void start_measuring(int fd, SocketSlot& slot, bool is_listener) {
 
 // A connection's descriptor is about to be closed (or replaced by dup2): no heartbeat from now
 // on (one in progress finishes first, so the summary counts it), then a measured connection's
-// summary goes to the worker, before its slot is retired.
+// summary goes to the worker, before its slot is retired. The generation moves on first, so a
+// write still running on another thread counts as after the close, not into a taken snapshot.
 void end_connection(int fd, SocketSlot& slot) noexcept {
   slot.keep_warm_gate.stop_heartbeats();
   if (slot.has_flag(flag_measured)) {
-    post_closed_connection(fd, slot);
+    const std::uint32_t generation = slot.generation.fetch_add(1, std::memory_order_acq_rel);
+    post_closed_connection(fd, slot, generation);
   }
 }
 

@@ -582,7 +582,7 @@ void ensure_telemetry_worker() noexcept {
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
-void post_closed_connection(int fd, const SocketSlot& slot) noexcept {
+void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t generation) noexcept {
   if (g_state.load(std::memory_order_acquire) != WorkerState::running) {
     return;
   }
@@ -593,6 +593,7 @@ void post_closed_connection(int fd, const SocketSlot& slot) noexcept {
     return;
   }
   take_snapshot(fd, slot, false, *snapshot);
+  snapshot->generation = generation;
   if (!g_ring.try_push({.kind = TelemetryEvent::Kind::closed, .snapshot = snapshot})) {
     g_pool.release(snapshot);
     count_unrecorded(slot);  // the ring counted the drop

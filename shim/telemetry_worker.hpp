@@ -16,8 +16,9 @@ namespace tcptune::shim {
 
 // Idempotent and thread-safe; called when a connection starts being measured or kept warm.
 void ensure_telemetry_worker() noexcept;
-// A measured connection is closing: its snapshot goes to the worker. Async-signal-safe.
-void post_closed_connection(int fd, const SocketSlot& slot) noexcept;
+// A measured connection is closing: its snapshot goes to the worker, under the generation it
+// had while open. Async-signal-safe.
+void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t generation) noexcept;
 // A measured write that returned after another thread closed its descriptor: counted in its
 // rule's totals, since its connection's record is already taken. Lock-free; async-signal-safe.
 void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_t offered, int error) noexcept;

@@ -226,14 +226,17 @@ def run_variant(stress, shim, work_dir, variant):
     exact = summary.get("bytes") == sent["bytes"] and summary.get("writes") == sent["writes"]
     out.check(summary.get("connections") == sent["connections"],
               f"summary connections {summary.get('connections')} = {sent['connections']} opened")
-    # A write racing close() on another thread counts where the slot is by then: on the
-    # closed connection, on the one that reused its number, or (if retired) nowhere.
-    out.check(sent["writes"] - sent["racing_writes"] <= summary.get("writes", -1) <= sent["writes"],
+    # A write racing close() on another thread counts in its rule's totals (the close moves the
+    # slot's generation on before taking its snapshot). Only a write whose accounting falls in the
+    # few nanoseconds between its own generation check and its counters can still be missed:
+    # allow one such write.
+    out.check(sent["writes"] - min(1, sent["racing_writes"]) <= summary.get("writes", -1) <= sent["writes"],
               f"summary writes {summary.get('writes')} = {sent['writes']} made"
-              + ("" if exact else f" (less at most the {sent['racing_writes']} writes racing a close)"))
-    out.check(sent["bytes"] - sent["racing_bytes"] <= summary.get("bytes", -1) <= sent["bytes"],
+              + ("" if exact else " (less at most one write racing a close)"))
+    out.check(sent["bytes"] - sent["racing_bytes"] <= summary.get("bytes", -1) <= sent["bytes"] and
+              (summary.get("writes") != sent["writes"] or summary.get("bytes") == sent["bytes"]),
               f"summary bytes {summary.get('bytes')} = {sent['bytes']} written"
-              + ("" if exact else f" (less at most the {sent['racing_bytes']} bytes of writes racing a close)"))
+              + ("" if exact else " (less the bytes of the one write racing a close)"))
     # A burst of closes may outrun the worker: a conn_close record may then be dropped, but
     # counted, and its connection still counts in the totals above.
     closes = sum(1 for r in records_by_pid.get(sent["pid"], []) if r.get("event") == "conn_close")
