@@ -14,6 +14,7 @@
 #include "app_memory.hpp"
 #include "errno_saver.hpp"
 #include "idle_restart.hpp"
+#include "keep_warm.hpp"
 #include "next_symbols.hpp"
 #include "process_runtime.hpp"
 #include "signal_context.hpp"
@@ -366,6 +367,20 @@ TCPTUNE_HOOK sighandler_t signal(int signal_number, sighandler_t handler) {
     return SIG_ERR;
   }
   return old.sa_handler;
+}
+
+// posix_spawn starts its child without running fork handlers: a kept-warm socket the child
+// inherits (no FD_CLOEXEC) stops being kept warm first, as after fork().
+TCPTUNE_HOOK int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
+                             const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
+  core::keep_warm_after_fork_in_parent();
+  return next().posix_spawn.get()(pid, path, actions, attributes, argv, envp);
+}
+
+TCPTUNE_HOOK int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
+                              const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
+  core::keep_warm_after_fork_in_parent();
+  return next().posix_spawnp.get()(pid, file, actions, attributes, argv, envp);
 }
 
 TCPTUNE_HOOK int fclose(FILE* stream) {

@@ -112,6 +112,11 @@ int unresolved_fclose(FILE* /*stream*/) {
   errno = ENOSYS;
   return EOF;
 }
+// posix_spawn has no system call of its own; dlsym(RTLD_NEXT) finds libc's.
+int unresolved_posix_spawn(pid_t* /*pid*/, const char* /*path*/, const posix_spawn_file_actions_t* /*actions*/,
+                           const posix_spawnattr_t* /*attributes*/, char* const /*argv*/[], char* const /*envp*/[]) {
+  return ENOSYS;
+}
 // sigaction's kernel form needs libc's signal restorer; dlsym(RTLD_NEXT) finds libc's.
 int unresolved_sigaction(int /*signal_number*/, const struct sigaction* /*act*/, struct sigaction* /*old*/) {
   errno = ENOSYS;
@@ -153,6 +158,8 @@ NextSymbols& next() noexcept {
       {"fcntl64", raw_fcntl},
       {"fclose", unresolved_fclose},
       {"sigaction", unresolved_sigaction},
+      {"posix_spawn", unresolved_posix_spawn},
+      {"posix_spawnp", unresolved_posix_spawn},
   };
   return symbols;
 }
@@ -189,6 +196,8 @@ void resolve_all_next_symbols() noexcept {
   s.fcntl64.resolve();
   s.fclose.resolve();
   s.sigaction.resolve();
+  s.posix_spawn.resolve();
+  s.posix_spawnp.resolve();
 }
 
 }  // namespace tcptune::shim

@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -72,6 +73,8 @@ using Dup3Fn = int(int, int, int);
 using FcntlFn = int(int, int, ...);
 using FcloseFn = int(FILE*);
 using SigactionFn = int(int, const struct sigaction*, struct sigaction*);
+using PosixSpawnFn = int(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
+                         char* const[], char* const[]);
 
 // One table of every next symbol (defined in next_symbols.cpp).
 struct NextSymbols {
@@ -105,6 +108,8 @@ struct NextSymbols {
   NextSymbol<FcntlFn> fcntl64;
   NextSymbol<FcloseFn> fclose;
   NextSymbol<SigactionFn> sigaction;
+  NextSymbol<PosixSpawnFn> posix_spawn;
+  NextSymbol<PosixSpawnFn> posix_spawnp;
 };
 
 NextSymbols& next() noexcept;

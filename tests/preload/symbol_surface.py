@@ -10,7 +10,7 @@ socket connect listen accept accept4 setsockopt getsockopt
 write send sendto sendmsg sendmmsg writev sendfile sendfile64
 read recv recvfrom recvmsg readv
 close close_range closefrom dup dup2 dup3 fcntl fcntl64 fclose
-sigaction signal
+sigaction signal posix_spawn posix_spawnp
 """.split())
 
 
