@@ -8,6 +8,16 @@
 
 namespace tcptune::cli {
 
+namespace {
+
+// A count from a record. The shim writes whole numbers from 0; a damaged or hand-edited log may
+// hold anything, and a double outside uint64_t's range does not convert (undefined behaviour).
+std::uint64_t count_of(double value) {
+  return value >= 0 && value < 1.8e19 ? static_cast<std::uint64_t>(value) : 0;
+}
+
+}  // namespace
+
 void MergedHistogram::add(const JsonValue* buckets_json, const JsonValue* summary_json) {
   if (summary_json != nullptr) {
     max_us = std::max(max_us, summary_json->number("max"));
@@ -18,7 +28,7 @@ void MergedHistogram::add(const JsonValue* buckets_json, const JsonValue* summar
   for (const JsonValue& bucket : buckets_json->array()) {
     const auto& fields = bucket.array();
     if (fields.size() == 3) {
-      buckets[{fields[0].number_or(0), fields[1].number_or(0)}] += static_cast<std::uint64_t>(fields[2].number_or(0));
+      buckets[{fields[0].number_or(0), fields[1].number_or(0)}] += count_of(fields[2].number_or(0));
     }
   }
 }
@@ -57,12 +67,12 @@ double MergedHistogram::percentile_us(double p) const {
 
 void ConnectionGroup::add(const JsonValue& record) {
   ++connections;
-  writes += static_cast<std::uint64_t>(record.number("writes"));
-  bytes += static_cast<std::uint64_t>(record.number("bytes"));
-  partial_writes += static_cast<std::uint64_t>(record.number("partial_writes"));
-  would_block += static_cast<std::uint64_t>(record.number("eagain"));
-  idle_restarts += static_cast<std::uint64_t>(record.number("idle_restarts"));
-  heartbeats += static_cast<std::uint64_t>(record.number("heartbeats"));
+  writes += count_of(record.number("writes"));
+  bytes += count_of(record.number("bytes"));
+  partial_writes += count_of(record.number("partial_writes"));
+  would_block += count_of(record.number("eagain"));
+  idle_restarts += count_of(record.number("idle_restarts"));
+  heartbeats += count_of(record.number("heartbeats"));
   write_latency.add(record.get("write_latency_hist"), record.get("write_latency_us"));
   ack_latency.add(record.get("ack_latency_hist"), record.get("ack_latency_us"));
 }

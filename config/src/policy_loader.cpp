@@ -32,6 +32,7 @@
 #include "tcptune/config/cidr.hpp"
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/file_type.hpp"
+#include "tcptune/config/toml_input_guard.hpp"
 #include "tcptune/config/units.hpp"
 
 namespace tcptune::config {
@@ -143,7 +144,9 @@ class Loader {
     toml::parse_result parsed = toml::parse(text, source_);
     if (!parsed) {
       const auto& error = parsed.error();
-      PolicyError e{position(error.source()), "invalid TOML: " + std::string(error.description())};
+      // escaped: toml++ quotes what it saw raw ("saw 't\n'"), and the error must stay one line
+      PolicyError e{position(error.source()),
+                    escape_for_display("invalid TOML: " + std::string(error.description()), false)};
       return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>, e)};
     }
     Policy policy;
@@ -912,6 +915,11 @@ class Loader {
 }  // namespace
 
 LoadResult load_policy_text(std::string_view toml_text, const std::string& source_name) {
+  // Before toml++ sees it: some malformed text makes toml++ 3.3 abort or run into undefined behaviour.
+  if (const auto problem = find_toml_input_problem(toml_text)) {
+    const PolicyError error{SourcePos{source_name, problem->line, problem->column}, problem->message};
+    return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>, error)};
+  }
   return Loader(source_name).load(toml_text);
 }
 
