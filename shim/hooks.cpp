@@ -185,8 +185,13 @@ TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {
   const auto offered = [&](ssize_t result) {
     return result >= 0 ? iov_bytes(message->msg_iov, message->msg_iovlen) : std::size_t{0};
   };
-  return tracked_write(
+  const ssize_t result = tracked_write(
       fd, offered, [&] { return next().sendmsg.get()(fd, message, flags); }, flags);
+  if (result >= 0 && message->msg_controllen != 0) {  // accepted: the kernel read `message`
+    const core::ErrnoSaver saver;
+    core::after_rights_sent(*message);
+  }
+  return result;
 }
 
 TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int flags) {
@@ -237,6 +242,15 @@ TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t cou
       out_fd, [&](ssize_t) { return count; }, [&] { return next().sendfile64.get()(out_fd, in_fd, offset, count); });
 }
 
+// Into a socket, splice is a write; SPLICE_F_MORE says the message goes on, as MSG_MORE does.
+TCPTUNE_HOOK ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* out_offset, size_t count,
+                            unsigned int flags) {
+  return tracked_write(
+      out_fd, [&](ssize_t) { return count; },
+      [&] { return next().splice.get()(in_fd, in_offset, out_fd, out_offset, count, flags); },
+      (flags & SPLICE_F_MORE) != 0 ? MSG_MORE : 0);
+}
+
 TCPTUNE_HOOK ssize_t read(int fd, void* buf, size_t count) {
   return tracked_read(fd, [&] { return next().read.get()(fd, buf, count); });
 }
@@ -250,7 +264,12 @@ TCPTUNE_HOOK ssize_t recvfrom(int fd, void* buf, size_t count, int flags, sockad
 }
 
 TCPTUNE_HOOK ssize_t recvmsg(int fd, msghdr* message, int flags) {
-  return tracked_read(fd, [&] { return next().recvmsg.get()(fd, message, flags); });
+  const ssize_t result = tracked_read(fd, [&] { return next().recvmsg.get()(fd, message, flags); });
+  if (result >= 0 && message->msg_controllen != 0) {  // filled in by the kernel
+    const core::ErrnoSaver saver;
+    core::after_rights_received(*message);
+  }
+  return result;
 }
 
 TCPTUNE_HOOK ssize_t readv(int fd, const iovec* iov, int count) {
@@ -306,14 +325,16 @@ TCPTUNE_HOOK int dup(int fd) {
 }
 
 TCPTUNE_HOOK int dup2(int fd, int target) {
-  core::before_dup_onto(target);
+  core::before_dup_onto(fd, target);
   const int copy = next().dup2.get()(fd, target);
   core::after_dup(fd, copy);
   return copy;
 }
 
 TCPTUNE_HOOK int dup3(int fd, int target, int flags) {
-  core::before_dup_onto(target);
+  if ((flags & ~O_CLOEXEC) == 0) {  // other flags: EINVAL, nothing closed
+    core::before_dup_onto(fd, target);
+  }
   const int copy = next().dup3.get()(fd, target, flags);
   core::after_dup(fd, copy);
   return copy;
@@ -369,8 +390,8 @@ TCPTUNE_HOOK sighandler_t signal(int signal_number, sighandler_t handler) {
   return old.sa_handler;
 }
 
-// posix_spawn starts its child without running fork handlers: a kept-warm socket the child
-// inherits (no FD_CLOEXEC) stops being kept warm first, as after fork().
+// posix_spawn starts its child without running fork handlers: kept-warm sockets, which the
+// child may share, stop being kept warm first, as after fork().
 TCPTUNE_HOOK int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                              const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
   core::keep_warm_after_fork_in_parent();
@@ -381,6 +402,15 @@ TCPTUNE_HOOK int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_fi
                               const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
   core::keep_warm_after_fork_in_parent();
   return next().posix_spawnp.get()(pid, file, actions, attributes, argv, envp);
+}
+
+TCPTUNE_HOOK FILE* fdopen(int fd, const char* mode) {
+  FILE* stream = next().fdopen.get()(fd, mode);
+  if (stream != nullptr) {
+    const core::ErrnoSaver saver;
+    core::after_fdopen(fd);
+  }
+  return stream;
 }
 
 TCPTUNE_HOOK int fclose(FILE* stream) {

@@ -110,6 +110,10 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
     report.note = "applies to the accepted connections";
     return report;
   }
+  if (slot.has_flag(flag_stdio)) {
+    report.note = "written through stdio (fdopen), which the shim cannot see; not kept warm";
+    return report;
+  }
   if (phase == ApplyPhase::inherited_connected) {
     // Shared by definition: the other owner's writes would not pass this process's gate.
     report.note = "inherited from another process, which may write to it too; not kept warm";
@@ -150,10 +154,12 @@ void stop_keep_warm(SocketSlot& slot) noexcept {
 }
 
 void keep_warm_after_fork_in_parent() noexcept {
-  const ErrnoSaver saver;
-  fd_table().for_each_tcp([](int fd, SocketSlot& slot) {
-    if (slot.has_flag(flag_keep_warm) && (next().fcntl.get()(fd, F_GETFD, 0) & FD_CLOEXEC) == 0) {
-      stop_keep_warm(slot);  // the child, or a program it executes, may write to it too
+  // Every one: FD_CLOEXEC only matters at exec, a forked child that does not exec (a prefork
+  // server, multiprocessing) writes through its copy, and a spawned child may get the socket
+  // through a dup2 file action.
+  fd_table().for_each_tcp([](int /*fd*/, SocketSlot& slot) {
+    if (slot.has_flag(flag_keep_warm)) {
+      stop_keep_warm(slot);
     }
   });
 }

@@ -30,7 +30,7 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
 // heartbeat in progress.
 void stop_keep_warm(SocketSlot& slot) noexcept;
 
-// Fork parent: a kept-warm socket the child inherits (no FD_CLOEXEC) may be written by the
+// Fork (or spawn) parent: a kept-warm socket the child shares may be written by the
 // child or a program it executes, past this process's gate: it is no longer kept warm.
 void keep_warm_after_fork_in_parent() noexcept;
 // Fork child: sockets shared with the parent are not kept warm here, and the parent's worker,

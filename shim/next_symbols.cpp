@@ -67,6 +67,9 @@ ssize_t raw_writev(int fd, const iovec* v, int n) {
 ssize_t raw_sendfile(int out, int in, off_t* off, size_t n) {
   return sys(SYS_sendfile, out, in, arg(off), arg(n));
 }
+ssize_t raw_splice(int in, loff_t* in_offset, int out, loff_t* out_offset, size_t n, unsigned int flags) {
+  return sys(SYS_splice, in, arg(in_offset), out, arg(out_offset), arg(n), flags);
+}
 ssize_t raw_read(int fd, void* b, size_t n) {
   return sys(SYS_read, fd, arg(b), arg(n));
 }
@@ -117,6 +120,10 @@ int unresolved_posix_spawn(pid_t* /*pid*/, const char* /*path*/, const posix_spa
                            const posix_spawnattr_t* /*attributes*/, char* const /*argv*/[], char* const /*envp*/[]) {
   return ENOSYS;
 }
+FILE* unresolved_fdopen(int /*fd*/, const char* /*mode*/) {
+  errno = ENOSYS;
+  return nullptr;
+}
 // sigaction's kernel form needs libc's signal restorer; dlsym(RTLD_NEXT) finds libc's.
 int unresolved_sigaction(int /*signal_number*/, const struct sigaction* /*act*/, struct sigaction* /*old*/) {
   errno = ENOSYS;
@@ -143,6 +150,7 @@ NextSymbols& next() noexcept {
       {"writev", raw_writev},
       {"sendfile", raw_sendfile},
       {"sendfile64", raw_sendfile},
+      {"splice", raw_splice},
       {"read", raw_read},
       {"recv", raw_recv},
       {"recvfrom", raw_recvfrom},
@@ -157,6 +165,7 @@ NextSymbols& next() noexcept {
       {"fcntl", raw_fcntl},
       {"fcntl64", raw_fcntl},
       {"fclose", unresolved_fclose},
+      {"fdopen", unresolved_fdopen},
       {"sigaction", unresolved_sigaction},
       {"posix_spawn", unresolved_posix_spawn},
       {"posix_spawnp", unresolved_posix_spawn},
@@ -181,6 +190,7 @@ void resolve_all_next_symbols() noexcept {
   s.writev.resolve();
   s.sendfile.resolve();
   s.sendfile64.resolve();
+  s.splice.resolve();
   s.read.resolve();
   s.recv.resolve();
   s.recvfrom.resolve();
@@ -195,6 +205,7 @@ void resolve_all_next_symbols() noexcept {
   s.fcntl.resolve();
   s.fcntl64.resolve();
   s.fclose.resolve();
+  s.fdopen.resolve();
   s.sigaction.resolve();
   s.posix_spawn.resolve();
   s.posix_spawnp.resolve();

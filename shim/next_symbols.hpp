@@ -59,6 +59,7 @@ using SendmsgFn = ssize_t(int, const msghdr*, int);
 using SendmmsgFn = int(int, mmsghdr*, unsigned int, int);
 using WritevFn = ssize_t(int, const iovec*, int);
 using SendfileFn = ssize_t(int, int, off_t*, size_t);
+using SpliceFn = ssize_t(int, loff_t*, int, loff_t*, size_t, unsigned int);
 using ReadFn = ssize_t(int, void*, size_t);
 using RecvFn = ssize_t(int, void*, size_t, int);
 using RecvfromFn = ssize_t(int, void*, size_t, int, sockaddr*, socklen_t*);
@@ -72,6 +73,7 @@ using Dup2Fn = int(int, int);
 using Dup3Fn = int(int, int, int);
 using FcntlFn = int(int, int, ...);
 using FcloseFn = int(FILE*);
+using FdopenFn = FILE*(int, const char*);
 using SigactionFn = int(int, const struct sigaction*, struct sigaction*);
 using PosixSpawnFn = int(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
                          char* const[], char* const[]);
@@ -93,6 +95,7 @@ struct NextSymbols {
   NextSymbol<WritevFn> writev;
   NextSymbol<SendfileFn> sendfile;
   NextSymbol<SendfileFn> sendfile64;
+  NextSymbol<SpliceFn> splice;
   NextSymbol<ReadFn> read;
   NextSymbol<RecvFn> recv;
   NextSymbol<RecvfromFn> recvfrom;
@@ -107,6 +110,7 @@ struct NextSymbols {
   NextSymbol<FcntlFn> fcntl;
   NextSymbol<FcntlFn> fcntl64;
   NextSymbol<FcloseFn> fclose;
+  NextSymbol<FdopenFn> fdopen;
   NextSymbol<SigactionFn> sigaction;
   NextSymbol<PosixSpawnFn> posix_spawn;
   NextSymbol<PosixSpawnFn> posix_spawnp;

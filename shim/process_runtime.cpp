@@ -55,6 +55,11 @@ std::optional<config::LogLevel> parse_level(const char* text) {
   return std::nullopt;
 }
 
+// A TCPTUNE_ variable with a value the shim does not know: one line, and the setting is ignored.
+void report_bad_env(const char* name, const char* value, const char* expected) {
+  (void)std::fprintf(stderr, "tcptune: %s='%s' is not one of %s; ignored\n", name, value, expected);
+}
+
 // The log path as configured, before expansion: a forked child re-expands {pid}.
 std::string* g_log_pattern = nullptr;
 
@@ -63,8 +68,12 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
   std::string pattern = env_path != nullptr ? env_path : (policy != nullptr ? policy->log.path : "");
   g_log_pattern = new std::string(pattern);
   config::LogLevel level = policy != nullptr ? policy->log.level : config::LogLevel::info;
-  if (auto from_env = parse_level(env("TCPTUNE_LOG_LEVEL", secure))) {
-    level = *from_env;
+  if (const char* text = env("TCPTUNE_LOG_LEVEL", secure); text != nullptr) {
+    if (auto from_env = parse_level(text)) {
+      level = *from_env;
+    } else {
+      report_bad_env("TCPTUNE_LOG_LEVEL", text, "trace, debug, info, warn, error, off");
+    }
   }
   config::LogFormat format = policy != nullptr ? policy->log.format : config::LogFormat::text;
   if (const char* text = env("TCPTUNE_LOG_FORMAT", secure); text != nullptr) {
@@ -72,6 +81,8 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
       format = config::LogFormat::jsonl;
     } else if (std::strcmp(text, "text") == 0) {
       format = config::LogFormat::text;
+    } else {
+      report_bad_env("TCPTUNE_LOG_FORMAT", text, "text, jsonl");
     }
   }
   const std::string error = open_log(expand_log_path(pattern, program, getpid()), level, format, program);
@@ -116,12 +127,15 @@ void initialize() {
   runtime->program = program_invocation_short_name != nullptr ? program_invocation_short_name : "";
   const bool secure = getauxval(AT_SECURE) != 0;
 
+  const char* strict = env("TCPTUNE_STRICT", secure);
+  if (strict != nullptr && std::strcmp(strict, "1") != 0 && std::strcmp(strict, "0") != 0 && *strict != '\0') {
+    report_bad_env("TCPTUNE_STRICT", strict, "1, 0");
+  }
   const config::PolicySource source = config::discover_policy_source(secure);
   config::LoadResult loaded = config::load_discovered(source);
   if (loaded.ok()) {
     runtime->policy = new config::Policy(std::move(loaded.policy()));
   } else {
-    const char* strict = env("TCPTUNE_STRICT", secure);
     const std::string message = loaded.error().to_string();
     if (strict != nullptr && std::strcmp(strict, "1") == 0) {
       (void)std::fprintf(stderr, "tcptune: %s; exiting (TCPTUNE_STRICT=1)\n", message.c_str());

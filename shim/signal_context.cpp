@@ -1,5 +1,7 @@
 #include "signal_context.hpp"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -22,7 +24,9 @@ AppHandler g_handlers[NSIG];
 constexpr int kTrackedDepth = 8;
 struct HandlerFrame {
   std::uintptr_t frame = 0;
+  int signal_number = 0;
   bool on_alternate_stack = false;
+  bool masks_itself = false;  // no SA_NODEFER: the signal stays blocked while its handler runs
 };
 thread_local int t_depth = 0;
 thread_local HandlerFrame t_frames[kTrackedDepth];
@@ -37,20 +41,26 @@ bool running_on_alternate_stack() noexcept {
   return on;
 }
 
+bool signal_blocked(int signal_number) noexcept {
+  const int saved = errno;
+  sigset_t mask;
+  const bool blocked = pthread_sigmask(SIG_BLOCK, nullptr, &mask) != 0 || sigismember(&mask, signal_number) == 1;
+  errno = saved;
+  return blocked;
+}
+
 void trampoline(int signal_number, siginfo_t* info, void* context) {
   const AppHandler& app = g_handlers[signal_number];
   void* handler = app.handler.load(std::memory_order_acquire);
   const int flags = app.flags.load(std::memory_order_relaxed);
   if (t_depth < kTrackedDepth) {
-    t_frames[t_depth] = {reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)),
-                         (flags & SA_ONSTACK) != 0 && running_on_alternate_stack()};
+    t_frames[t_depth] = {reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)), signal_number,
+                         (flags & SA_ONSTACK) != 0 && running_on_alternate_stack(), (flags & SA_NODEFER) == 0};
   }
   ++t_depth;
-  if ((flags & SA_SIGINFO) != 0) {
-    reinterpret_cast<void (*)(int, siginfo_t*, void*)>(handler)(signal_number, info, context);
-  } else {
-    reinterpret_cast<void (*)(int)>(handler)(signal_number);
-  }
+  // Always with all three arguments, as the kernel itself calls a handler: a one-argument
+  // handler ignores the others, and a handler swapped meanwhile never misses its siginfo.
+  reinterpret_cast<void (*)(int, siginfo_t*, void*)>(handler)(signal_number, info, context);
   --t_depth;
 }
 
@@ -67,9 +77,14 @@ bool in_signal_handler() noexcept {
       return true;  // deeper than we track: assume still inside
     }
     const HandlerFrame& innermost = t_frames[t_depth - 1];
-    const bool inside = innermost.on_alternate_stack
-                            ? running_on_alternate_stack()
-                            : reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < innermost.frame;
+    bool inside = innermost.on_alternate_stack
+                      ? running_on_alternate_stack()
+                      : reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < innermost.frame;
+    if (inside && innermost.masks_itself) {
+      // After siglongjmp the stack may grow deeper than the handler's frame was, but the mask
+      // sigsetjmp saved is back: a handler still running keeps its own signal blocked.
+      inside = signal_blocked(innermost.signal_number);
+    }
     if (inside) {
       return true;
     }

@@ -1,6 +1,7 @@
 #include "socket_events.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <linux/close_range.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -141,8 +142,9 @@ void adopt_if_established(int fd, SocketSlot& slot, const Runtime& runtime, bool
     choose_and_apply(fd, slot, runtime, facts, SocketRole::listener, ApplyPhase::adopted_listener);
   } else if (is_connected(fd)) {
     facts.peer = peer_endpoint(fd);  // role unknown: only rules without `role` match
+    const bool shared = inherited || slot.has_flag(flag_received);
     choose_and_apply(fd, slot, runtime, facts, SocketRole::unknown,
-                     inherited ? ApplyPhase::inherited_connected : ApplyPhase::adopted_connected);
+                     shared ? ApplyPhase::inherited_connected : ApplyPhase::adopted_connected);
   }
 }
 
@@ -485,14 +487,18 @@ int shim_fd_in_range(unsigned int first, unsigned int last) noexcept {
   return inside ? fd : -1;
 }
 
-void before_dup_onto(int target) noexcept {
+void before_dup_onto(int from, int target) noexcept {
   const ErrnoSaver saver;
+  if (from == target || next().fcntl.get()(from, F_GETFD, 0) < 0) {
+    return;  // dup2 of a descriptor onto itself, or EBADF/EINVAL: nothing is closed
+  }
   move_log_fd_away_from(target);
   end_connection_if_tcp(target);  // dup2 closes what `target` named
 }
 
 void before_close_range(unsigned int first, unsigned int last, int flags) noexcept {
-  if ((flags & CLOSE_RANGE_CLOEXEC) == 0) {
+  const bool valid = first <= last && (flags & ~(CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE)) == 0;
+  if (valid && (flags & CLOSE_RANGE_CLOEXEC) == 0) {  // an invalid call (EINVAL) closes nothing
     fd_table().for_each_tcp([&](int fd, SocketSlot& slot) {
       if (static_cast<unsigned int>(fd) >= first && static_cast<unsigned int>(fd) <= last) {
         end_connection(fd, slot);
@@ -514,6 +520,55 @@ void after_dup(int from, int to) noexcept {
     // The duplicate is measured on its own, from now, and summarized when it closes.
     if (SocketSlot* copy = fd_table().find(to); copy != nullptr && copy->has_flag(flag_measured)) {
       copy->stats.reset(monotonic_ns());
+    }
+  }
+}
+
+namespace {
+// fn(fd) for every descriptor in the message's SCM_RIGHTS control messages. The kernel has read
+// (or written) this memory for the call that just succeeded.
+template <typename Fn>
+void for_each_passed_fd(const msghdr& message, Fn fn) noexcept {
+  if (message.msg_control == nullptr || message.msg_controllen < sizeof(cmsghdr)) {
+    return;
+  }
+  for (const cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr;
+       header = CMSG_NXTHDR(const_cast<msghdr*>(&message), const_cast<cmsghdr*>(header))) {
+    if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS || header->cmsg_len < CMSG_LEN(0)) {
+      continue;
+    }
+    const std::size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof fd);
+      fn(fd);
+    }
+  }
+}
+}  // namespace
+
+void after_rights_sent(const msghdr& message) noexcept {
+  for_each_passed_fd(message, [](int fd) {
+    if (SocketSlot* slot = fd_table().find(fd); slot != nullptr && slot->has_flag(flag_keep_warm)) {
+      stop_keep_warm(*slot);
+    }
+  });
+}
+
+void after_rights_received(const msghdr& message) noexcept {
+  for_each_passed_fd(message, [](int fd) {
+    fd_table().retire(fd);  // a number that was closed behind the hooks: start afresh
+    if (SocketSlot* slot = fd_table().get(fd)) {
+      slot->set_flag(flag_received);
+    }
+  });
+}
+
+void after_fdopen(int fd) noexcept {
+  if (SocketSlot* slot = fd_table().get(fd)) {
+    slot->set_flag(flag_stdio);
+    if (slot->has_flag(flag_keep_warm)) {
+      stop_keep_warm(*slot);
     }
   }
 }

@@ -66,9 +66,17 @@ bool before_close(int fd) noexcept;
 void before_close_range(unsigned int first, unsigned int last, int flags) noexcept;
 // The shim's own descriptor inside [first, last], or -1: close_range must go around it.
 int shim_fd_in_range(unsigned int first, unsigned int last) noexcept;
-// dup2/dup3 onto `target`: the shim's own descriptor moves out of the way first.
-void before_dup_onto(int target) noexcept;
+// dup2/dup3 of `from` onto `target`: the shim's own descriptor moves out of the way first, and
+// the connection `target` names ends, unless the call will fail or close nothing (`from` is
+// `target`, or not open).
+void before_dup_onto(int from, int target) noexcept;
 void after_dup(int from, int to) noexcept;
+// Descriptors passed with SCM_RIGHTS in a message the kernel accepted (sent) or filled in
+// (received): another process now shares those sockets, so they are not kept warm here.
+void after_rights_sent(const msghdr& message) noexcept;
+void after_rights_received(const msghdr& message) noexcept;
+// fdopen(): the app writes through stdio from now on, past the hooks and the keep-warm gate.
+void after_fdopen(int fd) noexcept;
 
 // Sockets inherited across exec: adopted (classified and tuned) at start-up.
 void adopt_inherited_sockets() noexcept;

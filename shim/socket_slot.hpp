@@ -64,6 +64,11 @@ enum SlotFlag : std::uint16_t {
   flag_idle_restart_possible = 1U << 8,
   flag_callsite = 1U << 9,    // callsite = true: backtraces at open and on slow writes
   flag_keep_warm = 1U << 10,  // app writes pass the keep-warm gate; the worker sends heartbeats
+  // Received from another process (SCM_RIGHTS), which may still write to it: adopted like an
+  // inherited socket.
+  flag_received = 1U << 11,
+  // Wrapped in a FILE (fdopen): stdio writes go past the hooks, so the gate cannot see them.
+  flag_stdio = 1U << 12,
 };
 
 inline constexpr std::int32_t kNoHeldBuffer = -1;

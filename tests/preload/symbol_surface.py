@@ -7,9 +7,9 @@ from testlib import Checks, parse_args, SKIP
 
 EXPECTED = set("""
 socket connect listen accept accept4 setsockopt getsockopt
-write send sendto sendmsg sendmmsg writev sendfile sendfile64
+write send sendto sendmsg sendmmsg writev sendfile sendfile64 splice
 read recv recvfrom recvmsg readv
-close close_range closefrom dup dup2 dup3 fcntl fcntl64 fclose
+close close_range closefrom dup dup2 dup3 fcntl fcntl64 fclose fdopen
 sigaction signal posix_spawn posix_spawnp
 """.split())
 
