@@ -19,12 +19,11 @@ connection's later writes are lost). Return values and errno are the kernel's in
 import json
 import os
 import socket
-import subprocess
 import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robustlib import SKIP, Checks, clean_env, fresh, parse_args, records, run  # noqa: E402
+from robustlib import Checks, clean_env, compile_c, fresh, parse_args, records, run  # noqa: E402
 
 SOURCE = r'''
 #define _GNU_SOURCE
@@ -66,12 +65,7 @@ OPS = ["none", "dup2-same", "dup3-same", "dup2-badsrc", "dup3-badflags", "close_
 def main():
     args = parse_args()
     checks = Checks()
-    src = os.path.join(args.work_dir, "dup_noop.c")
-    exe = os.path.join(args.work_dir, "dup_noop")
-    open(src, "w").write(SOURCE)
-    if subprocess.run(["cc", "-o", exe, src]).returncode != 0:
-        print("skip: no C compiler")
-        sys.exit(SKIP)
+    exe = compile_c(args, "dup_noop", SOURCE)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)

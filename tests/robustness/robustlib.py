@@ -65,6 +65,18 @@ def prometheus_counters(path, name):
     return values
 
 
+def compile_c(args, name, source, *flags):
+    """Builds a C helper in the work dir; skips the test (77) without a C compiler."""
+    src = os.path.join(args.work_dir, name + ".c")
+    exe = os.path.join(args.work_dir, name)
+    with open(src, "w") as f:
+        f.write(source)
+    if subprocess.run(["cc", *flags, "-o", exe, src]).returncode != 0:
+        print("skipped: no C compiler")
+        raise SystemExit(SKIP)
+    return exe
+
+
 def require_keep_warm_host():
     """keep_warm heartbeats only where the namespace restarts the window after idle, with a
     congestion control other than bbr: these tests ask for reno."""

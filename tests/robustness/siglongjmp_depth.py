@@ -17,12 +17,11 @@ summary with connections=1, writes=1, bytes=1000, and no untuned_in_signal_handl
 """
 import os
 import socket
-import subprocess
 import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robustlib import SKIP, Checks, clean_env, fresh, parse_args, records, run  # noqa: E402
+from robustlib import Checks, clean_env, compile_c, fresh, parse_args, records, run  # noqa: E402
 
 SOURCE = r'''
 #include <arpa/inet.h>
@@ -75,12 +74,7 @@ int main(int argc, char** argv) {
 def main():
     args = parse_args()
     checks = Checks()
-    src = os.path.join(args.work_dir, "longjmp_depth.c")
-    exe = os.path.join(args.work_dir, "longjmp_depth")
-    open(src, "w").write(SOURCE)
-    if subprocess.run(["cc", "-O1", "-o", exe, src]).returncode != 0:
-        print("skip: no C compiler")
-        sys.exit(SKIP)
+    exe = compile_c(args, "longjmp_depth", SOURCE, "-O1")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)

@@ -6,12 +6,11 @@ a pause between (longer than the heartbeat interval) must arrive whole. (Such wr
 measured either; the README says so.)"""
 import os
 import socket
-import subprocess
 import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robustlib import SKIP, Checks, clean_env, fresh, parse_args, records, run  # noqa: E402
+from robustlib import Checks, clean_env, compile_c, fresh, parse_args, run  # noqa: E402
 
 SOURCE = r'''
 #include <arpa/inet.h>
@@ -49,12 +48,7 @@ int main(int c, char** v) {
 def main():
     args = parse_args()
     checks = Checks()
-    src = os.path.join(args.work_dir, "stdio_client.c")
-    exe = os.path.join(args.work_dir, "stdio_client")
-    open(src, "w").write(SOURCE)
-    if subprocess.run(["cc", "-o", exe, src]).returncode != 0:
-        print("skip: no C compiler")
-        sys.exit(SKIP)
+    exe = compile_c(args, "stdio_client", SOURCE)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
