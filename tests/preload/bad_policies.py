@@ -36,6 +36,8 @@ def bounded_run(cmd, env, limit_memory):
     """The finished process, or None when it was still running after BAD_PATH_TIMEOUT_S."""
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
+    # ThreadSanitizer reserves its shadow memory up front, which no address-space limit allows.
+    limit_memory = limit_memory and "TSAN_OPTIONS" not in os.environ
     try:
         return run(cmd, env, timeout=BAD_PATH_TIMEOUT_S, preexec_fn=limit if limit_memory else None)
     except subprocess.TimeoutExpired:
