@@ -19,10 +19,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robustlib import (Checks, StreamReceiver, clean_env, fresh, parse_args, records,  # noqa: E402
-                       require_keep_warm_host, run, write_policy)
+from robustlib import (Checks, KEEP_WARM_POLICY, StreamReceiver, between_head_and_body, clean_env, fresh, parse_args,
+                       records, require_keep_warm_host, run, write_policy)  # noqa: E402
 
-BURST = b"x" * (5 << 20)
 
 APP = r'''
 import os, socket, sys, time
@@ -54,15 +53,6 @@ print("done")
 '''
 
 
-def split(data):
-    if not bytes(data).startswith(BURST):
-        return None
-    rest = bytes(data[len(BURST):]).strip(b"\n")
-    if not (rest.startswith(b"<HEAD>") and rest.endswith(b"<BODY>")):
-        return None
-    return rest[len(b"<HEAD>"):-len(b"<BODY>")]
-
-
 def main():
     args = parse_args()
     require_keep_warm_host()
@@ -70,8 +60,7 @@ def main():
     app = os.path.join(args.work_dir, "fork_app.py")
     with open(app, "w") as f:
         f.write(APP)
-    policy = write_policy(args, "fork", '[defaults]\ncongestion = "reno"\n'
-                                         'keep_warm = { heartbeat = "\\n", interval = "10ms" }\n')
+    policy = write_policy(args, "fork", KEEP_WARM_POLICY)
     for shim in (False, True):
         for mode in ("same-process", "fork"):
             name = f"{'shim' if shim else 'no shim'}, {mode}"
@@ -83,7 +72,7 @@ def main():
             done = run([sys.executable, app, str(receiver.port), "fork" if mode == "fork" else "same"], env, timeout=60)
             receiver.thread.join(timeout=30)
             checks.check(done.returncode == 0, f"{name}: the app ran ({done.stderr.strip()[-300:]})")
-            inside = split(receiver.data)
+            inside = between_head_and_body(receiver.data)
             if shim:
                 opens = [o for r in records(log) if r.get("event") == "conn_open" for o in r.get("options", [])
                          if o["name"] == "keep_warm"]

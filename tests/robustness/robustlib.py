@@ -77,6 +77,23 @@ def compile_c(args, name, source, *flags):
     return exe
 
 
+# The keep-warm sharing tests: a burst that opens the window, then "<HEAD>", a pause, "<BODY>",
+# under a 10 ms newline heartbeat (reno, so the window restarts after idle).
+BURST = b"x" * (5 << 20)
+KEEP_WARM_POLICY = '[defaults]\ncongestion = "reno"\nkeep_warm = { heartbeat = "\\n", interval = "10ms" }\n'
+
+
+def between_head_and_body(data):
+    """What arrived between <HEAD> and <BODY> after the burst (heartbeats before and after are
+    fine), or None when the stream is not burst, <HEAD>..., <BODY>."""
+    if not bytes(data).startswith(BURST):
+        return None
+    rest = bytes(data[len(BURST):]).strip(b"\n")
+    if not (rest.startswith(b"<HEAD>") and rest.endswith(b"<BODY>")):
+        return None
+    return rest[len(b"<HEAD>"):-len(b"<BODY>")]
+
+
 def require_keep_warm_host():
     """keep_warm heartbeats only where the namespace restarts the window after idle, with a
     congestion control other than bbr: these tests ask for reno."""

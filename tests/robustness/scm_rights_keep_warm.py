@@ -23,10 +23,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robustlib import (Checks, StreamReceiver, clean_env, fresh, parse_args, records,  # noqa: E402
-                       require_keep_warm_host, write_policy)
+from robustlib import (Checks, KEEP_WARM_POLICY, StreamReceiver, between_head_and_body, clean_env, fresh, parse_args,
+                       records, require_keep_warm_host, write_policy)  # noqa: E402
 
-BURST = b"x" * (5 << 20)
 
 # argv: role(owner|taker) who_writes(owner|taker) unix_path tcp_port
 PEER = r'''
@@ -78,23 +77,13 @@ print("done", role)
 '''
 
 
-def split(data):
-    if not bytes(data).startswith(BURST):
-        return None
-    rest = bytes(data[len(BURST):]).strip(b"\n")
-    if not (rest.startswith(b"<HEAD>") and rest.endswith(b"<BODY>")):
-        return None
-    return rest[len(b"<HEAD>"):-len(b"<BODY>")]
-
-
 def main():
     args = parse_args()
     require_keep_warm_host()
     checks = Checks()
     peer = os.path.join(args.work_dir, "peer.py")
     open(peer, "w").write(PEER)
-    policy = write_policy(args, "scm", '[defaults]\ncongestion = "reno"\n'
-                                        'keep_warm = { heartbeat = "\\n", interval = "10ms" }\n')
+    policy = write_policy(args, "scm", KEEP_WARM_POLICY)
     # (case, who is under the shim or None, who writes the message)
     cases = [("control, no shim", None, "taker"), ("sender under the shim", "owner", "taker"),
              ("control, no shim (owner writes)", None, "owner"), ("receiver under the shim", "taker", "owner")]
@@ -125,7 +114,7 @@ def main():
             kw = [o for r in records(log) if r.get("event") == "conn_open" for o in r.get("options", [])
                   if o["name"] == "keep_warm"]
             print(f"     ({name}: keep_warm in conn_open: {[o['effective'] for o in kw]})")
-        inside = split(receiver.data)
+        inside = between_head_and_body(receiver.data)
         checks.check(inside == b"", f"{name}: the {writer}'s corked message arrives whole (inside: {inside!r})")
     checks.finish()
 

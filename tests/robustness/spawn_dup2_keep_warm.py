@@ -18,10 +18,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robustlib import (Checks, StreamReceiver, clean_env, fresh, parse_args, records,  # noqa: E402
-                       require_keep_warm_host, run, write_policy)
+from robustlib import (Checks, KEEP_WARM_POLICY, StreamReceiver, between_head_and_body, clean_env, fresh, parse_args,
+                       records, require_keep_warm_host, run, write_policy)  # noqa: E402
 
-BURST = b"x" * (5 << 20)
 
 CHILD = r'''
 import os, socket, sys, time
@@ -56,15 +55,6 @@ print("done")
 '''
 
 
-def split(data):
-    if not bytes(data).startswith(BURST):
-        return None
-    rest = bytes(data[len(BURST):]).strip(b"\n")
-    if not (rest.startswith(b"<HEAD>") and rest.endswith(b"<BODY>")):
-        return None
-    return rest[len(b"<HEAD>"):-len(b"<BODY>")]
-
-
 def main():
     args = parse_args()
     require_keep_warm_host()
@@ -73,8 +63,7 @@ def main():
     child = os.path.join(args.work_dir, "spawn_child.py")
     open(app, "w").write(APP)
     open(child, "w").write(CHILD)
-    policy = write_policy(args, "spawn", '[defaults]\ncongestion = "reno"\n'
-                                          'keep_warm = { heartbeat = "\\n", interval = "10ms" }\n')
+    policy = write_policy(args, "spawn", KEEP_WARM_POLICY)
     for shim in (False, True):
         for mode in ("stdout", "same-fd"):
             name = f"{'shim' if shim else 'no shim'}, adddup2 {mode}"
@@ -90,7 +79,7 @@ def main():
                 opens = [o for r in records(log) if r.get("event") == "conn_open" for o in r.get("options", [])
                          if o["name"] == "keep_warm"]
                 checks.check(bool(opens) and opens[0]["effective"] == "on", f"{name}: keep_warm is on here")
-            inside = split(receiver.data)
+            inside = between_head_and_body(receiver.data)
             checks.check(inside == b"", f"{name}: the spawned child's corked message arrives whole "
                                         f"(inside <HEAD>..<BODY>: {inside!r})")
     checks.finish()

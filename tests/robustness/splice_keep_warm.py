@@ -20,10 +20,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robustlib import (SKIP, Checks, StreamReceiver, clean_env, fresh, parse_args, records,  # noqa: E402
-                       require_keep_warm_host, run, write_policy)
+from robustlib import (BURST, Checks, KEEP_WARM_POLICY, SKIP, StreamReceiver, clean_env, fresh, parse_args,
+                       require_keep_warm_host, run, write_policy)  # noqa: E402
 
-BURST = b"x" * (5 << 20)
 HEADER = b"H" * (256 << 10)
 
 APP = r'''
@@ -64,8 +63,7 @@ def main():
     checks = Checks()
     app = os.path.join(args.work_dir, "splice_app.py")
     open(app, "w").write(APP)
-    policy = write_policy(args, "splice", '[defaults]\ncongestion = "reno"\n'
-                                           'keep_warm = { heartbeat = "\\n", interval = "10ms" }\n')
+    policy = write_policy(args, "splice", KEEP_WARM_POLICY)
     for shim, mode in ((False, "splice"), (True, "msg_more"), (True, "splice")):
         name = f"{'shim' if shim else 'no shim'}, header by {mode}"
         log = fresh(os.path.join(args.work_dir, f"{mode}-{shim}.jsonl"))
