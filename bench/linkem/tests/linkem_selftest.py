@@ -36,7 +36,7 @@ BIG_BUFFER = 4 << 20  # clamped to net.core.[rw]mem_max, then doubled by the ker
 # A step that fails while a virtual machine's hypervisor took at least this much CPU from it is
 # measured again, up to MAX_ATTEMPTS times in all; on a machine without steal a failure stands.
 STEAL_RETRY_MS = 20
-MAX_ATTEMPTS = 3
+MAX_ATTEMPTS = 5
 
 
 # ---------------------------------------------------------------- helpers run inside a namespace
