@@ -20,10 +20,9 @@ import json
 import os
 import socket
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robustlib import Checks, clean_env, compile_c, fresh, parse_args, records, run  # noqa: E402
+from robustlib import Checks, clean_env, compile_c, discarding_listener, fresh, parse_args, records, run  # noqa: E402
 
 SOURCE = r'''
 #define _GNU_SOURCE
@@ -66,18 +65,7 @@ def main():
     args = parse_args()
     checks = Checks()
     exe = compile_c(args, "dup_noop", SOURCE)
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    port = listener.getsockname()[1]
-
-    def serve():
-        while True:
-            conn, _ = listener.accept()
-            while conn.recv(65536):
-                pass
-            conn.close()
-    threading.Thread(target=serve, daemon=True).start()
+    port = discarding_listener()
 
     for op in OPS:
         bare = run([exe, str(port), op], clean_env(), timeout=20)

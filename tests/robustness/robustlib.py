@@ -65,6 +65,22 @@ def prometheus_counters(path, name):
     return values
 
 
+def discarding_listener():
+    """A loopback listener that reads and drops whatever every connection sends; its port."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+
+    def serve():
+        while True:
+            conn, _ = listener.accept()
+            while conn.recv(65536):
+                pass
+            conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1]
+
+
 def compile_c(args, name, source, *flags):
     """Builds a C helper in the work dir; skips the test (77) without a C compiler."""
     src = os.path.join(args.work_dir, name + ".c")

@@ -18,10 +18,9 @@ summary with connections=1, writes=1, bytes=1000, and no untuned_in_signal_handl
 import os
 import socket
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robustlib import Checks, clean_env, compile_c, fresh, parse_args, records, run  # noqa: E402
+from robustlib import Checks, clean_env, compile_c, discarding_listener, fresh, parse_args, records, run  # noqa: E402
 
 SOURCE = r'''
 #include <arpa/inet.h>
@@ -75,18 +74,7 @@ def main():
     args = parse_args()
     checks = Checks()
     exe = compile_c(args, "longjmp_depth", SOURCE, "-O1")
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    port = listener.getsockname()[1]
-
-    def serve():
-        while True:
-            conn, _ = listener.accept()
-            while conn.recv(65536):
-                pass
-            conn.close()
-    threading.Thread(target=serve, daemon=True).start()
+    port = discarding_listener()
 
     for longjmp_first in ("0", "1"):
         name = "after a handler left by siglongjmp" if longjmp_first == "1" else "control (no signal)"
