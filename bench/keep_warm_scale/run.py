@@ -1,0 +1,555 @@
+#!/usr/bin/env python3
+"""Keep-warm at scale: the shim's worker CPU, heartbeats and memory with N idle kept-warm
+connections on loopback.
+
+    bench/keep_warm_scale/run.py [--build build/release] [--counts 100,1000,10000] [--idle 10]
+                                 [--strace-at 1000] [--out bench/results]
+    bench/keep_warm_scale/run.py --quick --check     # the ctest smoke run: 50 connections, 3 s idle
+
+For each N, three arms, each a fresh client (tcptune_keep_warm_scale client, the app) and sink:
+  none       the client without the shim;
+  shim       under the shim with a client rule (congestion "reno", a jsonl log), no keep_warm;
+  keep_warm  the same rule with keep_warm = { heartbeat_hex = "0a" } (interval "auto").
+The client opens N connections to the sink, writes a 256 KiB warm-up on each (one blocking
+send, 1448-byte segments, so the congestion window grows past the initial 10 segments that the
+shim leaves alone), waits until it is acknowledged and then writes nothing. In the keep_warm
+arm the run then waits a settle time and measures an idle window (--idle seconds) once a
+second: the heartbeats the sink received (it checks every byte of every stream: exactly the
+warm-up, then whole heartbeats only) and the CPU time of the shim's worker thread (the thread
+named "tcptune", /proc/<pid>/task/<tid>/schedstat: nanoseconds on a CPU, system calls and the
+kernel's loopback delivery done in its context included). Memory: the client's resident set
+(smaps_rollup Rss and Pss) after the idle window minus before it opened any connection, with
+the shim and keep_warm minus without the shim (and minus the shim without keep_warm), over N.
+At --strace-at N (0: never) `strace -c` is attached to the worker for --strace-seconds after
+the window, for the system calls per heartbeat.
+
+Heartbeats flow only where the kernel restarts a window after idle: the policy sets reno (the
+default here may be bbr, which does not restart), and net.ipv4.tcp_slow_start_after_idle must
+be 1. As root the run unshares a fresh network namespace (loopback only, the sysctl set to 1,
+gone when the run ends); otherwise it runs in the current one if the sysctl is 1 and the
+congestion control is allowed, and exits 77 if not.
+
+Prints a table and writes everything to <out>/keep-warm-scale-<UTC time>.json. --check exits 1
+unless every stream arrived whole (warm-up then only heartbeat bytes, nothing lost or
+corrupted), every kept-warm connection received at least one heartbeat in the window, the arms
+without keep_warm received none, and the JSON has every field.
+"""
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import platform
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WARMUP_BYTES = 256 * 1024
+MSS = 1448
+LISTENERS = 4          # the sink's ports: connect()'s search for a free local port stays short
+SETTLE_S = 1.0         # after the warm-up is acknowledged, before the window
+BASELINE_IDLE_S = 1.0  # the arms without keep_warm: only their memory and stream matter
+MAX_IDLE_S = 60        # keep_warm's default max_idle: the whole run of an arm stays below it
+ARMS = ("none", "shim", "keep_warm")
+TABLE_FIELDS = ("connections", "heartbeats_per_s", "heartbeats_per_connection_per_s", "worker_cpu_percent",
+                "worker_us_per_heartbeat", "shim_bytes_per_connection")
+
+
+class Helper:
+    """One tcptune_keep_warm_scale process: a command per stdin line, one JSON line back."""
+
+    def __init__(self, argv, env, name):
+        self.name = name
+        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, bufsize=0)
+        self.pending = b""
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def read(self, timeout):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RuntimeError(f"{self.name}: no answer within {timeout:g} s")
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+                if not chunk:
+                    err = self.proc.stderr.read().decode(errors="replace").strip()
+                    raise RuntimeError(f"{self.name} exited ({self.proc.wait()}): {err[-500:]}")
+                self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return json.loads(line)
+
+    def ask(self, command, timeout=30):
+        self.proc.stdin.write(command.encode() + b"\n")
+        self.proc.stdin.flush()
+        return self.read(timeout)
+
+    def finish(self, timeout=30):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def read_text(path, default=""):
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return default
+
+
+def clean_env():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
+    env["LC_ALL"] = "C"
+    return env
+
+
+def enter_fresh_netns():
+    """Unshares a network namespace for this process and its children: loopback up, the
+    sysctl that makes a connection restart its window after idle set to 1. It disappears with
+    the last process in it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    clone_newnet = 0x40000000
+    if libc.unshare(clone_newnet) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET)")
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    Path("/proc/sys/net/ipv4/tcp_slow_start_after_idle").write_text("1\n")
+
+
+def choose_namespace(congestion):
+    """Where to run, or None (with the reason) when heartbeats could not flow here."""
+    if os.geteuid() == 0:
+        try:
+            enter_fresh_netns()
+            return "fresh network namespace (unshare)", None
+        except (OSError, subprocess.CalledProcessError) as error:
+            return None, f"cannot set up a network namespace: {error}"
+    if read_text("/proc/sys/net/ipv4/tcp_slow_start_after_idle") != "1":
+        return None, "net.ipv4.tcp_slow_start_after_idle is 0 here and only root can run in a namespace of its own"
+    allowed = read_text("/proc/sys/net/ipv4/tcp_allowed_congestion_control").split()
+    if congestion not in allowed:
+        return None, f"congestion control {congestion} is not in tcp_allowed_congestion_control ({' '.join(allowed)})"
+    return "current network namespace", None
+
+
+def policy_text(congestion, heartbeat_hex, keep_warm):
+    lines = ["[[rule]]", 'name = "warm"', 'match = { role = "client" }', f'congestion = "{congestion}"']
+    if keep_warm:
+        lines.append(f'keep_warm = {{ heartbeat_hex = "{heartbeat_hex}" }}')
+    return "\n".join(lines) + "\n"
+
+
+def worker_tid(pid):
+    """The shim's worker: the thread it names "tcptune"."""
+    for task in sorted(Path(f"/proc/{pid}/task").iterdir()):
+        if read_text(task / "comm") == "tcptune":
+            return int(task.name)
+    return None
+
+
+def thread_cpu(pid, tid):
+    """(ns on a CPU from schedstat, utime+stime in clock ticks, voluntary context switches)."""
+    schedstat = read_text(f"/proc/{pid}/task/{tid}/schedstat", "0 0 0").split()
+    stat = read_text(f"/proc/{pid}/task/{tid}/stat")
+    fields = stat[stat.rfind(")") + 2:].split() if stat else []
+    ticks = int(fields[11]) + int(fields[12]) if len(fields) > 12 else 0
+    switches = 0
+    for line in read_text(f"/proc/{pid}/task/{tid}/status").splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            switches = int(line.split()[1])
+    return int(schedstat[0]), ticks, switches
+
+
+def process_cpu_ns(pid):
+    """utime+stime of a whole process, in ns (clock-tick resolution)."""
+    stat = read_text(f"/proc/{pid}/stat")
+    fields = stat[stat.rfind(")") + 2:].split() if stat else []
+    if len(fields) < 13:
+        return 0
+    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+def system_idle_ns():
+    """Idle + iowait time of all CPUs, in ns, from /proc/stat."""
+    for line in read_text("/proc/stat").splitlines():
+        if line.startswith("cpu "):
+            values = [int(v) for v in line.split()[1:]]
+            return (values[3] + values[4]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    return 0
+
+
+def parse_strace_summary(path):
+    """strace -c's table: {syscall: {"calls", "errors", "seconds"}}."""
+    calls = {}
+    for line in read_text(path).splitlines():
+        parts = line.split()
+        if len(parts) < 5 or not parts[0][0].isdigit() or parts[-1] == "total":
+            continue
+        try:
+            seconds, count = float(parts[1]), int(parts[3])
+        except ValueError:
+            continue
+        errors = int(parts[4]) if len(parts) == 6 else 0
+        calls[parts[-1]] = {"calls": count, "errors": errors, "seconds": seconds}
+    return calls
+
+
+def run_strace(pid, tid, sink, seconds, out_path):
+    """strace -c attached to the worker thread for `seconds`, and the heartbeats meanwhile."""
+    before = sink.ask("snap")
+    tracer = subprocess.Popen(["strace", "-c", "-o", str(out_path), "-p", str(tid)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(seconds)
+    tracer.send_signal(signal.SIGINT)
+    try:
+        tracer.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        tracer.kill()
+        tracer.wait()
+    after = sink.ask("snap")
+    heartbeats = after["heartbeats"] - before["heartbeats"]
+    calls = parse_strace_summary(out_path)
+    return {
+        "seconds": seconds,
+        "heartbeats": heartbeats,
+        "syscalls": calls,
+        "per_heartbeat": {name: round(c["calls"] / heartbeats, 3) for name, c in calls.items()} if heartbeats else {},
+        "total_per_heartbeat": round(sum(c["calls"] for c in calls.values()) / heartbeats, 3) if heartbeats else None,
+        "note": "strace slows the worker; counts per heartbeat hold, its CPU figures do not",
+    }
+
+
+def read_log(path):
+    records = []
+    if os.path.exists(path):
+        for line in Path(path).read_text().splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    return records
+
+
+def run_arm(arm, count, args, paths, work, want_strace):
+    """One client and one sink: the client's memory, and for keep_warm the measured window."""
+    heartbeat_hex = args.heartbeat_hex
+    sink = Helper([paths["helper"], "sink", "--connections", str(count), "--warmup", str(args.warmup),
+                   "--heartbeat-hex", heartbeat_hex, "--listeners", str(LISTENERS)], clean_env(), "sink")
+    client = None
+    started = time.monotonic()
+    try:
+        ports = sink.read(10)["ports"]
+        env = clean_env()
+        log_path = work / f"{arm}-{count}.jsonl"
+        if arm != "none":
+            policy = work / f"{arm}.toml"
+            policy.write_text(policy_text(args.congestion, heartbeat_hex, arm == "keep_warm"))
+            if log_path.exists():
+                log_path.unlink()
+            env.update(LD_PRELOAD=paths["shim"], TCPTUNE_POLICY=str(policy), TCPTUNE_LOG=str(log_path),
+                       TCPTUNE_LOG_FORMAT="jsonl")
+        client = Helper([paths["helper"], "client", "--ports", ",".join(map(str, ports)), "--connections",
+                         str(count), "--warmup", str(args.warmup), "--mss", str(MSS)], env, f"client ({arm})")
+        ready = client.read(180)
+        result = {"arm": arm, "connections": count, "client_pid": client.pid, "ready": ready}
+        tid = worker_tid(client.pid) if arm != "none" else None
+        result["worker_tid"] = tid
+        idle = args.idle if arm == "keep_warm" else BASELINE_IDLE_S
+        time.sleep(SETTLE_S if arm == "keep_warm" else 0)
+        samples = []
+
+        def sample():
+            snap = sink.ask("snap")
+            cpu = thread_cpu(client.pid, tid) if tid else (0, 0, 0)
+            samples.append({"t": time.monotonic(), "heartbeats": snap["heartbeats"], "worker_ns": cpu[0],
+                            "worker_ticks": cpu[1], "worker_switches": cpu[2],
+                            "client_cpu_ns": process_cpu_ns(client.pid), "sink_cpu_ns": process_cpu_ns(sink.pid),
+                            "system_idle_ns": system_idle_ns(), "with_heartbeat": snap["with_heartbeat"]})
+
+        sample()
+        end = samples[0]["t"] + idle
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(1.0, left))
+            sample()
+        first, last = samples[0], samples[-1]
+        window = last["t"] - first["t"]
+        heartbeats = last["heartbeats"] - first["heartbeats"]
+        worker_ns = last["worker_ns"] - first["worker_ns"]
+        result["window"] = {
+            "seconds": window,
+            "heartbeats": heartbeats,
+            "worker_cpu_ns": worker_ns,
+            "worker_cpu_ticks": last["worker_ticks"] - first["worker_ticks"],
+            "worker_wakeups": last["worker_switches"] - first["worker_switches"],
+            "client_cpu_ns": last["client_cpu_ns"] - first["client_cpu_ns"],
+            "sink_cpu_ns": last["sink_cpu_ns"] - first["sink_cpu_ns"],
+            "system_busy_cpus": (os.cpu_count() * window * 1e9 - (last["system_idle_ns"] - first["system_idle_ns"]))
+            / (window * 1e9) if window > 0 else None,
+            "per_second": [{"t": round(s["t"] - first["t"], 3), "heartbeats": s["heartbeats"] - first["heartbeats"],
+                            "worker_cpu_ns": s["worker_ns"] - first["worker_ns"]} for s in samples],
+        }
+        if want_strace and tid:
+            if subprocess.run(["which", "strace"], capture_output=True).returncode == 0:
+                result["strace"] = run_strace(client.pid, tid, sink, args.strace_seconds, work / f"strace-{count}.txt")
+            else:
+                result["strace"] = {"skipped": "strace is not installed"}
+        result["after_idle"] = client.ask("info")
+        result["arm_seconds_before_close"] = time.monotonic() - started
+        closed = client.ask("close", timeout=60)
+        result["client_exit"] = client.finish(60)
+        result["client_closed"] = closed.get("event") == "closed"
+        final = sink.ask("final", timeout=60)
+        sink.finish(10)
+        per_connection = final.pop("heartbeats_per_connection")
+        final["connections_without_heartbeat"] = sum(1 for h in per_connection if h == 0)
+        final["heartbeats_per_connection"] = {"min": min(per_connection, default=0),
+                                              "max": max(per_connection, default=0)}
+        result["sink"] = final
+        result["window"]["connections_with_heartbeat"] = last["with_heartbeat"]
+        if arm != "none":
+            records = read_log(str(log_path))
+            summary = next((r for r in records if r.get("event") == "summary"), {})
+            opens = [r for r in records if r.get("event") == "conn_open"]
+            kw = [o for r in opens for o in r.get("options", []) if o.get("name") == "keep_warm"]
+            result["shim_log"] = {
+                "path": str(log_path),
+                "summary_heartbeats": summary.get("heartbeats"),
+                "summary_connections": summary.get("connections"),
+                "dropped_records": summary.get("dropped_records"),
+                "conn_close_records": sum(1 for r in records if r.get("event") == "conn_close"),
+                "conn_open_records": len(opens),
+                "keep_warm_on": sum(1 for o in kw if o.get("effective") == "on"),
+                "keep_warm_notes": sorted({o.get("note", "") for o in kw if o.get("effective") != "on"}),
+                "congestion_effective": sorted({o.get("effective") for r in opens for o in r.get("options", [])
+                                                if o.get("name") == "congestion"}),
+                "warnings": [r.get("message") for r in records if r.get("event") == "warning"][:5],
+            }
+        return result
+    finally:
+        for helper in (client, sink):
+            if helper:
+                helper.kill()
+
+
+def memory_growth(result):
+    """Resident growth in bytes from before the first connection to the end of the window."""
+    ready, after = result["ready"], result["after_idle"]
+    return {"rss": (after["rss_kb"] - ready["rss_before_kb"]) * 1024,
+            "pss": (after["pss_kb"] - ready["pss_before_kb"]) * 1024}
+
+
+def summarize(count, arms):
+    warm = arms["keep_warm"]
+    window = warm["window"]
+    seconds = window["seconds"]
+    growth = {arm: memory_growth(result) for arm, result in arms.items()}
+    row = {
+        "connections": count,
+        "heartbeats_per_s": window["heartbeats"] / seconds,
+        "heartbeats_per_connection_per_s": window["heartbeats"] / seconds / count,
+        "worker_cpu_percent": 100.0 * window["worker_cpu_ns"] / (seconds * 1e9),
+        "worker_us_per_heartbeat": window["worker_cpu_ns"] / 1000 / window["heartbeats"] if window["heartbeats"] else None,
+        "shim_bytes_per_connection": (growth["keep_warm"]["rss"] - growth["none"]["rss"]) / count,
+        "shim_pss_bytes_per_connection": (growth["keep_warm"]["pss"] - growth["none"]["pss"]) / count,
+        "keep_warm_bytes_per_connection": (growth["keep_warm"]["rss"] - growth["shim"]["rss"]) / count,
+        "rto_ms_median": warm["ready"]["tcp_info"]["rto_us"]["median"] / 1000,
+        "cwnd_median_before": warm["ready"]["tcp_info"]["cwnd"]["median"],
+        "cwnd_median_after": warm["after_idle"]["tcp_info"]["cwnd"]["median"],
+        "cwnd_above_10_after": warm["after_idle"]["tcp_info"]["cwnd_above_10"],
+        "worker_wakeups_per_s": window["worker_wakeups"] / seconds,
+        "sink_cpu_percent": 100.0 * window["sink_cpu_ns"] / (seconds * 1e9),
+        "system_busy_cpus": window["system_busy_cpus"],
+        "resident_growth_bytes": growth,
+    }
+    row["heartbeats_per_rto"] = row["heartbeats_per_connection_per_s"] * row["rto_ms_median"] / 1000
+    return row
+
+
+def checks_for(count, arms):
+    """The unambiguous facts of a run: (ok, message)."""
+    out = []
+    for arm, result in arms.items():
+        sink = result["sink"]
+        out.append((sink["accepted"] == count and sink["whole_streams"] == count and sink["error_bytes"] == 0
+                    and sink["eof"] == count,
+                    f"N={count} {arm}: {sink['whole_streams']} of {count} streams whole (the {result['ready']['warmup_bytes']}"
+                    f"-byte warm-up, then only whole heartbeats; {sink['error_bytes']} stray bytes, "
+                    f"{sink['eof']} closed){' ' + json.dumps(sink['broken'][:3]) if sink['broken'] else ''}"))
+        out.append((result.get("client_exit") == 0 and result.get("client_closed"),
+                    f"N={count} {arm}: the client exited normally ({result.get('client_exit')})"))
+        if arm == "keep_warm":
+            with_hb = result["window"]["connections_with_heartbeat"]
+            beats = result["window"]["heartbeats"]
+            out.append((with_hb == count and beats > 0,
+                        f"N={count} keep_warm: heartbeats on {with_hb} of {count} connections, {beats} in the window"))
+        else:
+            out.append((sink["heartbeats"] == 0, f"N={count} {arm}: no heartbeat without keep_warm ({sink['heartbeats']})"))
+    return out
+
+
+def missing_fields(results):
+    required = {"started", "seconds", "command", "machine", "setup", "rows", "arms", "checks"}
+    missing = sorted(required - set(results))
+    for row in results.get("rows", []):
+        missing += [f"rows[{row.get('connections')}].{f}" for f in TABLE_FIELDS if row.get(f) is None]
+    for key in ("kernel", "nproc", "rto_ms", "commit"):
+        if key not in results.get("machine", {}):
+            missing.append(f"machine.{key}")
+    return missing
+
+
+def source_commit(build):
+    source = ""
+    for line in read_text(Path(build) / "CMakeCache.txt").splitlines():
+        if line.startswith("CMAKE_HOME_DIRECTORY:"):
+            source = line.split("=", 1)[1]
+    if not source:
+        return {"source": None, "commit": None}
+    git = ["git", "-C", source]
+    commit = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(git + ["status", "--porcelain", "--", "shim", "config"], capture_output=True, text=True)
+    return {"source": source, "commit": commit.stdout.strip() or None,
+            "uncommitted_shim_or_config_changes": bool(dirty.stdout.strip()) if commit.returncode == 0 else None}
+
+
+def fmt(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", default=str(ROOT / "build" / "release"), help="build tree (default build/release)")
+    parser.add_argument("--counts", default="100,1000,10000", help="comma-separated connection counts")
+    parser.add_argument("--idle", type=float, default=10.0, help="measured idle window in seconds")
+    parser.add_argument("--warmup", type=int, default=WARMUP_BYTES, help="bytes written on each connection first")
+    parser.add_argument("--heartbeat-hex", default="0a", help="the heartbeat payload (default a newline)")
+    parser.add_argument("--congestion", default="reno", help="the rule's congestion control (not bbr)")
+    parser.add_argument("--strace-at", type=int, default=1000, help="N at which strace -c watches the worker (0: never)")
+    parser.add_argument("--strace-seconds", type=float, default=3.0)
+    parser.add_argument("--quick", action="store_true", help="50 connections, 3 s idle, no strace")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless the unambiguous checks hold")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results"), help="directory of the JSON")
+    args = parser.parse_args()
+    if args.quick:
+        args.counts, args.idle, args.strace_at = "50", 3.0, 0
+    counts = [int(c) for c in args.counts.split(",") if c.strip()]
+    if SETTLE_S + args.idle + args.strace_seconds >= MAX_IDLE_S - 15:
+        sys.exit(f"--idle {args.idle:g} is too long: the window must end well before keep_warm's max_idle "
+                 f"({MAX_IDLE_S} s)")
+    build = Path(args.build).resolve()
+    paths = {"helper": str(build / "bin" / "tcptune_keep_warm_scale"), "shim": str(build / "lib" / "libtcptune.so")}
+    for path in paths.values():
+        if not os.path.exists(path):
+            sys.exit(f"{path} is missing: cmake --build {build} --target tcptune tcptune_keep_warm_scale")
+    where, reason = choose_namespace(args.congestion)
+    if where is None:
+        print(f"skipped: {reason}")
+        return 77
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    clock = time.monotonic()
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    work = build / "bench-keep-warm-scale" / stamp
+    work.mkdir(parents=True, exist_ok=True)
+    uname = os.uname()
+    results = {
+        "started": started.isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+        "machine": {
+            "kernel": uname.release, "uname": " ".join(uname), "nproc": os.cpu_count(),
+            "cpu": next((l.split(":", 1)[1].strip() for l in read_text("/proc/cpuinfo").splitlines()
+                         if l.startswith("model name")), platform.processor()),
+            **source_commit(build),
+        },
+        "setup": {
+            "namespace": where, "loopback": True, "warmup_bytes": args.warmup, "mss": MSS,
+            "heartbeat_hex": args.heartbeat_hex, "congestion": args.congestion, "interval": "auto",
+            "settle_s": SETTLE_S, "idle_s": args.idle, "baseline_idle_s": BASELINE_IDLE_S,
+            "tcp_slow_start_after_idle": read_text("/proc/sys/net/ipv4/tcp_slow_start_after_idle"),
+            "policy_keep_warm": policy_text(args.congestion, args.heartbeat_hex, True),
+            "nofile_limit": list(__import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)),
+        },
+        "rows": [], "arms": {}, "checks": [],
+    }
+    failures = []
+    for count in counts:
+        arms = {}
+        for arm in ARMS:
+            print(f"-- N={count} {arm} ...", flush=True)
+            arms[arm] = run_arm(arm, count, args, paths, work, want_strace=(arm == "keep_warm" and count == args.strace_at))
+        results["arms"][str(count)] = arms
+        row = summarize(count, arms)
+        results["rows"].append(row)
+        for ok, message in checks_for(count, arms):
+            results["checks"].append({"ok": ok, "message": message})
+            if not ok:
+                failures.append(message)
+        log = arms["keep_warm"].get("shim_log", {})
+        sink_total = arms["keep_warm"]["sink"]["heartbeats"]
+        row["shim_summary_heartbeats"] = log.get("summary_heartbeats")
+        row["sink_heartbeats_total"] = sink_total
+        if log.get("summary_heartbeats") != sink_total:
+            print(f"   note: the shim's summary counts {log.get('summary_heartbeats')} heartbeats, the sink received "
+                  f"{sink_total}")
+        if log.get("keep_warm_on") != count:
+            print(f"   note: keep_warm on for {log.get('keep_warm_on')} of {count} connections "
+                  f"{log.get('keep_warm_notes')}")
+
+    rtos = sorted({row["rto_ms_median"] for row in results["rows"]})
+    results["machine"]["rto_ms"] = rtos[0] if len(rtos) == 1 else rtos
+    results["seconds"] = round(time.monotonic() - clock, 1)
+    missing = missing_fields(results)
+    if missing:
+        failures.append(f"the JSON lacks {', '.join(missing)}")
+    results["checks"].append({"ok": not missing, "message": f"every field present{': missing ' + ', '.join(missing) if missing else ''}"})
+
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out_path = out_dir / f"keep-warm-scale-{stamp}.json"
+    out_path.write_text(json.dumps(results, indent=1) + "\n")
+
+    print()
+    print(f"keep_warm at scale, loopback, {args.congestion}, interval auto (RTO {results['machine']['rto_ms']} ms), "
+          f"{args.idle:g} s idle window, {os.cpu_count()} CPUs, kernel {uname.release}")
+    print(f"{'N':>6} {'heartbeats/s':>13} {'per conn/s':>10} {'worker CPU %':>12} {'worker us/hb':>12} "
+          f"{'shim B/conn':>11} {'cwnd before->after':>19} {'busy CPUs':>9}")
+    for row in results["rows"]:
+        print(f"{row['connections']:>6} {row['heartbeats_per_s']:>13,.0f} {row['heartbeats_per_connection_per_s']:>10.2f} "
+              f"{row['worker_cpu_percent']:>12.1f} {fmt(row['worker_us_per_heartbeat'], '.2f'):>12} "
+              f"{row['shim_bytes_per_connection']:>11,.0f} "
+              f"{str(row['cwnd_median_before']) + '->' + str(row['cwnd_median_after']):>19} "
+              f"{fmt(row['system_busy_cpus'], '.2f'):>9}")
+    for count, arms in results["arms"].items():
+        trace = arms["keep_warm"].get("strace")
+        if trace and trace.get("per_heartbeat"):
+            calls = ", ".join(f"{name} {value:g}" for name, value in
+                              sorted(trace["per_heartbeat"].items(), key=lambda kv: -kv[1]))
+            print(f"system calls per heartbeat at N={count} (strace -c, {trace['heartbeats']} heartbeats): "
+                  f"{trace['total_per_heartbeat']:g} ({calls})")
+    for message in failures:
+        print(f"FAILED: {message}")
+    print(f"{len(results['checks']) - len(failures)} of {len(results['checks'])} checks met; "
+          f"{results['seconds']:g} s; {out_path}")
+    return 1 if failures and args.check else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
