@@ -10,9 +10,9 @@ For each N, three arms, each a fresh client (tcptune_keep_warm_scale client, the
   none       the client without the shim;
   shim       under the shim with a client rule (congestion "reno", a jsonl log), no keep_warm;
   keep_warm  the same rule with keep_warm = { heartbeat_hex = "0a" } (interval "auto").
-The client opens N connections to the sink, writes a 256 KiB warm-up on each (one blocking
+The client opens N connections to the sink, writes a 64 KiB warm-up on each (one blocking
 send, 1448-byte segments, so the congestion window grows past the initial 10 segments that the
-shim leaves alone), waits until it is acknowledged and then writes nothing. In the keep_warm
+shim leaves alone: to about 40), waits until it is acknowledged and then writes nothing. In the keep_warm
 arm the run then waits a settle time and measures an idle window (--idle seconds) once a
 second: the heartbeats the sink received (it checks every byte of every stream: exactly the
 warm-up, then whole heartbeats only) and the CPU time of the shim's worker thread (the thread
@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-WARMUP_BYTES = 256 * 1024
+WARMUP_BYTES = 64 * 1024  # opens reno's window to about 40 segments of 1448 bytes
 MSS = 1448
 LISTENERS = 4          # the sink's ports: connect()'s search for a free local port stays short
 SETTLE_S = 1.0         # after the warm-up is acknowledged, before the window
@@ -234,6 +234,36 @@ def run_strace(pid, tid, sink, seconds, out_path):
     }
 
 
+def run_perf(tid, seconds, data_path):
+    """perf record (cpu-clock, call graphs) on the worker thread for `seconds`: where its time
+    goes, as the share of samples per symbol, the kernel's included."""
+    if subprocess.run(["which", "perf"], capture_output=True).returncode != 0:
+        return {"skipped": "perf is not installed"}
+    record = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-g", "-t", str(tid), "-o", str(data_path),
+                             "--", "sleep", str(seconds)], capture_output=True, text=True, timeout=seconds + 60)
+    if record.returncode != 0:
+        return {"skipped": f"perf record failed: {record.stderr.strip()[-300:]}"}
+    out = {"seconds": seconds, "event": "cpu-clock", "data": str(data_path)}
+    for key, sort in (("self_by_symbol", "sym"), ("self_by_dso", "dso")):
+        report = subprocess.run(["perf", "report", "-i", str(data_path), "--stdio", "--no-children", "-g", "none",
+                                 "--sort", sort, "--percent-limit", "0.5"], capture_output=True, text=True, timeout=120)
+        rows = []
+        for line in report.stdout.splitlines():
+            parts = line.split(None, 1)
+            if len(parts) == 2 and parts[0].endswith("%") and not line.startswith("#"):
+                rows.append([float(parts[0].rstrip("%")), parts[1].strip()])
+        out[key] = rows[:40]
+    report = subprocess.run(["perf", "report", "-i", str(data_path), "--stdio", "--children", "-g", "none",
+                             "--sort", "sym", "--percent-limit", "2"], capture_output=True, text=True, timeout=120)
+    rows = []
+    for line in report.stdout.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) == 3 and parts[0].endswith("%") and parts[1].endswith("%") and not line.startswith("#"):
+            rows.append([float(parts[0].rstrip("%")), float(parts[1].rstrip("%")), parts[2].strip()])
+    out["with_children_by_symbol"] = rows[:60]
+    return out
+
+
 def read_log(path):
     records = []
     if os.path.exists(path):
@@ -245,7 +275,7 @@ def read_log(path):
     return records
 
 
-def run_arm(arm, count, args, paths, work, want_strace):
+def run_arm(arm, count, args, paths, work, want_strace, want_perf):
     """One client and one sink: the client's memory, and for keep_warm the measured window."""
     heartbeat_hex = args.heartbeat_hex
     sink = Helper([paths["helper"], "sink", "--connections", str(count), "--warmup", str(args.warmup),
@@ -271,6 +301,7 @@ def run_arm(arm, count, args, paths, work, want_strace):
         result["worker_tid"] = tid
         idle = args.idle if arm == "keep_warm" else BASELINE_IDLE_S
         time.sleep(SETTLE_S if arm == "keep_warm" else 0)
+        result["window_start"] = client.ask("info")
         samples = []
 
         def sample():
@@ -306,12 +337,14 @@ def run_arm(arm, count, args, paths, work, want_strace):
             "per_second": [{"t": round(s["t"] - first["t"], 3), "heartbeats": s["heartbeats"] - first["heartbeats"],
                             "worker_cpu_ns": s["worker_ns"] - first["worker_ns"]} for s in samples],
         }
+        result["after_idle"] = client.ask("info")
         if want_strace and tid:
             if subprocess.run(["which", "strace"], capture_output=True).returncode == 0:
                 result["strace"] = run_strace(client.pid, tid, sink, args.strace_seconds, work / f"strace-{count}.txt")
             else:
                 result["strace"] = {"skipped": "strace is not installed"}
-        result["after_idle"] = client.ask("info")
+        if want_perf and tid:
+            result["perf"] = run_perf(tid, args.perf_seconds, work / f"perf-{count}.data")
         result["arm_seconds_before_close"] = time.monotonic() - started
         closed = client.ask("close", timeout=60)
         result["client_exit"] = client.finish(60)
@@ -371,12 +404,17 @@ def summarize(count, arms):
         "shim_pss_bytes_per_connection": (growth["keep_warm"]["pss"] - growth["none"]["pss"]) / count,
         "keep_warm_bytes_per_connection": (growth["keep_warm"]["rss"] - growth["shim"]["rss"]) / count,
         "rto_ms_median": warm["ready"]["tcp_info"]["rto_us"]["median"] / 1000,
-        "cwnd_median_before": warm["ready"]["tcp_info"]["cwnd"]["median"],
-        "cwnd_median_after": warm["after_idle"]["tcp_info"]["cwnd"]["median"],
-        "cwnd_above_10_after": warm["after_idle"]["tcp_info"]["cwnd_above_10"],
+        "cwnd_median_warmed": warm["ready"]["tcp_info"]["cwnd"]["median"],
+        "cwnd_median_window_start": warm["window_start"]["tcp_info"]["cwnd"]["median"],
+        "cwnd_median_window_end": warm["after_idle"]["tcp_info"]["cwnd"]["median"],
+        "windows_above_10_warmed": warm["ready"]["tcp_info"]["cwnd_above_10"],
+        "windows_above_10_window_start": warm["window_start"]["tcp_info"]["cwnd_above_10"],
+        "windows_above_10_window_end": warm["after_idle"]["tcp_info"]["cwnd_above_10"],
         "worker_wakeups_per_s": window["worker_wakeups"] / seconds,
         "sink_cpu_percent": 100.0 * window["sink_cpu_ns"] / (seconds * 1e9),
         "system_busy_cpus": window["system_busy_cpus"],
+        "other_busy_cpus": window["system_busy_cpus"] - (window["client_cpu_ns"] + window["sink_cpu_ns"]) / (seconds * 1e9)
+        if window["system_busy_cpus"] is not None else None,
         "resident_growth_bytes": growth,
     }
     row["heartbeats_per_rto"] = row["heartbeats_per_connection_per_s"] * row["rto_ms_median"] / 1000
@@ -444,14 +482,16 @@ def main():
     parser.add_argument("--congestion", default="reno", help="the rule's congestion control (not bbr)")
     parser.add_argument("--strace-at", type=int, default=1000, help="N at which strace -c watches the worker (0: never)")
     parser.add_argument("--strace-seconds", type=float, default=3.0)
+    parser.add_argument("--perf-at", type=int, default=0, help="N at which perf record samples the worker (0: never)")
+    parser.add_argument("--perf-seconds", type=float, default=3.0)
     parser.add_argument("--quick", action="store_true", help="50 connections, 3 s idle, no strace")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the unambiguous checks hold")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"), help="directory of the JSON")
     args = parser.parse_args()
     if args.quick:
-        args.counts, args.idle, args.strace_at = "50", 3.0, 0
+        args.counts, args.idle, args.strace_at, args.perf_at = "50", 3.0, 0, 0
     counts = [int(c) for c in args.counts.split(",") if c.strip()]
-    if SETTLE_S + args.idle + args.strace_seconds >= MAX_IDLE_S - 15:
+    if SETTLE_S + args.idle + args.strace_seconds + args.perf_seconds >= MAX_IDLE_S - 15:
         sys.exit(f"--idle {args.idle:g} is too long: the window must end well before keep_warm's max_idle "
                  f"({MAX_IDLE_S} s)")
     build = Path(args.build).resolve()
@@ -494,7 +534,9 @@ def main():
         arms = {}
         for arm in ARMS:
             print(f"-- N={count} {arm} ...", flush=True)
-            arms[arm] = run_arm(arm, count, args, paths, work, want_strace=(arm == "keep_warm" and count == args.strace_at))
+            measured = arm == "keep_warm"
+            arms[arm] = run_arm(arm, count, args, paths, work, want_strace=measured and count == args.strace_at,
+                                want_perf=measured and count == args.perf_at)
         results["arms"][str(count)] = arms
         row = summarize(count, arms)
         results["rows"].append(row)
@@ -513,6 +555,15 @@ def main():
             print(f"   note: keep_warm on for {log.get('keep_warm_on')} of {count} connections "
                   f"{log.get('keep_warm_notes')}")
 
+    # Memory per connection without the fixed costs (the worker thread, its buffers): the growth
+    # between one N and the next, over the connections added.
+    previous = None
+    for row in results["rows"]:
+        shim_growth = row["resident_growth_bytes"]["keep_warm"]["rss"] - row["resident_growth_bytes"]["none"]["rss"]
+        row["shim_bytes_per_added_connection"] = None
+        if previous and row["connections"] > previous[0]:
+            row["shim_bytes_per_added_connection"] = (shim_growth - previous[1]) / (row["connections"] - previous[0])
+        previous = (row["connections"], shim_growth)
     rtos = sorted({row["rto_ms_median"] for row in results["rows"]})
     results["machine"]["rto_ms"] = rtos[0] if len(rtos) == 1 else rtos
     results["seconds"] = round(time.monotonic() - clock, 1)
@@ -530,12 +581,13 @@ def main():
     print(f"keep_warm at scale, loopback, {args.congestion}, interval auto (RTO {results['machine']['rto_ms']} ms), "
           f"{args.idle:g} s idle window, {os.cpu_count()} CPUs, kernel {uname.release}")
     print(f"{'N':>6} {'heartbeats/s':>13} {'per conn/s':>10} {'worker CPU %':>12} {'worker us/hb':>12} "
-          f"{'shim B/conn':>11} {'cwnd before->after':>19} {'busy CPUs':>9}")
+          f"{'shim B/conn':>11} {'(added)':>8} {'windows >10 start/end':>21} {'cwnd median':>11} {'busy CPUs':>9}")
     for row in results["rows"]:
         print(f"{row['connections']:>6} {row['heartbeats_per_s']:>13,.0f} {row['heartbeats_per_connection_per_s']:>10.2f} "
               f"{row['worker_cpu_percent']:>12.1f} {fmt(row['worker_us_per_heartbeat'], '.2f'):>12} "
-              f"{row['shim_bytes_per_connection']:>11,.0f} "
-              f"{str(row['cwnd_median_before']) + '->' + str(row['cwnd_median_after']):>19} "
+              f"{row['shim_bytes_per_connection']:>11,.0f} {fmt(row['shim_bytes_per_added_connection'], ',.0f'):>8} "
+              f"{str(row['windows_above_10_window_start']) + '/' + str(row['windows_above_10_window_end']):>21} "
+              f"{str(row['cwnd_median_window_start']) + '->' + str(row['cwnd_median_window_end']):>11} "
               f"{fmt(row['system_busy_cpus'], '.2f'):>9}")
     for count, arms in results["arms"].items():
         trace = arms["keep_warm"].get("strace")
