@@ -66,7 +66,7 @@ template <typename Offered, typename Call>
 auto tcp_write(int fd, SocketSlot& slot, Offered offered, Call call, int flags) -> decltype(call()) {
   core::before_write(slot, fd);
   if (slot.has_flag(tcptune::shim::flag_keep_warm)) [[unlikely]] {
-    return core::gated_write(slot, offered, (flags & MSG_MORE) != 0,
+    return core::gated_write(fd, slot, offered, (flags & MSG_MORE) != 0,
                              [&] { return measured_write(fd, slot, offered, call); });
   }
   return measured_write(fd, slot, offered, call);
@@ -142,10 +142,15 @@ TCPTUNE_HOOK int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
 }
 
 TCPTUNE_HOOK int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
-  if (core::on_app_setsockopt(fd, level, name, value, len) == core::SockoptVerdict::swallow) {
+  const core::SockoptVerdict verdict = core::on_app_setsockopt(fd, level, name, value, len);
+  if (verdict == core::SockoptVerdict::swallow) {
     return 0;
   }
-  return next().setsockopt.get()(fd, level, name, value, len);
+  const int result = next().setsockopt.get()(fd, level, name, value, len);
+  if (verdict == core::SockoptVerdict::pass_then_push) {
+    core::push_held_tail(fd);
+  }
+  return result;
 }
 
 TCPTUNE_HOOK int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {

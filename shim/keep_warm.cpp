@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -25,8 +26,10 @@ namespace tcptune::shim {
 namespace {
 
 constexpr std::int64_t kShortestIntervalNs = 10'000'000;
-// Until the first TCP_INFO: half the 200 ms RTO floor.
-constexpr std::int64_t kFirstIntervalNs = 100'000'000;
+// Linux's RTO floor (TCP_RTO_MIN).
+constexpr std::int64_t kRtoFloorNs = 200'000'000;
+// Until the first TCP_INFO: as for an RTO at the floor.
+constexpr std::int64_t kFirstIntervalNs = kRtoFloorNs - kAutoIntervalMarginNs;
 // How long a heartbeat accepted in part may take to finish (the gate is held meanwhile).
 constexpr int kRemainderPolls = 50;
 constexpr int kRemainderPollMs = 10;
@@ -67,12 +70,13 @@ bool same_socket(const WarmConnection& connection) noexcept {
   return fstat(connection.fd, &now) == 0 && now.st_ino == connection.inode && now.st_dev == connection.device;
 }
 
-// The interval in force: the configured one, or half the RTO (at least 10 ms).
+// The interval in force: the configured one, or the RTO less the margin (at least 10 ms).
 std::int64_t heartbeat_interval_ns(const TcpInfoSummary& info, const config::KeepWarm& settings) noexcept {
   if (settings.interval) {
     return std::max<std::int64_t>(settings.interval->count(), kShortestIntervalNs);
   }
-  return std::max<std::int64_t>(static_cast<std::int64_t>(info.rto_us) * 1000 / 2, kShortestIntervalNs);
+  return std::max<std::int64_t>(static_cast<std::int64_t>(info.rto_us) * 1000 - kAutoIntervalMarginNs,
+                                kShortestIntervalNs);
 }
 }  // namespace
 
@@ -134,6 +138,9 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
     return report;
   }
   ensure_telemetry_worker();
+  // The rule's TCP_NODELAY (or the app's) is in the kernel by now; the app's later changes
+  // reach the gate through the setsockopt hook.
+  slot.keep_warm_gate.set_nagle(get_int_option(fd, IPPROTO_TCP, TCP_NODELAY).value_or(1) == 0);
   slot.keep_warm_gate.start_connection();
   slot.set_flag(flag_keep_warm);
   const WarmConnection connection{fd, slot.generation.load(std::memory_order_acquire),
@@ -180,21 +187,21 @@ void KeepWarmScheduler::add(const WarmConnection& connection, std::int64_t now_n
     entry.write_epoch = slot->keep_warm_gate.write_epoch();
   }
   entries_.push_back(entry);
+  std::push_heap(entries_.begin(), entries_.end(), due_later);
 }
 
 std::int64_t KeepWarmScheduler::run_due(std::int64_t now_ns, const config::Policy& policy) {
-  std::int64_t next_due = std::numeric_limits<std::int64_t>::max();
-  for (std::size_t i = 0; i < entries_.size();) {
-    Entry& entry = entries_[i];
-    if (entry.due_ns <= now_ns && check(entry, now_ns, policy) == Outcome::drop) {
-      entries_[i] = entries_.back();
+  // A checked entry's next check is at least kShortestRecheckNs > kDueBatchNs away, so each
+  // entry is checked once per call.
+  while (!entries_.empty() && entries_.front().due_ns <= now_ns + kDueBatchNs) {
+    std::pop_heap(entries_.begin(), entries_.end(), due_later);
+    if (check(entries_.back(), now_ns, policy) == Outcome::drop) {
       entries_.pop_back();
-      continue;
+    } else {
+      std::push_heap(entries_.begin(), entries_.end(), due_later);
     }
-    next_due = std::min(next_due, entry.due_ns);
-    ++i;
   }
-  return next_due;
+  return entries_.empty() ? std::numeric_limits<std::int64_t>::max() : entries_.front().due_ns;
 }
 
 KeepWarmScheduler::Outcome KeepWarmScheduler::check(Entry& entry, std::int64_t now_ns, const config::Policy& policy) {
@@ -220,8 +227,13 @@ KeepWarmScheduler::Outcome KeepWarmScheduler::check(Entry& entry, std::int64_t n
   const std::int64_t busy_recheck_ns = std::max(entry.interval_ns / 4, kShortestRecheckNs);
   // The kernel is asked first, without the gate, so the app never waits behind these calls.
   const std::optional<TcpInfoSummary> info = read_tcp_info(connection.fd);
+  if (!info) {
+    return Outcome::drop;
+  }
   int queued = 0;
-  if (!info || ioctl(connection.fd, SIOCOUTQ, &queued) != 0) {
+  if (info->notsent_bytes) {
+    queued = static_cast<int>(std::min<std::uint32_t>(*info->notsent_bytes, INT32_MAX));
+  } else if (ioctl(connection.fd, SIOCOUTQ, &queued) != 0) {
     return Outcome::drop;
   }
   const HeartbeatDecision decision = decide_heartbeat(*info, queued, settings);
@@ -245,17 +257,13 @@ KeepWarmScheduler::Outcome KeepWarmScheduler::check(Entry& entry, std::int64_t n
     gate.end_heartbeat();
     return Outcome::drop;
   }
-  Outcome outcome = Outcome::keep;
-  switch (send_payload(connection.fd, settings.payload)) {
-    case SendOutcome::sent:
-      slot->stats.heartbeats.fetch_add(1, std::memory_order_relaxed);
-      slot->stats.heartbeat_bytes.fetch_add(settings.payload.size(), std::memory_order_relaxed);
-      break;
-    case SendOutcome::not_sent: break;
-    case SendOutcome::broken: outcome = Outcome::drop; break;
+  const SendOutcome sent = send_payload(connection.fd, settings.payload);
+  if (sent == SendOutcome::sent) {
+    slot->stats.heartbeats.fetch_add(1, std::memory_order_relaxed);
+    slot->stats.heartbeat_bytes.fetch_add(settings.payload.size(), std::memory_order_relaxed);
   }
-  gate.end_heartbeat();
-  return outcome;
+  gate.end_heartbeat(sent == SendOutcome::sent);
+  return sent == SendOutcome::broken ? Outcome::drop : Outcome::keep;
 }
 
 }  // namespace tcptune::shim

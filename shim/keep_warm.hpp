@@ -2,7 +2,7 @@
 // connection that sent no payload for longer than its RTO (tcp_slow_start_after_idle), and
 // only payload resets that clock (kernel-notes.md): keepalive probes do not. So the worker
 // sends the rule's heartbeat bytes, which the peer's protocol must ignore between messages,
-// whenever a connection has sent nothing for `interval` (auto: half its RTO), and only while
+// whenever a connection has sent nothing for `interval` (auto: just under its RTO), and only while
 // a restart would cost something: the connection is established, nothing is in flight, its
 // window is above the initial one, and the app wrote within `max_idle`.
 #pragma once
@@ -41,6 +41,19 @@ void keep_warm_after_fork_in_child() noexcept;
 inline constexpr std::uint32_t kInitialWindowSegments = 10;
 // The shortest wait between two checks of one connection.
 inline constexpr std::int64_t kShortestRecheckNs = 2'000'000;
+// interval "auto" is the RTO less this margin. The kernel restarts the window when a send
+// finds `jiffies - lsndtime > RTO` (tcp_slow_start_after_idle_check), so one heartbeat per RTO
+// of silence is the floor; the margin covers, at most:
+// - jiffy rounding, 20 ms: two jiffies at HZ=100, the coarsest tick in use (lsndtime is
+//   stamped in jiffies, and the worker learns it through tcpi_last_data_sent, a count of
+//   jiffies in ms);
+// - the worker waking late, 30 ms: its futex timeout's slack (50 us) plus scheduling delay on
+//   a busy machine.
+// At the 200 ms RTO floor that is 1.33 heartbeats per RTO of silence, less on longer paths.
+inline constexpr std::int64_t kAutoIntervalMarginNs = 50'000'000;
+// Connections due this close together are checked in one wake-up of the worker (a heartbeat
+// may go this much early; the margin above leaves room for it).
+inline constexpr std::int64_t kDueBatchNs = 1'000'000;
 
 // What one check of a connection decides, from the kernel's view of it.
 enum class HeartbeatVerdict : std::uint8_t {
@@ -51,9 +64,10 @@ enum class HeartbeatVerdict : std::uint8_t {
 struct HeartbeatDecision {
   HeartbeatVerdict verdict = HeartbeatVerdict::not_yet;
   std::int64_t recheck_ns = 0;
-  std::int64_t interval_ns = 0;  // in force: the configured one, or half the RTO (at least 10 ms)
+  std::int64_t interval_ns = 0;  // in force: the configured one, or the RTO less the margin
 };
-// `queued` is SIOCOUTQ: bytes written and not yet acknowledged. Pure, for unit tests.
+// `queued`: bytes written and not yet sent (tcpi_notsent_bytes, or SIOCOUTQ on kernels before
+// 4.6). Pure, for unit tests.
 HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const config::KeepWarm& settings) noexcept;
 
 // A connection the worker keeps warm, as the app thread hands it over.
@@ -65,13 +79,16 @@ struct WarmConnection {
   std::uint64_t device = 0;
 };
 
-// The worker's list of kept-warm connections and their next checks. Worker thread only.
+// The worker's kept-warm connections, in a min-heap by next check: a wake-up costs
+// O(log n) per connection checked, and connections not due are not looked at. Worker thread
+// only.
 class KeepWarmScheduler {
  public:
   void add(const WarmConnection& connection, std::int64_t now_ns);
-  // Checks the connections that are due, sending their heartbeats; returns when the next
-  // check is due (INT64_MAX: nothing to check).
+  // Checks the connections due by now (or within kDueBatchNs), sending their heartbeats;
+  // returns when the next check is due (INT64_MAX: nothing to check).
   std::int64_t run_due(std::int64_t now_ns, const config::Policy& policy);
+  [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
 
  private:
   struct Entry {
@@ -81,6 +98,8 @@ class KeepWarmScheduler {
     std::uint32_t write_epoch = 0;
     std::int64_t last_app_write_ns = 0;  // when the worker first saw the epoch change
   };
+  // std::*_heap order: the entry due first at the front.
+  static bool due_later(const Entry& a, const Entry& b) noexcept { return a.due_ns > b.due_ns; }
   enum class Outcome : std::uint8_t { keep, drop };
   Outcome check(Entry& entry, std::int64_t now_ns, const config::Policy& policy);
   std::vector<Entry> entries_;

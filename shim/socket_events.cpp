@@ -348,11 +348,16 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
     return SockoptVerdict::pass;
   }
   if (in_signal_handler()) {
-    // Only what is async-signal-safe: the gate still learns of a cork. The call goes through.
+    // Only what is async-signal-safe: the gate still learns of a cork and of Nagle. The call
+    // goes through.
     if (SocketSlot* slot = fd_table().find(fd);
-        slot != nullptr && slot->is_tcp() && level == IPPROTO_TCP && name == TCP_CORK) {
+        slot != nullptr && slot->is_tcp() && level == IPPROTO_TCP && (name == TCP_CORK || name == TCP_NODELAY)) {
       if (const std::optional<int> number = int_value(value, len)) {
-        slot->keep_warm_gate.set_corked(*number != 0);
+        if (name == TCP_NODELAY) {
+          slot->keep_warm_gate.set_nagle(*number == 0);
+        } else if (slot->keep_warm_gate.set_corked(*number != 0)) {
+          return SockoptVerdict::pass_then_push;
+        }
       }
     }
     return SockoptVerdict::pass;
@@ -369,10 +374,11 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
     // Only these options' values matter here; the app's pointer is read only for them.
     const std::optional<int> number =
         any_buffer_option || nodelay_or_cork ? int_value(value, len) : std::optional<int>{};
+    bool push_due = false;
     if (level == IPPROTO_TCP && name == TCP_CORK && number.has_value()) {
       // Corked writes are a message in the making, whether or not the kernel sees the cork:
       // the gate learns it before a "force" veto swallows the call.
-      slot->keep_warm_gate.set_corked(*number != 0);
+      push_due = slot->keep_warm_gate.set_corked(*number != 0);
     }
     if (!rule_chosen(*slot)) {
       if (buffer_option && number.has_value()) {
@@ -402,9 +408,26 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
                    std::to_string(*number) + " ignored (override_app_buffers)");
       return SockoptVerdict::swallow;
     }
+    if (level == IPPROTO_TCP && name == TCP_NODELAY && number.has_value()) {
+      slot->keep_warm_gate.set_nagle(*number == 0);
+    }
+    if (push_due) {
+      return SockoptVerdict::pass_then_push;
+    }
   } catch (...) {
   }
   return SockoptVerdict::pass;
+}
+
+void push_held_tail(int fd) noexcept {
+  const ErrnoSaver saver;
+  const SocketSlot* slot = fd_table().find(fd);
+  const int on = 1;
+  const int off = 0;
+  if (slot != nullptr && next().setsockopt.get()(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) == 0 &&
+      slot->keep_warm_gate.nagle()) {
+    next().setsockopt.get()(fd, IPPROTO_TCP, TCP_NODELAY, &off, sizeof off);
+  }
 }
 
 bool answer_app_getsockopt(int fd, int level, int name, void* value, socklen_t* len) noexcept {

@@ -24,8 +24,9 @@ void before_listen(int fd) noexcept;
 void after_accept(int listen_fd, int fd) noexcept;
 
 enum class SockoptVerdict {
-  pass,     // call the real setsockopt
-  swallow,  // return 0 without calling it: vetoed by "force", or held until the rule is known
+  pass,            // call the real setsockopt
+  swallow,         // return 0 without calling it: vetoed by "force", or held until the rule is known
+  pass_then_push,  // call it, then push_held_tail(): the uncork ends the first message after a heartbeat
 };
 SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value, socklen_t len) noexcept;
 // Answers getsockopt for a held-back buffer value; false: call the real getsockopt.
@@ -53,6 +54,12 @@ inline void after_measured_write(int fd, SocketSlot& slot, const WriteStart& sta
 // A write-family call on a kept-warm connection goes through its gate (keep_warm_gate.hpp).
 // `offered(result)`: the bytes the call was given, asked after it. `more`: the call passed
 // MSG_MORE, so the app's message continues in a later write.
+// The first message after a heartbeat is complete on a socket with Nagle on: pushes its tail,
+// which Linux would hold until the heartbeat's ACK (see keep_warm_gate.hpp), by setting
+// TCP_NODELAY (which sends what is queued) and clearing it again, unless the app turned Nagle
+// off meanwhile. Async-signal-safe; errno preserved.
+void push_held_tail(int fd) noexcept;
+
 template <typename Offered, typename Call>
 auto gated_write(SocketSlot& slot, Offered offered, bool more, Call call) -> decltype(call());
 // rtt = "auto" on a non-blocking connect: the first write finds the connection established.
@@ -130,13 +137,21 @@ inline void after_measured_write(int fd, SocketSlot& slot, const WriteStart& sta
   errno = error;
 }
 
+// The first message after a heartbeat is complete on a socket with Nagle on: pushes its tail,
+// which Linux would hold until the heartbeat's ACK (see keep_warm_gate.hpp), by setting
+// TCP_NODELAY (which sends what is queued) and clearing it again, unless the app turned Nagle
+// off meanwhile. Async-signal-safe; errno preserved.
+void push_held_tail(int fd) noexcept;
+
 template <typename Offered, typename Call>
-auto gated_write(SocketSlot& slot, Offered offered, bool more, Call call) -> decltype(call()) {
+auto gated_write(int fd, SocketSlot& slot, Offered offered, bool more, Call call) -> decltype(call()) {
   slot.keep_warm_gate.enter_write();
   const auto result = call();
   const bool accepted_all =
       result >= 0 && static_cast<std::size_t>(result) >= offered(static_cast<ssize_t>(result)) && !more;
-  slot.keep_warm_gate.leave_write(accepted_all, result > 0 && !accepted_all);
+  if (slot.keep_warm_gate.leave_write(accepted_all, result > 0 && !accepted_all)) [[unlikely]] {
+    push_held_tail(fd);
+  }
   return result;
 }
 

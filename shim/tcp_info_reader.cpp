@@ -34,6 +34,9 @@ std::optional<TcpInfoSummary> read_tcp_info(int fd) noexcept {
   if (has(offsetof(tcp_info, tcpi_delivery_rate), sizeof info.tcpi_delivery_rate)) {
     out.delivery_rate_Bps = info.tcpi_delivery_rate;
   }
+  if (has(offsetof(tcp_info, tcpi_notsent_bytes), sizeof info.tcpi_notsent_bytes)) {
+    out.notsent_bytes = info.tcpi_notsent_bytes;
+  }
   return out;
 }
 

@@ -20,6 +20,7 @@ struct TcpInfoSummary {
   std::uint32_t total_retrans = 0;
   std::optional<std::uint64_t> bytes_acked;        // Linux 4.1+
   std::optional<std::uint64_t> delivery_rate_Bps;  // Linux 4.9+, bytes per second
+  std::optional<std::uint32_t> notsent_bytes;      // Linux 4.6+, written and not yet sent
 };
 
 // Through the next getsockopt; preserves errno. Async-signal-safe.

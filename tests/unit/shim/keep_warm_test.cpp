@@ -196,13 +196,78 @@ TEST(KeepWarmGate, WritersAndHeartbeatsNeverOverlap) {
   EXPECT_EQ(gate.raw() & (KeepWarmGate::kWritersMask | KeepWarmGate::kHeartbeat | KeepWarmGate::kMidMessage), 0U);
 }
 
+// A heartbeat that went out: the kernel holds a Nagle socket's next sub-MSS tail until its ACK.
+void send_heartbeat(KeepWarmGate& gate) {
+  ASSERT_TRUE(gate.try_begin_heartbeat());
+  gate.end_heartbeat(/*sent=*/true);
+}
+
+bool write_message(KeepWarmGate& gate, bool accepted_all = true, bool accepted_part = false) {
+  gate.enter_write();
+  return gate.leave_write(accepted_all, accepted_part);
+}
+
+TEST(KeepWarmGate, NagleTailIsPushedOnceAfterTheFirstMessageFollowingAHeartbeat) {
+  KeepWarmGate gate;
+  gate.set_nagle(true);
+  EXPECT_FALSE(write_message(gate)) << "no heartbeat yet";
+  send_heartbeat(gate);
+  send_heartbeat(gate);
+  EXPECT_TRUE(write_message(gate)) << "the message after the heartbeats is pushed";
+  EXPECT_FALSE(write_message(gate)) << "later messages wait only for the app's own small segments, as without the shim";
+  EXPECT_TRUE(gate.try_begin_heartbeat());
+  gate.end_heartbeat(/*sent=*/false);
+  EXPECT_FALSE(write_message(gate)) << "a heartbeat that did not go out holds nothing back";
+}
+
+TEST(KeepWarmGate, NoPushWithoutNagle) {
+  KeepWarmGate gate;
+  send_heartbeat(gate);
+  EXPECT_FALSE(write_message(gate)) << "TCP_NODELAY is on: nothing is held";
+  gate.set_nagle(true);
+  send_heartbeat(gate);
+  gate.set_nagle(false);  // the app turned Nagle off since
+  EXPECT_FALSE(write_message(gate));
+}
+
+TEST(KeepWarmGate, PushWaitsForTheEndOfTheMessage) {
+  KeepWarmGate gate;
+  gate.set_nagle(true);
+  send_heartbeat(gate);
+  EXPECT_FALSE(write_message(gate, false, true)) << "accepted in part or MSG_MORE: the message goes on";
+  EXPECT_FALSE(write_message(gate, false, false)) << "EAGAIN: still inside it";
+  EXPECT_TRUE(write_message(gate)) << "the write that ends it";
+}
+
+TEST(KeepWarmGate, UncorkEndsTheMessageAndIsPushed) {
+  KeepWarmGate gate;
+  gate.set_nagle(true);
+  send_heartbeat(gate);
+  EXPECT_FALSE(gate.set_corked(true));
+  EXPECT_FALSE(write_message(gate)) << "corked: a push would send the corked bytes early";
+  EXPECT_FALSE(write_message(gate));
+  EXPECT_TRUE(gate.set_corked(false)) << "the uncork sends the message: its tail is pushed";
+  EXPECT_FALSE(gate.set_corked(false)) << "once";
+}
+
+TEST(KeepWarmGate, RetireForgetsNagleAndTheHeartbeat) {
+  KeepWarmGate gate;
+  gate.set_nagle(true);
+  send_heartbeat(gate);
+  gate.retire();
+  gate.start_connection();
+  EXPECT_FALSE(gate.nagle());
+  gate.set_nagle(true);
+  EXPECT_FALSE(write_message(gate)) << "the next connection on this number sent no heartbeat";
+}
+
 TcpInfoSummary idle_connection() {
   TcpInfoSummary info;
   info.state = TCP_ESTABLISHED;
   info.rto_us = 384'000;
   info.snd_cwnd = 135;
   info.unacked = 0;
-  info.last_data_sent_ms = 250;
+  info.last_data_sent_ms = 340;
   return info;
 }
 
@@ -213,8 +278,13 @@ config::KeepWarm heartbeat(std::optional<config::Duration> interval = std::nullo
   return settings;
 }
 
-TEST(DecideHeartbeat, AutoIntervalIsHalfTheRto) {
-  EXPECT_EQ(decide_heartbeat(idle_connection(), 0, heartbeat()).interval_ns, 192'000'000);
+TEST(DecideHeartbeat, AutoIntervalIsTheRtoLessTheMargin) {
+  EXPECT_EQ(decide_heartbeat(idle_connection(), 0, heartbeat()).interval_ns, 334'000'000);
+  TcpInfoSummary floor = idle_connection();
+  floor.rto_us = 200'000;
+  const std::int64_t at_floor = decide_heartbeat(floor, 0, heartbeat()).interval_ns;
+  EXPECT_EQ(at_floor, 150'000'000);
+  EXPECT_LE(200'000'000.0 / static_cast<double>(at_floor), 1.5) << "at most 1.5 heartbeats per RTO of silence";
   TcpInfoSummary tiny = idle_connection();
   tiny.rto_us = 4'000;
   EXPECT_EQ(decide_heartbeat(tiny, 0, heartbeat()).interval_ns, 10'000'000) << "never below 10 ms";
@@ -224,7 +294,7 @@ TEST(DecideHeartbeat, AutoIntervalIsHalfTheRto) {
 TEST(DecideHeartbeat, SendsWhenIdleForTheIntervalWithAWindowWorthKeeping) {
   const HeartbeatDecision decision = decide_heartbeat(idle_connection(), 0, heartbeat());
   EXPECT_EQ(decision.verdict, HeartbeatVerdict::send);
-  EXPECT_EQ(decision.recheck_ns, 192'000'000);
+  EXPECT_EQ(decision.recheck_ns, 334'000'000);
 }
 
 TEST(DecideHeartbeat, WaitsForTheRestOfTheInterval) {
@@ -232,7 +302,7 @@ TEST(DecideHeartbeat, WaitsForTheRestOfTheInterval) {
   info.last_data_sent_ms = 100;
   const HeartbeatDecision decision = decide_heartbeat(info, 0, heartbeat());
   EXPECT_EQ(decision.verdict, HeartbeatVerdict::not_yet);
-  EXPECT_EQ(decision.recheck_ns, 92'000'000);
+  EXPECT_EQ(decision.recheck_ns, 234'000'000);
 }
 
 TEST(DecideHeartbeat, NothingWhileDataIsInFlightOrUnsent) {
