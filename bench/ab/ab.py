@@ -3,14 +3,16 @@
 
 For each scenario and link setting it runs three arms, interleaved, N runs each:
   off        the legacy app as it is, no shim;
-  tuned      the same app under `tcptune run --policy config/presets/<preset>.toml`;
+  tuned      the same app under `tcptune run --policy P`, P a shipped preset (config/presets)
+             or a policy a user would write (bench/ab/policies);
   reference  the best fix a privileged admin or the app's author could make
              (tcp_slow_start_after_idle=0 in the namespace, TCP_NODELAY in the app,
              no pinned receive buffer).
 It prints each arm's median and range, the ratios tuned/off and tuned/reference, whether the
 issue's target is met, and writes the raw results as JSON under bench/results/.
 
-  bench/ab/ab.py [--scenario bursty,bursty-bbr,rpc-loopback,rpc-wan,bulk] [--runs 3] [--quick]
+  bench/ab/ab.py [--scenario bursty,bursty-nagle,bursty-push,bursty-bbr,rpc-loopback,rpc-wan,bulk]
+                 [--runs 3] [--quick]
                  [--build build/release] [--out bench/results] [--assert]
 
 Scenarios over the emulated link need root and /dev/net/tun (bench/linkem); without them only
@@ -31,23 +33,35 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PRESETS = ROOT / "config" / "presets"
+BENCH_POLICIES = ROOT / "bench" / "ab" / "policies"
 NS_SENDER = "tcptune-a"
 NS_RECEIVER = "tcptune-b"
+SENDER_ADDRESS = "198.18.0.1"
 RECEIVER_ADDRESS = "198.18.0.2"
 
 
 class Scenario:
     """One story: how to run each arm, which number to compare, and the issue's target."""
 
-    def __init__(self, name, link, metric, unit, lower_is_better, preset, target, assertion):
+    def __init__(self, name, link, metric, unit, lower_is_better, policy, target, assertion, push=False):
         self.name = name
         self.link = link            # linkem options, or None for loopback
         self.metric = metric        # dotted path into the result JSON
         self.unit = unit
         self.lower_is_better = lower_is_better
-        self.preset = preset
-        self.target = target        # (description, predicate(medians, link_rate_mbit))
+        self.policy = policy        # a shipped preset (config/presets) or a bench policy (bench/ab/policies)
+        self.target = target        # (description, predicate(medians, link_rate_mbit, medians_by_metric))
         self.assertion = assertion  # (description, predicate(medians)) for --assert
+        self.push = push            # bursty only: the sender listens and the receiver connects
+
+    @property
+    def policy_path(self):
+        shipped = PRESETS / self.policy
+        return shipped if shipped.exists() else BENCH_POLICIES / self.policy
+
+    @property
+    def keeps_warm(self):
+        return self.name.startswith("bursty") and self.name != "bursty-bbr"
 
 
 def bursty_args(quick):
@@ -55,30 +69,48 @@ def bursty_args(quick):
     return ["--gap", "3s", "--count", "4" if quick else "10"]
 
 
+BURSTY_LINK = {"rtt": "180ms", "rate": "0", "congestion": "cubic"}
+P50 = "latency_ms.p50"
+
+
+def within_sysctl_fix(m, rate, by_metric):
+    """p99 within 5% + 10 ms of the sysctl fix, and p50 within 5%."""
+    p50 = by_metric[P50]
+    return m["tuned"] <= 1.05 * m["reference"] + 10 and p50["tuned"] <= 1.05 * p50["reference"]
+
+
+WITHIN_SYSCTL_FIX = "tuned p50 within 5% and p99 within 5% + 10 ms of reference"
 SCENARIOS = {
     "bursty": Scenario(
-        "bursty", {"rtt": "180ms", "rate": "0", "congestion": "cubic"}, "latency_ms.p99", "ms", True,
-        "bursty-wan.toml",
-        ("tuned p99 within 5% of reference p99", lambda m, rate: m["tuned"] <= 1.05 * m["reference"]),
+        "bursty", BURSTY_LINK, "latency_ms.p99", "ms", True, "bursty-wan.toml",
+        ("tuned p99 within 5% of reference p99", lambda m, rate, by: m["tuned"] <= 1.05 * m["reference"]),
         ("off p99 > 2 x tuned p99", lambda m: m["off"] > 2 * m["tuned"])),
+    # Neither the app nor the policy touches TCP_NODELAY: Nagle stays on.
+    "bursty-nagle": Scenario(
+        "bursty-nagle", BURSTY_LINK, "latency_ms.p99", "ms", True, "keep-warm-nagle.toml",
+        (WITHIN_SYSCTL_FIX, within_sysctl_fix), ("off p99 > 2 x tuned p99", lambda m: m["off"] > 2 * m["tuned"])),
+    # The server pushes to a subscriber: the accepted side sends and is kept warm.
+    "bursty-push": Scenario(
+        "bursty-push", BURSTY_LINK, "latency_ms.p99", "ms", True, "keep-warm-server-push.toml",
+        (WITHIN_SYSCTL_FIX, within_sysctl_fix), ("off p99 > 2 x tuned p99", lambda m: m["off"] > 2 * m["tuned"]),
+        push=True),
     "bursty-bbr": Scenario(
-        "bursty-bbr", {"rtt": "180ms", "rate": "0", "congestion": "cubic"}, "latency_ms.p99", "ms", True,
-        "bursty-wan-bbr.toml",
-        ("tuned p99 below half of off p99 (BBR, no heartbeat)", lambda m, rate: 2 * m["tuned"] < m["off"]),
+        "bursty-bbr", BURSTY_LINK, "latency_ms.p99", "ms", True, "bursty-wan-bbr.toml",
+        ("tuned p99 below half of off p99 (BBR, no heartbeat)", lambda m, rate, by: 2 * m["tuned"] < m["off"]),
         ("off p99 > 2 x tuned p99", lambda m: m["off"] > 2 * m["tuned"])),
     "rpc-loopback": Scenario(
         "rpc-loopback", None, "latency_ms.p50", "ms", True, "low-latency-rpc.toml",
-        ("tuned p50 at least 100x better than off", lambda m, rate: m["off"] >= 100 * m["tuned"]),
+        ("tuned p50 at least 100x better than off", lambda m, rate, by: m["off"] >= 100 * m["tuned"]),
         ("off p50 > 10 x tuned p50", lambda m: m["off"] > 10 * m["tuned"])),
     "rpc-wan": Scenario(
         "rpc-wan", {"rtt": "20ms", "rate": "0", "congestion": "cubic"}, "latency_ms.p50", "ms", True,
         "low-latency-rpc.toml",
-        ("tuned p50 within 5% of reference p50", lambda m, rate: m["tuned"] <= 1.05 * m["reference"]),
+        ("tuned p50 within 5% of reference p50", lambda m, rate, by: m["tuned"] <= 1.05 * m["reference"]),
         ("off p50 > 1.5 x tuned p50", lambda m: m["off"] > 1.5 * m["tuned"])),
     "bulk": Scenario(
         "bulk", {"rtt": "100ms", "rate": "100Mbit", "congestion": "cubic"}, "goodput_mbit", "Mbit/s", False,
         "wan-bulk.toml",
-        ("tuned goodput at least 90% of the link rate", lambda m, rate: m["tuned"] >= 0.9 * rate),
+        ("tuned goodput at least 90% of the link rate", lambda m, rate, by: m["tuned"] >= 0.9 * rate),
         ("tuned goodput > 3 x off", lambda m: m["tuned"] > 3 * m["off"])),
 }
 ARMS = ("off", "tuned", "reference")
@@ -132,19 +164,21 @@ class Runner:
         if arm != "tuned":
             return command
         log = self.log_dir / f"{scenario.name}-{side}-{run}.log"
-        return [str(self.tcptune), "run", "--policy", str(PRESETS / scenario.preset), "--log", str(log), "--"] + command
+        return [str(self.tcptune), "run", "--policy", str(scenario.policy_path), "--log", str(log), "--"] + command
 
     def in_namespace(self, namespace, command, scenario):
         return command if scenario.link is None else ["ip", "netns", "exec", namespace] + command
 
     def commands(self, scenario, arm, port):
         """(receiver, sender, which one prints the result) for this scenario and arm."""
-        host = "127.0.0.1" if scenario.link is None else RECEIVER_ADDRESS
+        listener_address = SENDER_ADDRESS if scenario.push else RECEIVER_ADDRESS
+        host = "127.0.0.1" if scenario.link is None else listener_address
         endpoint = f"{host}:{port}"
         nodelay = ["--nodelay"] if arm == "reference" else []
         if scenario.name.startswith("bursty"):
-            return ([str(self.bin / "bursty"), "receive", "--listen", endpoint],
-                    [str(self.bin / "bursty"), "send", "--connect", endpoint] + bursty_args(self.quick), "receiver")
+            receive, send = ("--connect", "--listen") if scenario.push else ("--listen", "--connect")
+            return ([str(self.bin / "bursty"), "receive", receive, endpoint],
+                    [str(self.bin / "bursty"), "send", send, endpoint] + bursty_args(self.quick), "receiver")
         if scenario.name.startswith("rpc"):
             requests = "30" if self.quick else "100"
             return ([str(self.bin / "rpc"), "serve", "--listen", endpoint] + nodelay,
@@ -162,18 +196,27 @@ class Runner:
         sender = self.in_namespace(NS_SENDER, self.wrap(sender, arm, scenario, "sender", run), scenario)
         if scenario.name.startswith("bursty") and arm == "reference":
             self.set_slow_start_after_idle(0)
+        # The side that listens starts first; the other retries refused connects.
+        listening, connecting = (sender, receiver) if scenario.push else (receiver, sender)
         try:
-            receiving = subprocess.Popen(receiver, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            sending = subprocess.run(sender, capture_output=True, text=True, timeout=300)
-            received_out, received_err = receiving.communicate(timeout=60)
+            started = subprocess.Popen(listening, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            connected = subprocess.run(connecting, capture_output=True, text=True, timeout=300)
+            started_out, started_err = started.communicate(timeout=300)
         finally:
             if scenario.name.startswith("bursty") and arm == "reference":
                 self.set_slow_start_after_idle(1)
-        if sending.returncode != 0 or receiving.returncode != 0:
-            raise RuntimeError(f"{scenario.name}/{arm} run {run} failed: sender {sending.returncode} "
-                               f"{sending.stderr.strip()} receiver {receiving.returncode} {received_err.strip()}")
-        output = received_out if reporter == "receiver" else sending.stdout
-        return json.loads(output.strip().splitlines()[-1])
+        outputs = {"listening": (started.returncode, started_out, started_err),
+                   "connecting": (connected.returncode, connected.stdout, connected.stderr)}
+        failed = {side: (code, err.strip()) for side, (code, _, err) in outputs.items() if code != 0}
+        if failed:
+            raise RuntimeError(f"{scenario.name}/{arm} run {run} failed: {failed}")
+        receiver_side = "connecting" if scenario.push else "listening"
+        sender_side = "listening" if scenario.push else "connecting"
+        reporting = receiver_side if reporter == "receiver" else sender_side
+        record = json.loads(outputs[reporting][1].strip().splitlines()[-1])
+        if scenario.name.startswith("bursty"):
+            record["sender"] = json.loads(outputs[sender_side][1].strip().splitlines()[-1])
+        return record
 
     def run_scenario(self, scenario, runs):
         link_info = None
@@ -203,12 +246,39 @@ def describe_link(scenario, link_info):
     return f"{link['rtt']} RTT, {rate}, {link['congestion']} ({backend})"
 
 
+def heartbeat_rates(scenario, results):
+    """Heartbeats the tuned arm's receiver counted, per second and per RTO of the sender's idle
+    time, beside the floor (one per RTO: the kernel restarts after one RTO without payload)."""
+    if not scenario.keeps_warm:
+        return None
+    runs = []
+    for record in results["tuned"]:
+        sender = record["sender"]
+        per_s = record["heartbeats"] / sender["idle_s"] if sender["idle_s"] > 0 else 0.0
+        runs.append({"heartbeats": record["heartbeats"], "idle_s": sender["idle_s"], "rto_ms": sender["rto_ms"],
+                     "per_s": per_s, "per_rto": per_s * sender["rto_ms"] / 1000.0,
+                     "floor_per_s": 1000.0 / sender["rto_ms"], "nodelay": sender["nodelay"]})
+    return {"per_s": statistics.median(r["per_s"] for r in runs),
+            "per_rto": statistics.median(r["per_rto"] for r in runs),
+            "max_per_rto": max(r["per_rto"] for r in runs),
+            "floor_per_s": statistics.median(r["floor_per_s"] for r in runs),
+            "runs": runs}
+
+
 def summarize(scenario, link_info, results):
     values = {arm: [dig(r, scenario.metric) for r in results[arm]] for arm in ARMS}
     medians = {arm: statistics.median(v) for arm, v in values.items()}
+    by_metric = {scenario.metric: medians}
+    if scenario.name.startswith("bursty"):
+        by_metric[P50] = {arm: statistics.median(dig(r, P50) for r in results[arm]) for arm in ARMS}
     link_rate = rate_mbit(scenario.link["rate"]) if scenario.link else 0.0
     target_text, target = scenario.target
     assertion_text, assertion = scenario.assertion
+    heartbeats = heartbeat_rates(scenario, results)
+    target_met = bool(target(medians, link_rate, by_metric))
+    if heartbeats is not None:
+        target_text += "; at most 1.5 heartbeats per RTO of idle"
+        target_met = target_met and heartbeats["max_per_rto"] <= 1.5
     return {
         "scenario": scenario.name,
         "link": describe_link(scenario, link_info),
@@ -216,14 +286,16 @@ def summarize(scenario, link_info, results):
         "metric": scenario.metric,
         "unit": scenario.unit,
         "lower_is_better": scenario.lower_is_better,
-        "preset": scenario.preset,
+        "policy": str(scenario.policy_path.relative_to(ROOT)),
         "values": values,
         "median": medians,
+        "median_by_metric": by_metric,
+        "heartbeats": heartbeats,
         "range": {arm: [min(v), max(v)] for arm, v in values.items()},
         "tuned_over_off": medians["tuned"] / medians["off"] if medians["off"] else None,
         "tuned_over_reference": medians["tuned"] / medians["reference"] if medians["reference"] else None,
         "target": target_text,
-        "target_met": bool(target(medians, link_rate)),
+        "target_met": target_met,
         "assertion": assertion_text,
         "assertion_met": bool(assertion(medians)),
         "runs": results,
@@ -231,17 +303,25 @@ def summarize(scenario, link_info, results):
 
 
 def print_table(summaries, out=sys.stdout):
-    header = f"| scenario | link | metric | off | tuned | reference | tuned/off | tuned/ref | target |"
+    header = (f"| scenario | link | metric | off | tuned | reference | tuned/off | tuned/ref | "
+              f"heartbeats/s (per RTO; floor/s) | target |")
     print(header, file=out)
-    print("|" + "---|" * 9, file=out)
+    print("|" + "---|" * 10, file=out)
     for s in summaries:
         cells = []
         for arm in ARMS:
             low, high = s["range"][arm]
             cells.append(f"{s['median'][arm]:.3g} [{low:.3g}-{high:.3g}]")
         met = "met" if s["target_met"] else "NOT met"
+        beats = s["heartbeats"]
+        rates = "-" if beats is None else f"{beats['per_s']:.2f} ({beats['per_rto']:.2f}; {beats['floor_per_s']:.2f})"
         print(f"| {s['scenario']} | {s['link']} | {s['metric']} ({s['unit']}) | {' | '.join(cells)} | "
-              f"{s['tuned_over_off']:.3g} | {s['tuned_over_reference']:.3g} | {s['target']}: {met} |", file=out)
+              f"{s['tuned_over_off']:.3g} | {s['tuned_over_reference']:.3g} | {rates} | {s['target']}: {met} |",
+              file=out)
+        if P50 in s["median_by_metric"] and P50 != s["metric"]:
+            p50 = s["median_by_metric"][P50]
+            print(f"|  | | {P50} (ms) | {p50['off']:.3g} | {p50['tuned']:.3g} | {p50['reference']:.3g} | "
+                  f"{p50['tuned'] / p50['off']:.3g} | {p50['tuned'] / p50['reference']:.3g} | | |", file=out)
 
 
 def machine_info():
@@ -275,7 +355,7 @@ def can_emulate_links(linkem):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenario", default="bursty,bursty-bbr,rpc-loopback,rpc-wan,bulk")
+    parser.add_argument("--scenario", default=",".join(SCENARIOS))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="shorter runs (4 messages, 30 requests, 5 s bulk)")
     parser.add_argument("--build", default=str(ROOT / "build" / "release"))

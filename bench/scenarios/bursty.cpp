@@ -7,10 +7,18 @@
 //   bursty send --connect 198.18.0.2:5001 [--size 60KB] [--gap 3s | --gap-min 1s --gap-max 5s]
 //               [--count 10] [--warmup 3] [--seed 1] [--nodelay]
 //
-// Warm-up messages go back to back first and are not counted: they open the congestion
-// window, as the traffic of a long-lived connection would have. Like STOMP, the protocol lets
-// either side send newlines between messages as heartbeats: the receiver skips them (and
-// counts them), which is what tcptune's keep_warm heartbeat relies on.
+// Either side may be the one that listens (`send --listen` with `receive --connect` is a
+// server pushing to a subscriber). Warm-up messages go back to back first and are not
+// counted: they open the congestion window, as the traffic of a long-lived connection would
+// have. Like STOMP, the protocol lets either side send newlines between messages as
+// heartbeats: the receiver skips them (and counts them), which is what tcptune's keep_warm
+// heartbeat relies on. The sender reports the time it spent idle between messages and its
+// connection's RTO and TCP_NODELAY at the end (TCP_INFO), so heartbeats can be counted per
+// RTO of silence.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -38,11 +46,33 @@ struct MessageHeader {
   std::int64_t send_ns;
 };
 
+// `--listen A:P` accepts one connection, `--connect A:P` opens one.
+struct Endpoint {
+  bool listens = false;
+  std::string address;
+};
+
+Endpoint read_endpoint(const ScenarioArgs& args, bool listens_by_default) {
+  const std::string listen = args.text("listen", "");
+  const std::string connect = args.text("connect", "");
+  if (!listen.empty() && !connect.empty()) {
+    args.fail("give --listen or --connect, not both");
+  }
+  if (listen.empty() && connect.empty()) {
+    return listens_by_default ? Endpoint{true, "0.0.0.0:5001"} : Endpoint{false, "198.18.0.2:5001"};
+  }
+  return listen.empty() ? Endpoint{false, connect} : Endpoint{true, listen};
+}
+
+int open_connection(const Endpoint& endpoint) {
+  return endpoint.listens ? tcptune::bench::accept_one(tcptune::bench::listen_on(endpoint.address, 0))
+                          : tcptune::bench::connect_to(endpoint.address);
+}
+
 int receive(const ScenarioArgs& args) {
-  const std::string endpoint = args.text("listen", "0.0.0.0:5001");
+  const Endpoint endpoint = read_endpoint(args, true);
   args.reject_unused();
-  const int listener = tcptune::bench::listen_on(endpoint, 0);
-  const int fd = tcptune::bench::accept_one(listener);
+  const int fd = open_connection(endpoint);
   std::vector<double> latencies_ms;
   std::vector<char> body;
   std::uint32_t size = 0;
@@ -88,7 +118,7 @@ int receive(const ScenarioArgs& args) {
 }
 
 int send(const ScenarioArgs& args) {
-  const std::string endpoint = args.text("connect", "198.18.0.2:5001");
+  const Endpoint endpoint = read_endpoint(args, false);
   const std::uint64_t size = std::max<std::uint64_t>(args.size_bytes("size", 60'000), sizeof(MessageHeader));
   const double gap = args.seconds("gap", 3.0);
   const double gap_min = args.seconds("gap-min", gap);
@@ -102,17 +132,20 @@ int send(const ScenarioArgs& args) {
     args.fail("--gap-max is below --gap-min");
   }
 
-  const int fd = tcptune::bench::connect_to(endpoint);
+  const int fd = open_connection(endpoint);
   if (nodelay) {
     tcptune::bench::set_nodelay(fd);
   }
   std::mt19937_64 random(seed);
   std::uniform_real_distribution<double> gap_distribution(gap_min, gap_max);
   std::vector<char> message(size, 'm');
+  long long idle_ns = 0;
   for (std::uint64_t i = 0; i < warmup + count; ++i) {
     const bool warming = i < warmup;
     if (!warming) {
+      const long long before = tcptune::bench::monotonic_ns();
       tcptune::bench::sleep_seconds(gap_distribution(random));
+      idle_ns += tcptune::bench::monotonic_ns() - before;
     }
     MessageHeader header{kMagic, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(size),
                          warming ? kWarmupFlag : 0, tcptune::bench::monotonic_ns()};
@@ -122,10 +155,21 @@ int send(const ScenarioArgs& args) {
       return 1;
     }
   }
-  std::printf(R"({"scenario":"bursty","role":"send","messages":%llu,"warmup":%llu,"size":%llu})"
+  tcp_info info{};
+  socklen_t info_length = sizeof info;
+  int nodelay_now = 0;
+  socklen_t nodelay_length = sizeof nodelay_now;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &info_length) != 0 ||
+      getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay_now, &nodelay_length) != 0) {
+    std::perror("bursty: getsockopt");
+    return 1;
+  }
+  std::printf(R"({"scenario":"bursty","role":"send","messages":%llu,"warmup":%llu,"size":%llu,"idle_s":%.3f,)"
+              R"("rto_ms":%.1f,"nodelay":%s})"
               "\n",
               static_cast<unsigned long long>(count), static_cast<unsigned long long>(warmup),
-              static_cast<unsigned long long>(size));
+              static_cast<unsigned long long>(size), static_cast<double>(idle_ns) / 1e9,
+              static_cast<double>(info.tcpi_rto) / 1e3, nodelay_now != 0 ? "true" : "false");
   return 0;
 }
 

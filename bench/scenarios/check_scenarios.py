@@ -39,6 +39,19 @@ bursty = pair("bursty", ["receive"], ["send", "--gap", "20ms", "--count", "4", "
 check_latency(bursty["latency_ms"], 4)
 assert bursty["size"] == 8192 and len(bursty["samples_ms"]) == 4, bursty
 
+# The server pushes: the sender listens, the receiver connects; the sender reports its idle
+# time, RTO and TCP_NODELAY (left off: nothing here sets it).
+PORT[0] += 1
+pushing = subprocess.Popen([BIN / "bursty", "send", "--listen", f"127.0.0.1:{PORT[0]}", "--gap", "20ms", "--count",
+                            "3", "--warmup", "1", "--size", "8KiB"], stdout=subprocess.PIPE, text=True)
+subscriber = subprocess.run([BIN / "bursty", "receive", "--connect", f"127.0.0.1:{PORT[0]}"], capture_output=True,
+                            text=True, timeout=60)
+pushed, _ = pushing.communicate(timeout=60)
+assert pushing.returncode == 0 and subscriber.returncode == 0, subscriber.stderr
+check_latency(json.loads(subscriber.stdout)["latency_ms"], 3)
+sender = json.loads(pushed)
+assert sender["role"] == "send" and sender["idle_s"] >= 0.06 and sender["rto_ms"] >= 200 and sender["nodelay"] is False, sender
+
 rpc = pair("rpc", ["serve", "--nodelay"], ["call", "--requests", "20", "--nodelay"], "sender")
 check_latency(rpc["latency_ms"], 20)
 assert rpc["requests"] == 20 and rpc["requests_per_s"] > 0, rpc
