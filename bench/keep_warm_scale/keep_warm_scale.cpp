@@ -1,7 +1,8 @@
 // The two ends of bench/keep_warm_scale/run.py, on loopback:
 //
-//   keep_warm_scale sink --connections N --warmup BYTES --heartbeat-hex HEX [--listeners K]
+//   keep_warm_scale sink --connections N --warmup BYTES --heartbeat-hex HEX [--listeners K] [--late-ms MS]
 //   keep_warm_scale client --ports P1,P2,... --connections N --warmup BYTES [--mss BYTES]
+//                          [--warmup-rate PER_SECOND]
 //
 // The client is the app the shim runs in: it opens N connections, writes BYTES of a fixed
 // pseudo-random pattern on each with one blocking send() (enough segments to open the
@@ -10,8 +11,10 @@
 // connections' TCP_INFO; "close": close them all and exit through main, so the shim writes its
 // summary). The sink accepts the N connections with epoll and checks every byte: each stream
 // must be exactly the warm-up pattern followed by whole copies of the heartbeat payload, and
-// it counts them per connection ("snap": totals now; "final": wait for every EOF, then the
-// per-connection counts). Every reply is one JSON line on stdout.
+// it counts them per connection ("snap": totals now, with a histogram of the gaps between
+// arrivals after the warm-up and how many connections have been silent for longer than
+// --late-ms; "final": wait for every EOF, then the per-connection counts). Every reply is one
+// JSON line on stdout.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/sockios.h>
@@ -177,6 +180,9 @@ int run_client(const Args& args) {
   const auto wanted = static_cast<std::size_t>(args.number("--connections", 100));
   const auto warmup = static_cast<std::size_t>(args.number("--warmup", 256 * 1024));
   const int mss = static_cast<int>(args.number("--mss", 1448));
+  // Warm-ups per second (0: as fast as they go): paced, they leave the CPU to the shim's worker,
+  // which must keep the connections already warmed warm meanwhile.
+  const std::int64_t rate = args.number("--warmup-rate", 0);
   std::vector<sockaddr_in> peers;
   std::istringstream ports(args.text("--ports"));
   for (std::string port; std::getline(ports, port, ',');) {
@@ -219,7 +225,15 @@ int run_client(const Args& args) {
   }
   const double connect_s = seconds_since(start);
   const std::int64_t warm_start = monotonic_ns();
+  std::int64_t paced = 0;
   for (const int fd : fds) {
+    if (rate > 0) {
+      const std::int64_t due = warm_start + paced++ * 1'000'000'000LL / rate;
+      for (std::int64_t now = monotonic_ns(); now < due; now = monotonic_ns()) {
+        const timespec pause{0, due - now};
+        nanosleep(&pause, nullptr);
+      }
+    }
     // One call for the whole warm-up: the shim's gate holds heartbeats back while it runs.
     std::size_t sent = 0;
     while (sent < warmup) {
@@ -275,6 +289,7 @@ int run_client(const Args& args) {
 // ---- sink ----
 
 struct Stream {
+  std::int64_t last_ns = 0;  // when the warm-up's end or the last heartbeat arrived
   std::uint64_t received = 0;
   std::uint64_t heartbeat_bytes = 0;
   std::uint64_t errors = 0;  // bytes that were neither the warm-up's nor a heartbeat's
@@ -282,8 +297,14 @@ struct Stream {
   bool eof = false;
 };
 
+// Gaps between arrivals after the warm-up, in 5 ms buckets up to 2 s (the last: longer).
+constexpr std::int64_t kGapBucketNs = 5'000'000;
+constexpr std::size_t kGapBuckets = 401;
+
 struct Sink {
   std::vector<std::uint8_t> pattern;
+  std::vector<std::uint64_t> gaps = std::vector<std::uint64_t>(kGapBuckets);
+  std::int64_t late_ns = 200'000'000;
   std::string heartbeat;
   std::vector<Stream> streams;  // by accept order
   std::vector<std::int64_t> stream_of_fd;
@@ -291,8 +312,14 @@ struct Sink {
   std::uint64_t eofs = 0;
   std::uint64_t read_errors = 0;
 
-  void take(Stream& stream, const std::uint8_t* data, std::size_t size) {
+  void take(Stream& stream, const std::uint8_t* data, std::size_t size, std::int64_t now_ns) {
     const std::uint64_t warmup = pattern.size();
+    if (stream.received >= warmup && stream.last_ns != 0) {
+      ++gaps[std::min<std::size_t>(static_cast<std::size_t>((now_ns - stream.last_ns) / kGapBucketNs), kGapBuckets - 1)];
+    }
+    if (stream.received + size >= warmup) {
+      stream.last_ns = now_ns;
+    }
     std::size_t i = 0;
     if (stream.received < warmup) {
       const std::size_t in_warmup = std::min<std::uint64_t>(size, warmup - stream.received);
@@ -332,8 +359,10 @@ struct Sink {
   }
 
   std::string totals(const char* event) const {
-    std::uint64_t heartbeat_bytes = 0, with_heartbeat = 0, warmed = 0, errors = 0, broken = 0;
+    const std::int64_t now = monotonic_ns();
+    std::uint64_t heartbeat_bytes = 0, with_heartbeat = 0, warmed = 0, errors = 0, broken = 0, silent = 0;
     for (const Stream& stream : streams) {
+      silent += !stream.eof && stream.last_ns != 0 && now - stream.last_ns > late_ns ? 1 : 0;
       heartbeat_bytes += stream.heartbeat_bytes;
       with_heartbeat += stream.heartbeat_bytes > 0 ? 1 : 0;
       warmed += stream.received >= pattern.size() ? 1 : 0;
@@ -346,7 +375,17 @@ struct Sink {
     out << "{\"event\":\"" << event << "\",\"t_ns\":" << monotonic_ns() << ",\"accepted\":" << accepted
         << ",\"warmed\":" << warmed << ",\"eof\":" << eofs << ",\"heartbeat_bytes\":" << heartbeat_bytes
         << ",\"heartbeats\":" << heartbeat_bytes / heartbeat.size() << ",\"with_heartbeat\":" << with_heartbeat
-        << ",\"error_bytes\":" << errors << ",\"broken_streams\":" << broken << ",\"read_errors\":" << read_errors;
+        << ",\"error_bytes\":" << errors << ",\"broken_streams\":" << broken << ",\"read_errors\":" << read_errors
+        << ",\"silent_longer_than_late_ms\":" << silent << ",\"gap_bucket_ms\":" << kGapBucketNs / 1'000'000
+        << ",\"gaps\":[";
+    bool first = true;
+    for (std::size_t i = 0; i < gaps.size(); ++i) {
+      if (gaps[i] != 0) {
+        out << (first ? "" : ",") << "[" << i << "," << gaps[i] << "]";
+        first = false;
+      }
+    }
+    out << "]";
     return out.str();
   }
 };
@@ -355,6 +394,7 @@ int run_sink(const Args& args) {
   const auto wanted = static_cast<std::size_t>(args.number("--connections", 100));
   const auto listeners = static_cast<int>(args.number("--listeners", 1));
   Sink sink;
+  sink.late_ns = args.number("--late-ms", 200) * 1'000'000;
   sink.pattern = warmup_pattern(static_cast<std::size_t>(args.number("--warmup", 256 * 1024)));
   const std::string hex = args.text("--heartbeat-hex", "0a");
   for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
@@ -450,11 +490,12 @@ int run_sink(const Args& args) {
         continue;
       }
       const int fd = static_cast<int>(tag);
+      const std::int64_t now = monotonic_ns();
       Stream& stream = sink.streams[static_cast<std::size_t>(sink.stream_of_fd[static_cast<std::size_t>(fd)])];
       for (;;) {
         const ssize_t n = read(fd, buffer.data(), buffer.size());
         if (n > 0) {
-          sink.take(stream, buffer.data(), static_cast<std::size_t>(n));
+          sink.take(stream, buffer.data(), static_cast<std::size_t>(n), now);
           continue;
         }
         if (n < 0 && errno == EINTR) {

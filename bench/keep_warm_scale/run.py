@@ -3,25 +3,35 @@
 connections on loopback.
 
     bench/keep_warm_scale/run.py [--build build/release] [--counts 100,1000,10000] [--idle 10]
-                                 [--strace-at 1000] [--out bench/results]
+                                 [--strace-at 1000] [--perf-at N] [--no-log] [--nice -10]
+                                 [--quiet-wait 300] [--out bench/results]
     bench/keep_warm_scale/run.py --quick --check     # the ctest smoke run: 50 connections, 3 s idle
 
 For each N, three arms, each a fresh client (tcptune_keep_warm_scale client, the app) and sink:
   none       the client without the shim;
-  shim       under the shim with a client rule (congestion "reno", a jsonl log), no keep_warm;
+  shim       under the shim with a client rule (congestion "reno", a jsonl log unless --no-log),
+             no keep_warm;
   keep_warm  the same rule with keep_warm = { heartbeat_hex = "0a" } (interval "auto").
-The client opens N connections to the sink, writes a 64 KiB warm-up on each (one blocking
+The client opens N connections to the sink, then writes a 64 KiB warm-up on each (one blocking
 send, 1448-byte segments, so the congestion window grows past the initial 10 segments that the
-shim leaves alone: to about 40), waits until it is acknowledged and then writes nothing. In the keep_warm
-arm the run then waits a settle time and measures an idle window (--idle seconds) once a
-second: the heartbeats the sink received (it checks every byte of every stream: exactly the
-warm-up, then whole heartbeats only) and the CPU time of the shim's worker thread (the thread
-named "tcptune", /proc/<pid>/task/<tid>/schedstat: nanoseconds on a CPU, system calls and the
-kernel's loopback delivery done in its context included). Memory: the client's resident set
+shim leaves alone: to about 40; 5,000 warm-ups a second), waits until all is acknowledged and
+then writes nothing. In the keep_warm arm the run then waits a settle time and measures an idle
+window (--idle seconds) once a second: the heartbeats the sink received (it checks every byte
+of every stream: exactly the warm-up, then whole heartbeats only; and it times the gaps between
+arrivals on each connection) and the CPU time of the shim's worker thread (the thread named
+"tcptune", /proc/<pid>/task/<tid>/schedstat: nanoseconds on a CPU, its system calls and the
+kernel's loopback delivery done in its context included). The client reports how many
+connections still have a congestion window above 10 segments at the window's start and end: a
+heartbeat later than the RTO restarts the window (halved per RTO of silence, down to 10), after
+which the shim stops keeping that connection warm. Memory: the client's resident set
 (smaps_rollup Rss and Pss) after the idle window minus before it opened any connection, with
-the shim and keep_warm minus without the shim (and minus the shim without keep_warm), over N.
+the shim and keep_warm minus without the shim (and minus the shim without keep_warm), over N;
+and over the connections added from one N to the next, which leaves the fixed costs out.
 At --strace-at N (0: never) `strace -c` is attached to the worker for --strace-seconds after
-the window, for the system calls per heartbeat.
+the window, for the system calls per heartbeat; at --perf-at N, `perf record` samples it.
+On a machine shared with other work, --quiet-wait waits for it to be idle before each keep_warm
+arm and --nice runs the client and the sink ahead of it; the JSON records the CPU the rest of
+the machine used during each window.
 
 Heartbeats flow only where the kernel restarts a window after idle: the policy sets reno (the
 default here may be bbr, which does not restart), and net.ipv4.tcp_slow_start_after_idle must
@@ -31,8 +41,8 @@ congestion control is allowed, and exits 77 if not.
 
 Prints a table and writes everything to <out>/keep-warm-scale-<UTC time>.json. --check exits 1
 unless every stream arrived whole (warm-up then only heartbeat bytes, nothing lost or
-corrupted), every kept-warm connection received at least one heartbeat in the window, the arms
-without keep_warm received none, and the JSON has every field.
+corrupted), every connection of the keep_warm arm received heartbeats, the arms without
+keep_warm received none, every client exited normally and the JSON has every field.
 """
 import argparse
 import ctypes
@@ -50,6 +60,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 WARMUP_BYTES = 64 * 1024  # opens reno's window to about 40 segments of 1448 bytes
 MSS = 1448
+# Warm-ups per second: 10,000 connections go idle over 2 s, not all at once with the client and
+# the sink taking both CPUs meanwhile (--warmup-rate 0 shows that transient).
+WARMUP_RATE = 5000
 LISTENERS = 4          # the sink's ports: connect()'s search for a free local port stays short
 SETTLE_S = 1.0         # after the warm-up is acknowledged, before the window
 BASELINE_IDLE_S = 1.0  # the arms without keep_warm: only their memory and stream matter
@@ -62,10 +75,10 @@ TABLE_FIELDS = ("connections", "heartbeats_per_s", "heartbeats_per_connection_pe
 class Helper:
     """One tcptune_keep_warm_scale process: a command per stdin line, one JSON line back."""
 
-    def __init__(self, argv, env, name):
+    def __init__(self, argv, env, name, nice=0):
         self.name = name
         self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=0)
+                                     stderr=subprocess.PIPE, bufsize=0, preexec_fn=(lambda: renice(nice)) if nice else None)
         self.pending = b""
 
     @property
@@ -104,6 +117,18 @@ class Helper:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def renice(nice):
+    """In the child before exec: a session of its own and its niceness, for the process and, where
+    the kernel groups processes by session (sched_autogroup), for its group, since niceness alone
+    does not count against other sessions there."""
+    os.setsid()
+    os.setpriority(os.PRIO_PROCESS, 0, nice)
+    try:
+        Path("/proc/self/autogroup").write_text(f"{nice}\n")
+    except OSError:
+        pass
 
 
 def read_text(path, default=""):
@@ -163,7 +188,8 @@ def worker_tid(pid):
 
 
 def thread_cpu(pid, tid):
-    """(ns on a CPU from schedstat, utime+stime in clock ticks, voluntary context switches)."""
+    """(ns on a CPU and ns waiting on a run queue from schedstat, utime+stime in clock ticks,
+    voluntary context switches)."""
     schedstat = read_text(f"/proc/{pid}/task/{tid}/schedstat", "0 0 0").split()
     stat = read_text(f"/proc/{pid}/task/{tid}/stat")
     fields = stat[stat.rfind(")") + 2:].split() if stat else []
@@ -172,7 +198,7 @@ def thread_cpu(pid, tid):
     for line in read_text(f"/proc/{pid}/task/{tid}/status").splitlines():
         if line.startswith("voluntary_ctxt_switches:"):
             switches = int(line.split()[1])
-    return int(schedstat[0]), ticks, switches
+    return int(schedstat[0]), int(schedstat[1]), ticks, switches
 
 
 def process_cpu_ns(pid):
@@ -184,13 +210,27 @@ def process_cpu_ns(pid):
     return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
-def system_idle_ns():
-    """Idle + iowait time of all CPUs, in ns, from /proc/stat."""
+def system_idle_ns(field="idle"):
+    """Idle + iowait time of all CPUs (or the time stolen by the hypervisor), in ns, from /proc/stat."""
     for line in read_text("/proc/stat").splitlines():
         if line.startswith("cpu "):
             values = [int(v) for v in line.split()[1:]]
-            return (values[3] + values[4]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+            ticks = values[7] if field == "steal" else values[3] + values[4]
+            return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
     return 0
+
+
+def wait_for_quiet(max_wait_s, busy_cpus):
+    """Waits (at most max_wait_s) until the other processes on this machine leave it nearly idle
+    for a second: fewer than `busy_cpus` CPUs busy. Returns (seconds waited, busy CPUs last seen)."""
+    start = time.monotonic()
+    busy = None
+    while True:
+        idle, t = system_idle_ns(), time.monotonic()
+        time.sleep(1.0)
+        busy = os.cpu_count() - (system_idle_ns() - idle) / ((time.monotonic() - t) * 1e9)
+        if busy < busy_cpus or time.monotonic() - start >= max_wait_s:
+            return time.monotonic() - start, busy
 
 
 def parse_strace_summary(path):
@@ -207,6 +247,27 @@ def parse_strace_summary(path):
         errors = int(parts[4]) if len(parts) == 6 else 0
         calls[parts[-1]] = {"calls": count, "errors": errors, "seconds": seconds}
     return calls
+
+
+def gap_summary(gaps, bucket_ms):
+    """The gaps between arrivals on a connection (after its warm-up) as the sink saw them:
+    count, quantiles (lower edges of 5 ms buckets) and how many were at least 200 ms (the RTO
+    floor: a send after that long restarts the window; the RTO here is a few ms above it)."""
+    total = sum(gaps.values())
+    out = {"count": total, "bucket_ms": bucket_ms, "histogram": sorted([b * bucket_ms, c] for b, c in gaps.items())}
+    if not total:
+        return out
+    ordered = sorted(gaps.items())
+    for name, q in (("p50_ms", 0.5), ("p90_ms", 0.9), ("p99_ms", 0.99), ("p999_ms", 0.999)):
+        seen = 0
+        for bucket, count in ordered:
+            seen += count
+            if seen >= q * total:
+                out[name] = bucket * bucket_ms
+                break
+    out["max_ms_at_least"] = ordered[-1][0] * bucket_ms
+    out["at_least_200ms"] = sum(c for b, c in ordered if b * bucket_ms >= 200)
+    return out
 
 
 def run_strace(pid, tid, sink, seconds, out_path):
@@ -261,6 +322,22 @@ def run_perf(tid, seconds, data_path):
         if len(parts) == 3 and parts[0].endswith("%") and parts[1].endswith("%") and not line.startswith("#"):
             rows.append([float(parts[0].rstrip("%")), float(parts[1].rstrip("%")), parts[2].strip()])
     out["with_children_by_symbol"] = rows[:60]
+    # The shares that say where a heartbeat's time goes (samples with the symbol on the stack).
+    named = {"send()": "__send", "send(): loopback delivery to the receiver (softirq)": "net_rx_action",
+             "getsockopt() (TCP_INFO)": "__getsockopt", "ioctl() (SIOCOUTQ)": "__GI___ioctl",
+             "fstat()": "__GI___fstatat64", "futex() through syscall() (sleeping, waking)": "syscall"}
+    report = subprocess.run(["perf", "report", "-i", str(data_path), "--stdio", "--children", "-g", "none",
+                             "--sort", "sym", "--percent-limit", "0"], capture_output=True, text=True, timeout=120)
+    shares = {}
+    for line in report.stdout.splitlines():
+        parts = line.split(None, 3)
+        if len(parts) == 4 and parts[0].endswith("%") and not line.startswith("#"):
+            for label, symbol in named.items():
+                if parts[3].strip() == symbol and label not in shares:
+                    shares[label] = float(parts[0].rstrip("%"))
+    dsos = dict((name, share) for share, name in out.get("self_by_dso", []))
+    shares["the shim's own code (self)"] = dsos.get("libtcptune.so", 0.0)
+    out["shares_percent"] = shares
     return out
 
 
@@ -279,7 +356,7 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
     """One client and one sink: the client's memory, and for keep_warm the measured window."""
     heartbeat_hex = args.heartbeat_hex
     sink = Helper([paths["helper"], "sink", "--connections", str(count), "--warmup", str(args.warmup),
-                   "--heartbeat-hex", heartbeat_hex, "--listeners", str(LISTENERS)], clean_env(), "sink")
+                   "--heartbeat-hex", heartbeat_hex, "--listeners", str(LISTENERS)], clean_env(), "sink", args.nice)
     client = None
     started = time.monotonic()
     try:
@@ -291,10 +368,11 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
             policy.write_text(policy_text(args.congestion, heartbeat_hex, arm == "keep_warm"))
             if log_path.exists():
                 log_path.unlink()
-            env.update(LD_PRELOAD=paths["shim"], TCPTUNE_POLICY=str(policy), TCPTUNE_LOG=str(log_path),
-                       TCPTUNE_LOG_FORMAT="jsonl")
+            env.update(LD_PRELOAD=paths["shim"], TCPTUNE_POLICY=str(policy))
+            if args.log:
+                env.update(TCPTUNE_LOG=str(log_path), TCPTUNE_LOG_FORMAT="jsonl")
         client = Helper([paths["helper"], "client", "--ports", ",".join(map(str, ports)), "--connections",
-                         str(count), "--warmup", str(args.warmup), "--mss", str(MSS)], env, f"client ({arm})")
+                         str(count), "--warmup", str(args.warmup), "--mss", str(MSS), "--warmup-rate", str(args.warmup_rate)], env, f"client ({arm})", args.nice)
         ready = client.read(180)
         result = {"arm": arm, "connections": count, "client_pid": client.pid, "ready": ready}
         tid = worker_tid(client.pid) if arm != "none" else None
@@ -306,11 +384,14 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
 
         def sample():
             snap = sink.ask("snap")
-            cpu = thread_cpu(client.pid, tid) if tid else (0, 0, 0)
+            cpu = thread_cpu(client.pid, tid) if tid else (0, 0, 0, 0)
             samples.append({"t": time.monotonic(), "heartbeats": snap["heartbeats"], "worker_ns": cpu[0],
-                            "worker_ticks": cpu[1], "worker_switches": cpu[2],
+                            "gaps": {b: c for b, c in snap["gaps"]}, "gap_bucket_ms": snap["gap_bucket_ms"],
+                            "silent": snap["silent_longer_than_late_ms"],
+                            "worker_wait_ns": cpu[1], "worker_ticks": cpu[2], "worker_switches": cpu[3],
                             "client_cpu_ns": process_cpu_ns(client.pid), "sink_cpu_ns": process_cpu_ns(sink.pid),
-                            "system_idle_ns": system_idle_ns(), "with_heartbeat": snap["with_heartbeat"]})
+                            "system_idle_ns": system_idle_ns(), "steal_ns": system_idle_ns("steal"),
+                            "with_heartbeat": snap["with_heartbeat"]})
 
         sample()
         end = samples[0]["t"] + idle
@@ -324,27 +405,36 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
         window = last["t"] - first["t"]
         heartbeats = last["heartbeats"] - first["heartbeats"]
         worker_ns = last["worker_ns"] - first["worker_ns"]
+        sink_bucket_ms = first["gap_bucket_ms"]
+        gaps = {b: c - first["gaps"].get(b, 0) for b, c in last["gaps"].items() if c - first["gaps"].get(b, 0)}
         result["window"] = {
             "seconds": window,
+            "heartbeat_gaps": gap_summary(gaps, sink_bucket_ms),
+            "heartbeat_gaps_before": gap_summary(first["gaps"], sink_bucket_ms),
+            "connections_silent_over_200ms": [s["silent"] for s in samples],
             "heartbeats": heartbeats,
             "worker_cpu_ns": worker_ns,
             "worker_cpu_ticks": last["worker_ticks"] - first["worker_ticks"],
+            "worker_runqueue_wait_ns": last["worker_wait_ns"] - first["worker_wait_ns"],
             "worker_wakeups": last["worker_switches"] - first["worker_switches"],
             "client_cpu_ns": last["client_cpu_ns"] - first["client_cpu_ns"],
             "sink_cpu_ns": last["sink_cpu_ns"] - first["sink_cpu_ns"],
             "system_busy_cpus": (os.cpu_count() * window * 1e9 - (last["system_idle_ns"] - first["system_idle_ns"]))
             / (window * 1e9) if window > 0 else None,
+            "stolen_cpus": (last["steal_ns"] - first["steal_ns"]) / (window * 1e9) if window > 0 else None,
             "per_second": [{"t": round(s["t"] - first["t"], 3), "heartbeats": s["heartbeats"] - first["heartbeats"],
-                            "worker_cpu_ns": s["worker_ns"] - first["worker_ns"]} for s in samples],
+                            "worker_cpu_ns": s["worker_ns"] - first["worker_ns"],
+                            "worker_runqueue_wait_ns": s["worker_wait_ns"] - first["worker_wait_ns"]} for s in samples],
         }
         result["after_idle"] = client.ask("info")
+        # perf first: strace slows the worker enough for heartbeats to come late.
+        if want_perf and tid:
+            result["perf"] = run_perf(tid, args.perf_seconds, work / f"perf-{count}.data")
         if want_strace and tid:
             if subprocess.run(["which", "strace"], capture_output=True).returncode == 0:
                 result["strace"] = run_strace(client.pid, tid, sink, args.strace_seconds, work / f"strace-{count}.txt")
             else:
                 result["strace"] = {"skipped": "strace is not installed"}
-        if want_perf and tid:
-            result["perf"] = run_perf(tid, args.perf_seconds, work / f"perf-{count}.data")
         result["arm_seconds_before_close"] = time.monotonic() - started
         closed = client.ask("close", timeout=60)
         result["client_exit"] = client.finish(60)
@@ -357,7 +447,7 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
                                               "max": max(per_connection, default=0)}
         result["sink"] = final
         result["window"]["connections_with_heartbeat"] = last["with_heartbeat"]
-        if arm != "none":
+        if arm != "none" and args.log:
             records = read_log(str(log_path))
             summary = next((r for r in records if r.get("event") == "summary"), {})
             opens = [r for r in records if r.get("event") == "conn_open"]
@@ -411,8 +501,10 @@ def summarize(count, arms):
         "windows_above_10_window_start": warm["window_start"]["tcp_info"]["cwnd_above_10"],
         "windows_above_10_window_end": warm["after_idle"]["tcp_info"]["cwnd_above_10"],
         "worker_wakeups_per_s": window["worker_wakeups"] / seconds,
+        "worker_runqueue_wait_percent": 100.0 * window["worker_runqueue_wait_ns"] / (seconds * 1e9),
         "sink_cpu_percent": 100.0 * window["sink_cpu_ns"] / (seconds * 1e9),
         "system_busy_cpus": window["system_busy_cpus"],
+        "stolen_cpus": window["stolen_cpus"],
         "other_busy_cpus": window["system_busy_cpus"] - (window["client_cpu_ns"] + window["sink_cpu_ns"]) / (seconds * 1e9)
         if window["system_busy_cpus"] is not None else None,
         "resident_growth_bytes": growth,
@@ -436,8 +528,10 @@ def checks_for(count, arms):
         if arm == "keep_warm":
             with_hb = result["window"]["connections_with_heartbeat"]
             beats = result["window"]["heartbeats"]
+            opened = result["ready"]["tcp_info"]["cwnd_above_10"]
             out.append((with_hb == count and beats > 0,
-                        f"N={count} keep_warm: heartbeats on {with_hb} of {count} connections, {beats} in the window"))
+                        f"N={count} keep_warm: heartbeats on {with_hb} of {count} connections, {beats} in the window "
+                        f"({opened} windows above 10 segments after the warm-up)"))
         else:
             out.append((sink["heartbeats"] == 0, f"N={count} {arm}: no heartbeat without keep_warm ({sink['heartbeats']})"))
     return out
@@ -478,12 +572,23 @@ def main():
     parser.add_argument("--counts", default="100,1000,10000", help="comma-separated connection counts")
     parser.add_argument("--idle", type=float, default=10.0, help="measured idle window in seconds")
     parser.add_argument("--warmup", type=int, default=WARMUP_BYTES, help="bytes written on each connection first")
+    parser.add_argument("--warmup-rate", type=int, default=WARMUP_RATE,
+                        help="warm-ups per second (0: as fast as they go)")
     parser.add_argument("--heartbeat-hex", default="0a", help="the heartbeat payload (default a newline)")
     parser.add_argument("--congestion", default="reno", help="the rule's congestion control (not bbr)")
     parser.add_argument("--strace-at", type=int, default=1000, help="N at which strace -c watches the worker (0: never)")
     parser.add_argument("--strace-seconds", type=float, default=3.0)
     parser.add_argument("--perf-at", type=int, default=0, help="N at which perf record samples the worker (0: never)")
     parser.add_argument("--perf-seconds", type=float, default=3.0)
+    parser.add_argument("--quiet-wait", type=float, default=0,
+                        help="before each keep_warm arm, wait up to this many seconds for the machine to be idle")
+    parser.add_argument("--quiet-cpus", type=float, default=0.3,
+                        help="idle enough: fewer CPUs than this busy over a second (with --quiet-wait)")
+    parser.add_argument("--nice", type=int, default=0,
+                        help="niceness of the client and the sink, each in a session of its own (negative, as root: "
+                             "ahead of other work on the machine)")
+    parser.add_argument("--no-log", dest="log", action="store_false",
+                        help="run the shim without a log (no write timing, ack sampling or records; no cross-check)")
     parser.add_argument("--quick", action="store_true", help="50 connections, 3 s idle, no strace")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the unambiguous checks hold")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"), help="directory of the JSON")
@@ -522,7 +627,7 @@ def main():
         "setup": {
             "namespace": where, "loopback": True, "warmup_bytes": args.warmup, "mss": MSS,
             "heartbeat_hex": args.heartbeat_hex, "congestion": args.congestion, "interval": "auto",
-            "settle_s": SETTLE_S, "idle_s": args.idle, "baseline_idle_s": BASELINE_IDLE_S,
+            "warmup_rate": args.warmup_rate, "settle_s": SETTLE_S, "nice": args.nice, "shim_log": args.log, "idle_s": args.idle, "baseline_idle_s": BASELINE_IDLE_S,
             "tcp_slow_start_after_idle": read_text("/proc/sys/net/ipv4/tcp_slow_start_after_idle"),
             "policy_keep_warm": policy_text(args.congestion, args.heartbeat_hex, True),
             "nofile_limit": list(__import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)),
@@ -535,6 +640,11 @@ def main():
         for arm in ARMS:
             print(f"-- N={count} {arm} ...", flush=True)
             measured = arm == "keep_warm"
+            if measured and args.quiet_wait > 0:
+                waited, busy = wait_for_quiet(args.quiet_wait, args.quiet_cpus)
+                results.setdefault("quiet_wait", []).append({"connections": count, "waited_s": round(waited, 1),
+                                                             "busy_cpus_before": round(busy, 2)})
+                print(f"   waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs busy", flush=True)
             arms[arm] = run_arm(arm, count, args, paths, work, want_strace=measured and count == args.strace_at,
                                 want_perf=measured and count == args.perf_at)
         results["arms"][str(count)] = arms
@@ -581,14 +691,14 @@ def main():
     print(f"keep_warm at scale, loopback, {args.congestion}, interval auto (RTO {results['machine']['rto_ms']} ms), "
           f"{args.idle:g} s idle window, {os.cpu_count()} CPUs, kernel {uname.release}")
     print(f"{'N':>6} {'heartbeats/s':>13} {'per conn/s':>10} {'worker CPU %':>12} {'worker us/hb':>12} "
-          f"{'shim B/conn':>11} {'(added)':>8} {'windows >10 start/end':>21} {'cwnd median':>11} {'busy CPUs':>9}")
+          f"{'shim B/conn':>11} {'(added)':>8} {'windows >10 start/end':>21} {'cwnd median':>11} {'others busy':>11}")
     for row in results["rows"]:
         print(f"{row['connections']:>6} {row['heartbeats_per_s']:>13,.0f} {row['heartbeats_per_connection_per_s']:>10.2f} "
               f"{row['worker_cpu_percent']:>12.1f} {fmt(row['worker_us_per_heartbeat'], '.2f'):>12} "
               f"{row['shim_bytes_per_connection']:>11,.0f} {fmt(row['shim_bytes_per_added_connection'], ',.0f'):>8} "
               f"{str(row['windows_above_10_window_start']) + '/' + str(row['windows_above_10_window_end']):>21} "
               f"{str(row['cwnd_median_window_start']) + '->' + str(row['cwnd_median_window_end']):>11} "
-              f"{fmt(row['system_busy_cpus'], '.2f'):>9}")
+              f"{fmt(row['other_busy_cpus'], '.2f'):>11}")
     for count, arms in results["arms"].items():
         trace = arms["keep_warm"].get("strace")
         if trace and trace.get("per_heartbeat"):
@@ -596,6 +706,10 @@ def main():
                               sorted(trace["per_heartbeat"].items(), key=lambda kv: -kv[1]))
             print(f"system calls per heartbeat at N={count} (strace -c, {trace['heartbeats']} heartbeats): "
                   f"{trace['total_per_heartbeat']:g} ({calls})")
+        profile = arms["keep_warm"].get("perf")
+        if profile and profile.get("shares_percent"):
+            shares = ", ".join(f"{name} {value:g}%" for name, value in profile["shares_percent"].items())
+            print(f"where the worker's time goes at N={count} (perf, cpu-clock): {shares}")
     for message in failures:
         print(f"FAILED: {message}")
     print(f"{len(results['checks']) - len(failures)} of {len(results['checks'])} checks met; "
