@@ -27,8 +27,11 @@ which the shim stops keeping that connection warm. Memory: the client's resident
 (smaps_rollup Rss and Pss) after the idle window minus before it opened any connection, with
 the shim and keep_warm minus without the shim (and minus the shim without keep_warm), over N;
 and over the connections added from one N to the next, which leaves the fixed costs out.
-At --strace-at N (0: never) `strace -c` is attached to the worker for --strace-seconds after
-the window, for the system calls per heartbeat; at --perf-at N, `perf record` samples it.
+At --strace-at N (0: never) the worker's system calls per heartbeat are counted after the
+window for --strace-seconds, by the kernel's tracepoints (perf stat) and then by `strace -c`
+(which slows the worker enough for heartbeats to come late at 1,000 connections: the JSON says
+how many windows were left above 10 segments after it); at --perf-at N, `perf record` samples
+the worker for where its time goes.
 On a machine shared with other work, --quiet-wait waits for it to be idle before each keep_warm
 arm and --nice runs the client and the sink ahead of it; the JSON records the CPU the rest of
 the machine used during each window.
@@ -295,6 +298,36 @@ def run_strace(pid, tid, sink, seconds, out_path):
     }
 
 
+SYSCALL_TRACEPOINTS = ("sendto", "getsockopt", "ioctl", "newfstatat", "futex", "poll", "clock_nanosleep")
+
+
+def count_syscalls(tid, sink, seconds):
+    """The worker's system calls for `seconds`, counted by the kernel's tracepoints (perf stat:
+    a few hundred ns each, the worker keeps its pace, unlike under strace)."""
+    if subprocess.run(["which", "perf"], capture_output=True).returncode != 0:
+        return {"skipped": "perf is not installed"}
+    events = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{name}" for name in SYSCALL_TRACEPOINTS]
+    before = sink.ask("snap")
+    counted = subprocess.run(["perf", "stat", "-x", ",", "-e", ",".join(events), "-t", str(tid), "--", "sleep",
+                              str(seconds)], capture_output=True, text=True, timeout=seconds + 60)
+    after = sink.ask("snap")
+    heartbeats = after["heartbeats"] - before["heartbeats"]
+    calls = {}
+    for line in counted.stderr.splitlines():
+        fields = line.split(",")
+        if len(fields) > 2 and fields[0].isdigit():
+            name = fields[2].split(":")[-1].replace("sys_enter_", "")
+            calls["all" if name == "sys_enter" else name] = int(fields[0])
+    if "all" not in calls:
+        return {"skipped": f"perf stat counted nothing: {counted.stderr.strip()[-300:]}"}
+    calls["other"] = calls["all"] - sum(v for k, v in calls.items() if k != "all")
+    # perf counts from the moment it has attached, a little after the first snapshot: the
+    # heartbeats it saw are its send() calls (one per heartbeat of a few bytes).
+    sent = calls.get("sendto", 0)
+    return {"seconds": seconds, "heartbeats_at_the_sink": heartbeats, "heartbeats": sent, "syscalls": calls,
+            "per_heartbeat": {k: round(v / sent, 3) for k, v in calls.items() if v} if sent else {}}
+
+
 def run_perf(tid, seconds, data_path):
     """perf record (cpu-clock, call graphs) on the worker thread for `seconds`: where its time
     goes, as the share of samples per symbol, the kernel's included."""
@@ -427,12 +460,15 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
                             "worker_runqueue_wait_ns": s["worker_wait_ns"] - first["worker_wait_ns"]} for s in samples],
         }
         result["after_idle"] = client.ask("info")
-        # perf first: strace slows the worker enough for heartbeats to come late.
+        # Tracepoints and perf first: strace slows the worker enough for heartbeats to come late.
+        if want_strace and tid:
+            result["syscalls_traced"] = count_syscalls(tid, sink, args.strace_seconds)
         if want_perf and tid:
             result["perf"] = run_perf(tid, args.perf_seconds, work / f"perf-{count}.data")
         if want_strace and tid:
             if subprocess.run(["which", "strace"], capture_output=True).returncode == 0:
                 result["strace"] = run_strace(client.pid, tid, sink, args.strace_seconds, work / f"strace-{count}.txt")
+                result["strace"]["windows_above_10_after"] = client.ask("info")["tcp_info"]["cwnd_above_10"]
             else:
                 result["strace"] = {"skipped": "strace is not installed"}
         result["arm_seconds_before_close"] = time.monotonic() - started
@@ -596,7 +632,7 @@ def main():
     if args.quick:
         args.counts, args.idle, args.strace_at, args.perf_at = "50", 3.0, 0, 0
     counts = [int(c) for c in args.counts.split(",") if c.strip()]
-    if SETTLE_S + args.idle + args.strace_seconds + args.perf_seconds >= MAX_IDLE_S - 15:
+    if SETTLE_S + args.idle + 2 * args.strace_seconds + args.perf_seconds >= MAX_IDLE_S - 15:
         sys.exit(f"--idle {args.idle:g} is too long: the window must end well before keep_warm's max_idle "
                  f"({MAX_IDLE_S} s)")
     build = Path(args.build).resolve()
@@ -704,8 +740,13 @@ def main():
         if trace and trace.get("per_heartbeat"):
             calls = ", ".join(f"{name} {value:g}" for name, value in
                               sorted(trace["per_heartbeat"].items(), key=lambda kv: -kv[1]))
-            print(f"system calls per heartbeat at N={count} (strace -c, {trace['heartbeats']} heartbeats): "
-                  f"{trace['total_per_heartbeat']:g} ({calls})")
+            print(f"system calls per heartbeat at N={count} (strace -c, {trace['heartbeats']} heartbeats, "
+                  f"{trace['windows_above_10_after']} windows above 10 after it): {trace['total_per_heartbeat']:g} ({calls})")
+        traced = arms["keep_warm"].get("syscalls_traced")
+        if traced and traced.get("per_heartbeat"):
+            calls = ", ".join(f"{name} {value:g}" for name, value in traced["per_heartbeat"].items() if name != "all")
+            print(f"system calls per heartbeat at N={count} (perf stat tracepoints, {traced['heartbeats']} send() calls): "
+                  f"{traced['per_heartbeat'].get('all', 0):g} ({calls})")
         profile = arms["keep_warm"].get("perf")
         if profile and profile.get("shares_percent"):
             shares = ", ".join(f"{name} {value:g}%" for name, value in profile["shares_percent"].items())
