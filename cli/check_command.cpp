@@ -9,6 +9,7 @@
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/heartbeat_reach.hpp"
 #include "tcptune/config/host_sysctl.hpp"
+#include "tcptune/config/keep_warm_presets.hpp"
 #include "tcptune/config/policy_loader.hpp"
 #include "tcptune/config/units.hpp"
 
@@ -140,6 +141,9 @@ void explain_tuning(const config::Tuning& tuning) {
   if (tuning.keep_warm.has_value()) {
     any = true;
     std::printf("  keep_warm: %s\n", config::describe_keep_warm(*tuning.keep_warm).c_str());
+    if (const config::KeepWarmPreset* preset = config::find_keep_warm_preset(tuning.keep_warm->protocol)) {
+      std::printf("    why the peer ignores it: %s\n", std::string(preset->source).c_str());
+    }
   }
   for (const config::RawSockopt& opt : tuning.sockopts) {
     any = true;
@@ -158,11 +162,45 @@ std::string what_breaks(const std::string& shown_payload) {
          "client rejects a reply that starts with it)";
 }
 
+// A preset's warning: its bytes are right for clients that speak its protocol, and only for them.
+void warn_about_server_preset(const config::Policy& policy, int index) {
+  const bool in_defaults = index == config::kDefaultsReach;
+  const config::KeepWarm& keep_warm =
+      in_defaults ? *policy.defaults.keep_warm : *policy.rules[static_cast<std::size_t>(index)].tuning.keep_warm;
+  const config::KeepWarmPreset* preset = config::find_keep_warm_preset(keep_warm.protocol);
+  const std::string protocol = preset != nullptr ? std::string(preset->protocol) : keep_warm.protocol;
+  const std::string sends = "sends " + keep_warm.protocol + " heartbeats (\"" +
+                            config::escape_for_display(keep_warm.payload, true) +
+                            "\") on accepted (server-side) sockets of every port";
+  if (in_defaults) {
+    (void)std::fprintf(stderr,
+                       "tcptune: warning: %s: [defaults] has keep_warm, which every rule inherits, so it %s: only "
+                       "clients that speak %s ignore them; move keep_warm into a [[rule]] whose match names the ports "
+                       "that speak it\n",
+                       policy.source.c_str(), sends.c_str(), protocol.c_str());
+    return;
+  }
+  const config::Rule& rule = policy.rules[static_cast<std::size_t>(index)];
+  (void)std::fprintf(stderr,
+                     "tcptune: warning: %s:%u:%u: rule '%s' %s (its role is \"%s\" and its match names no port): "
+                     "only clients that speak %s ignore them; add the ports that speak it to its match, or role = "
+                     "\"client\"\n",
+                     rule.pos.file.c_str(), rule.pos.line, rule.pos.column, rule.name.c_str(), sends.c_str(),
+                     rule.match.role == config::Role::server ? "server" : "any", protocol.c_str());
+}
+
 // One line on stderr for each keep_warm that can reach accepted sockets: what breaks, what to do.
 void warn_about_server_heartbeats(const config::Policy& policy) {
   for (const int index : config::heartbeats_reaching_accepted_sockets(policy)) {
+    const config::KeepWarm& keep_warm = index == config::kDefaultsReach
+                                            ? *policy.defaults.keep_warm
+                                            : *policy.rules[static_cast<std::size_t>(index)].tuning.keep_warm;
+    if (!keep_warm.protocol.empty()) {
+      warn_about_server_preset(policy, index);
+      continue;
+    }
+    const std::string payload = config::escape_for_display(keep_warm.payload, true);
     if (index == config::kDefaultsReach) {
-      const std::string payload = config::escape_for_display(policy.defaults.keep_warm->payload, true);
       (void)std::fprintf(stderr,
                          "tcptune: warning: %s: [defaults] has keep_warm, which every rule inherits, so it sends "
                          "heartbeats on accepted (server-side) sockets too: %s; move keep_warm into a [[rule]] with "
@@ -171,7 +209,6 @@ void warn_about_server_heartbeats(const config::Policy& policy) {
       continue;
     }
     const config::Rule& rule = policy.rules[static_cast<std::size_t>(index)];
-    const std::string payload = config::escape_for_display(rule.tuning.keep_warm->payload, true);
     (void)std::fprintf(stderr,
                        "tcptune: warning: %s:%u:%u: rule '%s' sends keep_warm heartbeats on accepted (server-side) "
                        "sockets (its role is \"%s\"): %s; add role = \"client\" to its match, unless every client "

@@ -114,6 +114,14 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
     report.note = "applies to the accepted connections";
     return report;
   }
+  // A preset's bytes are a no-op in one direction only (an HTTP server skips CRLF, a client does not).
+  const config::Role side = role == SocketRole::client   ? config::Role::client
+                            : role == SocketRole::server ? config::Role::server
+                                                         : config::Role::any;
+  if (std::optional<std::string> refusal = config::heartbeat_side_refusal(*tuning.keep_warm, side)) {
+    report.note = std::move(*refusal);
+    return report;
+  }
   if (slot.has_flag(flag_stdio)) {
     report.note = "written through stdio (fdopen), which the shim cannot see; not kept warm";
     return report;

@@ -16,9 +16,34 @@ std::string describe_keep_warm(const KeepWarm& keep_warm) {
       when += " (not below the 200 ms RTO floor: where the RTO is shorter, the window still restarts)";
     }
   }
-  return "heartbeat of " + std::to_string(size) + (size == 1 ? " byte" : " bytes") + " (\"" +
-         escape_for_display(keep_warm.payload, true) + "\") " + when + "; stops after " +
-         format_duration(keep_warm.max_idle) + " without a write by the app";
+  std::string what = "heartbeat of " + std::to_string(size) + (size == 1 ? " byte" : " bytes") + " (\"" +
+                     escape_for_display(keep_warm.payload, true) + "\")";
+  if (!keep_warm.protocol.empty()) {
+    what = "protocol " + keep_warm.protocol + ": " + what;
+  }
+  switch (keep_warm.side) {
+    case HeartbeatSide::both: break;
+    case HeartbeatSide::client: what += ", only on connections the program opens (client side),"; break;
+    case HeartbeatSide::server: what += ", only on connections the program accepts (server side),"; break;
+  }
+  return what + " " + when + "; stops after " + format_duration(keep_warm.max_idle) + " without a write by the app";
+}
+
+std::optional<std::string> heartbeat_side_refusal(const KeepWarm& keep_warm, Role socket_side) {
+  if (keep_warm.side == HeartbeatSide::both) {
+    return std::nullopt;
+  }
+  const bool from_client = keep_warm.side == HeartbeatSide::client;
+  const Role allowed = from_client ? Role::client : Role::server;
+  if (socket_side == allowed) {
+    return std::nullopt;
+  }
+  const std::string name = keep_warm.protocol.empty() ? "these" : keep_warm.protocol;
+  const std::string valid = name + " heartbeats are only valid from the " + (from_client ? "client" : "server");
+  if (socket_side == Role::any) {
+    return valid + ", and this connection's side is not known (it was connected before the shim saw it); not kept warm";
+  }
+  return valid + "; not kept warm on " + (from_client ? "accepted sockets" : "connections the program opens");
 }
 
 Policy builtin_default_policy() {

@@ -3,7 +3,7 @@
 //   [defaults] and every [[rule]]: nodelay, buffers {bandwidth, rtt, sndbuf, rcvbuf},
 //     override_app_buffers, congestion, keepalive {idle, interval, count}, user_timeout,
 //     notsent_lowat, thin_linear_timeouts, quickack, tos, sockopt [{level, name, value}],
-//     keep_warm {heartbeat or heartbeat_hex, interval, max_idle}
+//     keep_warm {protocol, heartbeat or heartbeat_hex, interval, max_idle}
 //   [[rule]] also: name, match {peer, port, role, program}
 //   [log]: path, level
 // Every error names FILE:LINE:COLUMN of the offending key or value.
@@ -27,11 +27,14 @@
 #include <set>
 #include <sstream>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "tcptune/config/buffer_plan.hpp"
 #include "tcptune/config/cidr.hpp"
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/file_type.hpp"
+#include "tcptune/config/keep_warm_presets.hpp"
 #include "tcptune/config/toml_input_guard.hpp"
 #include "tcptune/config/units.hpp"
 
@@ -464,6 +467,30 @@ class Loader {
     if (!failed()) {
       read_tuning(table, rule.tuning);
     }
+    if (!failed()) {
+      check_heartbeat_side(table, rule);
+    }
+  }
+
+  // A preset valid from one side only, in a rule whose match takes only the other side's
+  // sockets, could never send a heartbeat: say so rather than keep a rule that does nothing.
+  void check_heartbeat_side(const toml::table& table, const Rule& rule) {
+    const std::optional<KeepWarm>& keep_warm = rule.tuning.keep_warm;
+    if (!keep_warm.has_value() || keep_warm->side == HeartbeatSide::both || rule.match.role == Role::any) {
+      return;
+    }
+    const bool from_client = keep_warm->side == HeartbeatSide::client;
+    if ((rule.match.role == Role::client) == from_client) {
+      return;
+    }
+    const toml::node* keep_warm_node = table.get("keep_warm");
+    const toml::node* protocol = keep_warm_node->as_table()->get("protocol");
+    fail(protocol->source(), "keep_warm protocol \"" + keep_warm->protocol + "\" is only valid from the " +
+                                 (from_client ? "client" : "server") + ", and this rule matches only " +
+                                 (from_client ? "accepted (server-side) sockets (role = \"server\")"
+                                              : "connections the program opens (role = \"client\")") +
+                                 ", so it would never send a heartbeat; match role \"" +
+                                 (from_client ? "client" : "server") + "\" or \"any\"");
   }
 
   void read_match(const toml::node& node, Match& match) {
@@ -723,40 +750,21 @@ class Loader {
     }
   }
 
-  // keep_warm = { heartbeat = "\n" } or { heartbeat_hex = "0a" }, interval = "auto" or 10ms..1h,
-  // max_idle = 1s..24h.
-  void read_keep_warm(const toml::node& node, Tuning& tuning) {
-    const toml::table* table = as_table(node, "keep_warm");
-    static constexpr std::string_view kKeepWarmKeys[] = {"heartbeat", "heartbeat_hex", "interval", "max_idle"};
-    if (table == nullptr || !check_keys(*table, kKeepWarmKeys, "keep_warm")) {
-      return;
-    }
+  // heartbeat = "\n" (a TOML string, escapes allowed) or heartbeat_hex = "0a" (binary): 1 to 64 bytes.
+  bool read_heartbeat_bytes(const toml::node& node, std::string_view key, KeepWarm& keep_warm) {
     constexpr std::size_t kMaxPayload = 64;
-    KeepWarm keep_warm;
-    const toml::node* text = table->get("heartbeat");
-    const toml::node* hex = table->get("heartbeat_hex");
-    if (text == nullptr && hex == nullptr) {
-      fail(node.source(),
-           "'keep_warm' needs 'heartbeat' (a string such as \"\\n\") or 'heartbeat_hex' (hex digits such as \"0a\")");
-      return;
-    }
-    if (text != nullptr && hex != nullptr) {
-      fail(hex->source(), "'keep_warm' has both 'heartbeat' and 'heartbeat_hex'; give one");
-      return;
-    }
-    const toml::node& payload_node = text != nullptr ? *text : *hex;
-    const std::string name = text != nullptr ? "heartbeat" : "heartbeat_hex";
-    if (text != nullptr) {
-      auto s = as_string(*text, name);
+    const std::string name(key);
+    if (key == "heartbeat") {
+      auto s = as_string(node, name);
       if (!s) {
-        return;
+        return false;
       }
       keep_warm.payload = std::move(*s);
     } else {
-      const auto* s = hex->as_string();
+      const auto* s = node.as_string();
       if (s == nullptr) {
-        fail(hex->source(), "'heartbeat_hex' must be a string of hex digits such as \"0a\", not " + describe(*hex));
-        return;
+        fail(node.source(), "'heartbeat_hex' must be a string of hex digits such as \"0a\", not " + describe(node));
+        return false;
       }
       const std::string& digits = s->get();
       auto nibble = [](char c) -> int {
@@ -776,26 +784,86 @@ class Loader {
         const auto c = static_cast<unsigned char>(*bad);
         const std::string shown =
             c < 0x20 || c >= 0x7f ? escape_for_display(std::string(1, *bad), true) : "'" + std::string(1, *bad) + "'";
-        fail(hex->source(), "'heartbeat_hex' has " + shown + " at offset " + std::to_string(bad - digits.begin()) +
+        fail(node.source(), "'heartbeat_hex' has " + shown + " at offset " + std::to_string(bad - digits.begin()) +
                                 ": only hex digits 0-9, a-f, A-F (no spaces or 0x prefix)");
-        return;
+        return false;
       }
       if (digits.size() % 2 != 0) {
-        fail(hex->source(), "'heartbeat_hex' has an odd number of hex digits (" + std::to_string(digits.size()) +
+        fail(node.source(), "'heartbeat_hex' has an odd number of hex digits (" + std::to_string(digits.size()) +
                                 "); each byte takes two");
-        return;
+        return false;
       }
       for (std::size_t i = 0; i < digits.size(); i += 2) {
         keep_warm.payload.push_back(static_cast<char>(nibble(digits[i]) * 16 + nibble(digits[i + 1])));
       }
     }
     if (keep_warm.payload.empty()) {
-      fail(payload_node.source(), "'" + name + "' must not be empty (1 to 64 bytes)");
-      return;
+      fail(node.source(), "'" + name + "' must not be empty (1 to 64 bytes)");
+      return false;
     }
     if (keep_warm.payload.size() > kMaxPayload) {
-      fail(payload_node.source(), "'" + name + "' is " + std::to_string(keep_warm.payload.size()) + " bytes; at most " +
-                                      std::to_string(kMaxPayload));
+      fail(node.source(), "'" + name + "' is " + std::to_string(keep_warm.payload.size()) + " bytes; at most " +
+                              std::to_string(kMaxPayload));
+      return false;
+    }
+    return true;
+  }
+
+  // protocol = "http1-client": a preset's bytes and the side that may send them.
+  bool read_keep_warm_protocol(const toml::node& node, KeepWarm& keep_warm) {
+    const auto name = as_string(node, "protocol");
+    if (!name) {
+      return false;
+    }
+    const KeepWarmPreset* preset = find_keep_warm_preset(*name);
+    if (preset == nullptr) {
+      return fail(node.source(), "unknown keep_warm protocol \"" + *name + "\"; known: " + keep_warm_preset_names());
+    }
+    keep_warm.protocol = preset->name;
+    keep_warm.payload = preset->payload;
+    keep_warm.side = preset->side;
+    return true;
+  }
+
+  // keep_warm = { protocol = "http1-client" }, { heartbeat = "\n" } or { heartbeat_hex = "0a" },
+  // interval = "auto" or 10ms..1h, max_idle = 1s..24h.
+  void read_keep_warm(const toml::node& node, Tuning& tuning) {
+    const toml::table* table = as_table(node, "keep_warm");
+    static constexpr std::string_view kKeepWarmKeys[] = {"protocol", "heartbeat", "heartbeat_hex", "interval",
+                                                         "max_idle"};
+    if (table == nullptr || !check_keys(*table, kKeepWarmKeys, "keep_warm")) {
+      return;
+    }
+    KeepWarm keep_warm;
+    // Exactly one says what the heartbeat is; the second one written is the mistake.
+    std::vector<std::pair<std::string_view, const toml::node*>> given;
+    for (const std::string_view key : {"protocol", "heartbeat", "heartbeat_hex"}) {
+      if (const toml::node* value = table->get(key)) {
+        given.emplace_back(key, value);
+      }
+    }
+    if (given.empty()) {
+      fail(node.source(), "'keep_warm' needs 'protocol' (one of " + keep_warm_preset_names() +
+                              "), 'heartbeat' (a string such as \"\\n\") or 'heartbeat_hex' (hex digits such as "
+                              "\"0a\")");
+      return;
+    }
+    std::sort(given.begin(), given.end(), [](const auto& a, const auto& b) {
+      const toml::source_position& pa = a.second->source().begin;
+      const toml::source_position& pb = b.second->source().begin;
+      return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+    });
+    if (given.size() > 1) {
+      fail(given[1].second->source(), "'keep_warm' has both '" + std::string(given[0].first) + "' and '" +
+                                          std::string(given[1].first) + "'; give one");
+      return;
+    }
+    const auto [first_key, first] = given.front();
+    if (first_key == "protocol") {
+      if (!read_keep_warm_protocol(*first, keep_warm)) {
+        return;
+      }
+    } else if (!read_heartbeat_bytes(*first, first_key, keep_warm)) {
       return;
     }
     if (const toml::node* interval = table->get("interval")) {

@@ -130,6 +130,24 @@ check(warnings[:1] and warnings[0].startswith(f"tcptune: warning: {unscoped}:1:1
 check(warnings[1:] and warnings[1].startswith(f"tcptune: warning: {unscoped}:5:1: rule 'servers'"),
       f"a server rule with keep_warm warns too ({warnings[1:]})")
 
+# -- keep_warm protocol presets -------------------------------------------------------------
+protocols = write("protocols.toml",
+                  '[defaults]\nkeep_warm = { protocol = "http1-client" }\n'
+                  '[[rule]]\nname = "broker"\nmatch = { port = 61613 }\nkeep_warm = { protocol = "stomp" }\n'
+                  '[[rule]]\nname = "any-server"\nmatch = { role = "server" }\nkeep_warm = { protocol = "lines" }\n')
+r = tcptune("check", protocols)
+warnings = [line for line in r.stderr.splitlines() if line.startswith("tcptune: warning: ")]
+check(r.returncode == 0 and "keep_warm: protocol http1-client: heartbeat of 2 bytes (\"\\r\\n\"), only on "
+      "connections the program opens (client side)" in r.stdout and
+      "why the peer ignores it: RFC 9112 section 2.2" in r.stdout and
+      "keep_warm: protocol stomp: heartbeat of 1 byte" in r.stdout,
+      f"check names each preset, its bytes, its side and its source ({r.stdout.strip()[-600:]})")
+# [defaults]'s client-only preset never reaches accepted sockets; the STOMP rule names its port;
+# only the rule that puts "lines" on every accepted socket is warned about.
+check(len(warnings) == 1 and warnings[0].startswith(f"tcptune: warning: {protocols}:7:1: rule 'any-server' sends "
+                                                    "lines heartbeats") and "only clients that speak a line protocol" in warnings[0],
+      f"one warning: the preset on every accepted socket ({warnings})")
+
 for preset in sorted(glob.glob(os.path.join(args.source_dir, "config/presets/*.toml"))):
     r = tcptune("check", preset)
     check(r.returncode == 0 and r.stderr == "", f"check {os.path.basename(preset)}: valid, no warning ({r.stderr.strip()})")

@@ -42,6 +42,20 @@ TEST(HeartbeatReach, ShadowedByAnEarlierCatchAllServerRule) {
             std::vector<int>{1});
 }
 
+// The shim never sends a client-only protocol preset on accepted sockets; a preset valid from
+// both sides reaches them unless the rule names the ports that speak its protocol.
+TEST(HeartbeatReach, ProtocolPresets) {
+  EXPECT_TRUE(reach("[defaults]\nkeep_warm = { protocol = \"http1-client\" }\n").empty());
+  EXPECT_TRUE(reach("[[rule]]\nkeep_warm = { protocol = \"redis-client\" }\n").empty());
+  EXPECT_EQ(reach("[defaults]\nkeep_warm = { protocol = \"stomp\" }\n"), std::vector<int>{kDefaultsReach});
+  EXPECT_EQ(reach("[[rule]]\nmatch = { port = 61613 }\nkeep_warm = { protocol = \"stomp\" }\n"
+                  "[[rule]]\nmatch = { role = \"server\", port = [5672, 5671] }\nkeep_warm = { protocol = "
+                  "\"amqp091\" }\n"
+                  "[[rule]]\nmatch = { peer = \"10.0.0.0/8\" }\nkeep_warm = { protocol = \"lines\" }\n"
+                  "[[rule]]\nmatch = { port = 6379 }\nkeep_warm = { heartbeat = \"\\r\\n\" }\n"),
+            (std::vector<int>{2, 3}));
+}
+
 TEST(HeartbeatReach, NoPresetReachesAcceptedSockets) {
   for (const auto& entry :
        std::filesystem::directory_iterator(std::filesystem::path(TCPTUNE_SOURCE_DIR) / "config/presets")) {

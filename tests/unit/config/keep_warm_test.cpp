@@ -1,8 +1,11 @@
-// keep_warm = { heartbeat = STRING or heartbeat_hex = HEX, interval = DURATION or "auto", max_idle = DURATION }
+// keep_warm = { protocol = PRESET or heartbeat = STRING or heartbeat_hex = HEX, interval = DURATION or "auto",
+//               max_idle = DURATION }
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
+#include "tcptune/config/keep_warm_presets.hpp"
 #include "tcptune/config/policy_loader.hpp"
 
 namespace tcptune::config {
@@ -117,8 +120,17 @@ TEST(KeepWarm, Errors) {
   };
   const Case cases[] = {
       {R"({ interval = "150ms" })",
-       "t.toml:2:13: 'keep_warm' needs 'heartbeat' (a string such as \"\\n\") or "
-       "'heartbeat_hex' (hex digits such as \"0a\")"},
+       "t.toml:2:13: 'keep_warm' needs 'protocol' (one of http1-client, redis-client, stomp, amqp091, lines), "
+       "'heartbeat' (a string such as \"\\n\") or 'heartbeat_hex' (hex digits such as \"0a\")"},
+      {R"({ protocol = "stomp", heartbeat = "\n" })",
+       "t.toml:2:47: 'keep_warm' has both 'protocol' and 'heartbeat'; give one"},
+      // The second one written is named, whatever the order of the keys.
+      {R"({ heartbeat_hex = "0a", protocol = "stomp" })",
+       "t.toml:2:48: 'keep_warm' has both 'heartbeat_hex' and 'protocol'; give one"},
+      {R"({ protocol = "http1" })",
+       "t.toml:2:26: unknown keep_warm protocol \"http1\"; known: http1-client, redis-client, stomp, amqp091, lines"},
+      {R"({ protocol = "HTTP1-CLIENT" })", "t.toml:2:26: unknown keep_warm protocol \"HTTP1-CLIENT\""},
+      {R"({ protocol = 1 })", "t.toml:2:26: 'protocol' must be a string, not 1"},
       {R"({ heartbeat = "\n", heartbeat_hex = "0a" })",
        "t.toml:2:49: 'keep_warm' has both 'heartbeat' and 'heartbeat_hex'; give one"},
       {R"({ heartbeat = "" })", "t.toml:2:27: 'heartbeat' must not be empty (1 to 64 bytes)"},
@@ -159,6 +171,115 @@ TEST(KeepWarm, Errors) {
   EXPECT_EQ(too_long, "t.toml:2:27: 'heartbeat' is 65 bytes; at most 64");
   const std::string hex_too_long = error_of("{ heartbeat_hex = \"" + std::string(130, '0') + "\" }");
   EXPECT_EQ(hex_too_long, "t.toml:2:31: 'heartbeat_hex' is 65 bytes; at most 64");
+}
+
+TEST(KeepWarm, ProtocolPresetsGiveTheirBytesAndSide) {
+  struct Expected {
+    const char* name;
+    std::string payload;
+    HeartbeatSide side;
+  };
+  const Expected expected[] = {
+      {"http1-client", "\r\n", HeartbeatSide::client},
+      {"redis-client", "\r\n", HeartbeatSide::client},
+      {"stomp", "\n", HeartbeatSide::both},
+      {"amqp091", std::string("\x08\x00\x00\x00\x00\x00\x00\xce", 8), HeartbeatSide::both},
+      {"lines", "\n", HeartbeatSide::both},
+  };
+  for (const Expected& e : expected) {
+    const KeepWarm k = defaults_keep_warm(std::string("{ protocol = \"") + e.name + "\" }");
+    EXPECT_EQ(k.protocol, e.name);
+    EXPECT_EQ(k.payload, e.payload) << e.name;
+    EXPECT_EQ(k.side, e.side) << e.name;
+    EXPECT_FALSE(k.interval.has_value());
+  }
+  EXPECT_EQ(keep_warm_presets().size(), std::size(expected));
+  // interval and max_idle go with a protocol as with explicit bytes.
+  const KeepWarm k = defaults_keep_warm(R"({ protocol = "amqp091", interval = "150ms", max_idle = "5m" })");
+  EXPECT_EQ(k.interval, Duration(150ms));
+  EXPECT_EQ(k.max_idle, Duration(5min));
+  // Explicit bytes name no protocol and leave the side to the rule's match.
+  const KeepWarm bytes = defaults_keep_warm(R"({ heartbeat = "\r\n" })");
+  EXPECT_TRUE(bytes.protocol.empty());
+  EXPECT_EQ(bytes.side, HeartbeatSide::both);
+}
+
+TEST(KeepWarm, PresetTable) {
+  std::set<std::string_view> names;
+  for (const KeepWarmPreset& preset : keep_warm_presets()) {
+    EXPECT_TRUE(names.insert(preset.name).second) << preset.name;
+    EXPECT_GE(preset.payload.size(), 1U) << preset.name;
+    EXPECT_LE(preset.payload.size(), 64U) << preset.name;
+    EXPECT_FALSE(preset.source.empty()) << preset.name;
+    EXPECT_EQ(find_keep_warm_preset(preset.name), &preset);
+    EXPECT_NE(keep_warm_preset_names().find(preset.name), std::string::npos);
+  }
+  EXPECT_EQ(find_keep_warm_preset(""), nullptr);
+  EXPECT_EQ(find_keep_warm_preset("http1"), nullptr);
+  EXPECT_EQ(keep_warm_preset_names(), "http1-client, redis-client, stomp, amqp091, lines");
+}
+
+// The shim asks this before keeping a connection warm; its answer becomes conn_open's note.
+TEST(KeepWarm, SideRefusal) {
+  const KeepWarm http = defaults_keep_warm(R"({ protocol = "http1-client" })");
+  EXPECT_FALSE(heartbeat_side_refusal(http, Role::client).has_value());
+  EXPECT_EQ(heartbeat_side_refusal(http, Role::server),
+            "http1-client heartbeats are only valid from the client; not kept warm on accepted sockets");
+  EXPECT_EQ(heartbeat_side_refusal(http, Role::any),
+            "http1-client heartbeats are only valid from the client, and this connection's side is not known (it "
+            "was connected before the shim saw it); not kept warm");
+  for (const char* both : {R"({ protocol = "stomp" })", R"({ protocol = "amqp091" })", R"({ protocol = "lines" })",
+                           R"({ heartbeat = "\n" })"}) {
+    const KeepWarm k = defaults_keep_warm(both);
+    for (const Role side : {Role::client, Role::server, Role::any}) {
+      EXPECT_FALSE(heartbeat_side_refusal(k, side).has_value()) << both;
+    }
+  }
+  KeepWarm server_only = http;
+  server_only.protocol = "push";
+  server_only.side = HeartbeatSide::server;
+  EXPECT_FALSE(heartbeat_side_refusal(server_only, Role::server).has_value());
+  EXPECT_EQ(heartbeat_side_refusal(server_only, Role::client),
+            "push heartbeats are only valid from the server; not kept warm on connections the program opens");
+}
+
+TEST(KeepWarm, DescribePreset) {
+  const std::string http = describe_keep_warm(defaults_keep_warm(R"({ protocol = "http1-client" })"));
+  EXPECT_EQ(http.rfind("protocol http1-client: heartbeat of 2 bytes (\"\\r\\n\"), only on connections the program "
+                       "opens (client side), after ",
+                       0),
+            0U)
+      << http;
+  const std::string stomp = describe_keep_warm(defaults_keep_warm(R"({ protocol = "stomp" })"));
+  EXPECT_EQ(stomp.rfind("protocol stomp: heartbeat of 1 byte (\"\\n\") after ", 0), 0U) << stomp;
+  const std::string bytes = describe_keep_warm(defaults_keep_warm(R"({ heartbeat = "\n" })"));
+  EXPECT_EQ(bytes.rfind("heartbeat of 1 byte (\"\\n\") after ", 0), 0U) << bytes;
+}
+
+// A rule that could never send its preset's heartbeat is refused, at the protocol's value.
+TEST(KeepWarm, PresetSideAgainstTheRulesRole) {
+  const LoadResult server = load_policy_text(
+      "[[rule]]\nmatch = { role = \"server\", port = 8080 }\nkeep_warm = { protocol = \"http1-client\" }\n", "t.toml");
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.error().to_string(),
+            "t.toml:3:26: keep_warm protocol \"http1-client\" is only valid from the client, and this rule matches "
+            "only accepted (server-side) sockets (role = \"server\"), so it would never send a heartbeat; match role "
+            "\"client\" or \"any\"");
+  const LoadResult table_syntax = load_policy_text(
+      "[[rule]]\nmatch = { role = \"server\" }\n[rule.keep_warm]\ninterval = \"1s\"\nprotocol = \"redis-client\"\n",
+      "t.toml");
+  ASSERT_FALSE(table_syntax.ok());
+  EXPECT_EQ(table_syntax.error().to_string().rfind("t.toml:5:12: keep_warm protocol \"redis-client\"", 0), 0U)
+      << table_syntax.error().to_string();
+  for (const char* ok : {"[[rule]]\nmatch = { role = \"client\" }\nkeep_warm = { protocol = \"http1-client\" }\n",
+                         "[[rule]]\nmatch = { port = 80 }\nkeep_warm = { protocol = \"http1-client\" }\n",
+                         "[[rule]]\nmatch = { role = \"server\" }\nkeep_warm = { protocol = \"stomp\" }\n",
+                         // Inherited from [defaults]: the shim just skips the rule's accepted sockets.
+                         "[defaults]\nkeep_warm = { protocol = \"http1-client\" }\n[[rule]]\nmatch = { role = "
+                         "\"server\" }\n"}) {
+    const LoadResult loaded = load_policy_text(ok, "t.toml");
+    EXPECT_TRUE(loaded.ok()) << ok << ": " << loaded.error().to_string();
+  }
 }
 
 TEST(KeepWarm, ErrorsInRules) {

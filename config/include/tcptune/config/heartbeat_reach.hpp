@@ -13,7 +13,9 @@ namespace tcptune::config {
 // kDefaultsReach (first, when [defaults] has keep_warm: every rule inherits it, so it reaches
 // server sockets one way or another), then the index of each rule that sets keep_warm itself
 // and can match an accepted socket: its role is not "client" and no earlier rule takes every
-// server socket (role "server" or "any" with no peer, port or program).
+// server socket (role "server" or "any" with no peer, port or program). Left out: presets valid
+// from the client only (the shim does not send them on accepted sockets), and a rule's preset
+// when the rule names ports (the policy says those ports speak that protocol).
 inline constexpr int kDefaultsReach = -1;
 std::vector<int> heartbeats_reaching_accepted_sockets(const Policy& policy);
 

@@ -74,10 +74,22 @@ struct RawSockopt {
   std::string option_name;
 };
 
+// Which end of a connection may send a keep_warm heartbeat. A protocol's no-op is often valid in
+// one direction only: an HTTP/1.1 server skips CRLF before a request line, but a client reading a
+// response does not.
+enum class HeartbeatSide : std::uint8_t {
+  both,
+  client,  // connections the program opens (connect)
+  server,  // connections the program accepts
+};
+
 // In-band heartbeats that keep an idle connection's congestion window from restarting
-// (tcp_slow_start_after_idle): `keep_warm = { heartbeat = "\n", interval = "auto" }`.
+// (tcp_slow_start_after_idle): `keep_warm = { heartbeat = "\n", interval = "auto" }`, or a
+// protocol's own no-op by name: `keep_warm = { protocol = "http1-client" }`.
 struct KeepWarm {
   std::string payload;                           // bytes the peer's protocol ignores between messages, 1..64
+  std::string protocol;                          // the preset's name; empty when the policy gave the bytes
+  HeartbeatSide side = HeartbeatSide::both;      // a preset's; explicit bytes leave it to the rule's match
   std::optional<Duration> interval;              // unset: "auto", half the connection's RTO
   Duration max_idle = std::chrono::seconds(60);  // stop once the app has written nothing this long
 };
@@ -143,6 +155,11 @@ Policy builtin_default_policy();
 // "heartbeat of 1 byte ("\n") after ... without data sent; stops after ..." for `tcptune check`
 // and the conn_open record.
 std::string describe_keep_warm(const KeepWarm& keep_warm);
+
+// Why a connection on `socket_side` must not send `keep_warm`'s heartbeats, or nullopt when it
+// may. `socket_side` is Role::client for a socket the program connect()ed, Role::server for an
+// accepted one, Role::any when the shim cannot tell (a connected socket it adopted).
+std::optional<std::string> heartbeat_side_refusal(const KeepWarm& keep_warm, Role socket_side);
 
 // Overlay: every key set in `rule` replaces the one in `base`; sockopts are appended.
 Tuning overlay(const Tuning& base, const Tuning& rule);
