@@ -144,6 +144,13 @@ void explain_tuning(const config::Tuning& tuning) {
     if (const config::KeepWarmPreset* preset = config::find_keep_warm_preset(tuning.keep_warm->protocol)) {
       std::printf("    why the peer ignores it: %s\n", std::string(preset->source).c_str());
     }
+    const config::NodelayMode nodelay = tuning.nodelay.value_or(config::NodelayMode::keep);
+    if (nodelay != config::NodelayMode::on && nodelay != config::NodelayMode::force) {
+      std::printf(
+          "  keep_warm with Nagle left on: the write that ends the first message after a heartbeat is followed by "
+          "TCP_NODELAY set and cleared (two setsockopt calls), so that message's tail does not wait a round trip "
+          "for the heartbeat's ACK\n");
+    }
   }
   for (const config::RawSockopt& opt : tuning.sockopts) {
     any = true;

@@ -175,8 +175,7 @@ TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, co
     core::before_connect(fd, addr, len);  // TCP Fast Open: this call sends the SYN
   }
   return tracked_write(
-      fd, [&](ssize_t) { return count; }, [&] { return next().sendto.get()(fd, buf, count, flags, addr, len); },
-      flags);
+      fd, [&](ssize_t) { return count; }, [&] { return next().sendto.get()(fd, buf, count, flags, addr, len); }, flags);
 }
 
 TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {

@@ -95,9 +95,9 @@ HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const
     return {HeartbeatVerdict::not_yet, remaining, interval};  // in flight: no restart can happen yet
   }
   if (info.snd_cwnd <= kInitialWindowSegments) {
-    return {HeartbeatVerdict::not_yet, interval, interval};  // a restart would not shrink it
+    return {HeartbeatVerdict::cold, interval, interval};  // a restart would not shrink it
   }
-  if (since_sent < interval) {
+  if (since_sent + kSendEarlyNs < interval) {
     return {HeartbeatVerdict::not_yet, remaining, interval};
   }
   return {HeartbeatVerdict::send, interval, interval};
@@ -160,6 +160,9 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
     return report;
   }
   report.effective = "on";
+  if (slot.keep_warm_gate.nagle()) {
+    report.note = "Nagle is on: the message after a heartbeat is pushed (TCP_NODELAY set and cleared)";
+  }
   return report;
 }
 
@@ -225,8 +228,9 @@ KeepWarmScheduler::Outcome KeepWarmScheduler::check(Entry& entry, std::int64_t n
   if (epoch != entry.write_epoch) {
     entry.write_epoch = epoch;
     entry.last_app_write_ns = now_ns;
+    entry.cold = false;
   }
-  if (now_ns - entry.last_app_write_ns > settings.max_idle.count()) {
+  if (entry.cold || now_ns - entry.last_app_write_ns > settings.max_idle.count()) {
     entry.due_ns = now_ns + entry.interval_ns;  // dormant until the app writes again
     return Outcome::keep;
   }
@@ -247,6 +251,7 @@ KeepWarmScheduler::Outcome KeepWarmScheduler::check(Entry& entry, std::int64_t n
   const HeartbeatDecision decision = decide_heartbeat(*info, queued, settings);
   entry.interval_ns = decision.interval_ns;
   entry.due_ns = now_ns + decision.recheck_ns;
+  entry.cold = decision.verdict == HeartbeatVerdict::cold && gate.write_epoch() == epoch;
   if (decision.verdict != HeartbeatVerdict::send) {
     return decision.verdict == HeartbeatVerdict::stop ? Outcome::drop : Outcome::keep;
   }

@@ -54,11 +54,18 @@ inline constexpr std::int64_t kAutoIntervalMarginNs = 50'000'000;
 // Connections due this close together are checked in one wake-up of the worker (a heartbeat
 // may go this much early; the margin above leaves room for it).
 inline constexpr std::int64_t kDueBatchNs = 1'000'000;
+// A check that finds the connection idle for the interval less this sends at once: the
+// worker woke a batch early, or tcpi_last_data_sent, a whole count of jiffies, reads up to one
+// jiffy (4 ms at HZ=250) short. Without it such a check would read TCP_INFO again 2 ms later.
+// At the 200 ms RTO floor this makes at most 200 / (150 - 5) = 1.38 heartbeats per RTO.
+inline constexpr std::int64_t kSendEarlyNs = 5'000'000;
 
 // What one check of a connection decides, from the kernel's view of it.
 enum class HeartbeatVerdict : std::uint8_t {
   send,     // idle for the interval with a window worth keeping: send the heartbeat now
   not_yet,  // check again after recheck_ns
+  cold,     // nothing in flight and a window no larger than the initial one: nothing to keep
+            // until the app writes again (only its sends can grow the window)
   stop,     // the connection is closing (FIN sent or received, reset): never again
 };
 struct HeartbeatDecision {
@@ -97,6 +104,7 @@ class KeepWarmScheduler {
     std::int64_t interval_ns = 0;  // as of the last look at TCP_INFO
     std::uint32_t write_epoch = 0;
     std::int64_t last_app_write_ns = 0;  // when the worker first saw the epoch change
+    bool cold = false;                   // found cold at write_epoch: TCP_INFO is not read again until it moves
   };
   // std::*_heap order: the entry due first at the front.
   static bool due_later(const Entry& a, const Entry& b) noexcept { return a.due_ns > b.due_ns; }

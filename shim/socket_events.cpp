@@ -458,7 +458,8 @@ bool answer_app_getsockopt(int fd, int level, int name, void* value, socklen_t* 
   }
   const int reported = static_cast<int>(std::min<std::uint64_t>(clamped * 2, INT32_MAX));
   const socklen_t reported_len = sizeof reported;
-  return write_app_memory(value, &reported, sizeof reported) && write_app_memory(len, &reported_len, sizeof reported_len);
+  return write_app_memory(value, &reported, sizeof reported) &&
+         write_app_memory(len, &reported_len, sizeof reported_len);
 }
 
 SocketSlot* classify_for_io(int fd) noexcept {

@@ -12,9 +12,10 @@
 // counted: they open the congestion window, as the traffic of a long-lived connection would
 // have. Like STOMP, the protocol lets either side send newlines between messages as
 // heartbeats: the receiver skips them (and counts them), which is what tcptune's keep_warm
-// heartbeat relies on. The sender reports the time it spent idle between messages and its
-// connection's RTO and TCP_NODELAY at the end (TCP_INFO), so heartbeats can be counted per
-// RTO of silence.
+// heartbeat relies on. The sender reports the time it spent idle between messages, its
+// connection's RTO and TCP_NODELAY at the end, and the congestion window just before each
+// counted message (TCP_INFO; the kernel applies a restart after idle only inside the write,
+// so a smaller window here is RFC 2861's validation shrinking it during the silence).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -140,12 +141,16 @@ int send(const ScenarioArgs& args) {
   std::uniform_real_distribution<double> gap_distribution(gap_min, gap_max);
   std::vector<char> message(size, 'm');
   long long idle_ns = 0;
+  std::vector<std::uint32_t> cwnd_before;
   for (std::uint64_t i = 0; i < warmup + count; ++i) {
     const bool warming = i < warmup;
     if (!warming) {
       const long long before = tcptune::bench::monotonic_ns();
       tcptune::bench::sleep_seconds(gap_distribution(random));
       idle_ns += tcptune::bench::monotonic_ns() - before;
+      tcp_info info{};
+      socklen_t length = sizeof info;
+      cwnd_before.push_back(getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) == 0 ? info.tcpi_snd_cwnd : 0);
     }
     MessageHeader header{kMagic, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(size),
                          warming ? kWarmupFlag : 0, tcptune::bench::monotonic_ns()};
@@ -165,11 +170,14 @@ int send(const ScenarioArgs& args) {
     return 1;
   }
   std::printf(R"({"scenario":"bursty","role":"send","messages":%llu,"warmup":%llu,"size":%llu,"idle_s":%.3f,)"
-              R"("rto_ms":%.1f,"nodelay":%s})"
-              "\n",
+              R"("rto_ms":%.1f,"nodelay":%s,"cwnd_before":[)",
               static_cast<unsigned long long>(count), static_cast<unsigned long long>(warmup),
               static_cast<unsigned long long>(size), static_cast<double>(idle_ns) / 1e9,
               static_cast<double>(info.tcpi_rto) / 1e3, nodelay_now != 0 ? "true" : "false");
+  for (std::size_t i = 0; i < cwnd_before.size(); ++i) {
+    std::printf("%s%u", i == 0 ? "" : ",", cwnd_before[i]);
+  }
+  std::printf("]}\n");
   return 0;
 }
 

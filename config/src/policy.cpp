@@ -9,7 +9,9 @@ std::string describe_keep_warm(const KeepWarm& keep_warm) {
   const std::size_t size = keep_warm.payload.size();
   // Linux's RTO is never below 200 ms: a longer interval is too late on short paths.
   constexpr Duration kRtoFloor = std::chrono::milliseconds(200);
-  std::string when = "after half the connection's RTO without data sent (interval \"auto\": at least 100 ms on Linux)";
+  std::string when =
+      "after the connection's RTO less 50 ms without data sent (interval \"auto\": one heartbeat per RTO of "
+      "silence, at least 150 ms on Linux)";
   if (keep_warm.interval.has_value()) {
     when = "after " + format_duration(*keep_warm.interval) + " without data sent";
     if (*keep_warm.interval >= kRtoFloor) {

@@ -54,9 +54,13 @@ check(r.returncode == 0 and len(warm_lines) == 2, f"check prints one keep_warm l
 check(warm_lines[:1] == ['  keep_warm: heartbeat of 8 bytes ("\\x08\\x00\\x00\\x00\\x00\\x00\\x00\\xce") after 150 ms '
                          'without data sent; stops after 300 s without a write by the app'],
       f"check explains keep_warm with a binary payload ({warm_lines[:1]})")
-check(warm_lines[1:] == ['  keep_warm: heartbeat of 1 byte ("\\n") after half the connection\'s RTO without data sent '
-                         '(interval "auto": at least 100 ms on Linux); stops after 60 s without a write by the app'],
+check(warm_lines[1:] == ['  keep_warm: heartbeat of 1 byte ("\\n") after the connection\'s RTO less 50 ms without data '
+                         'sent (interval "auto": one heartbeat per RTO of silence, at least 150 ms on Linux); stops after '
+                         '60 s without a write by the app'],
       f"check explains keep_warm with interval auto ({warm_lines[1:]})")
+nagle_lines = [line for line in r.stdout.splitlines() if "keep_warm with Nagle left on" in line]
+check(len(nagle_lines) == 2 and all("TCP_NODELAY set and cleared" in line for line in nagle_lines),
+      f"check says how keep_warm stays Nagle-safe on rules that leave Nagle on ({nagle_lines})")
 
 bad = os.path.join(args.source_dir, "tests/policies/bad")
 corpus = sorted(os.listdir(bad)) if os.path.isdir(bad) else []

@@ -297,6 +297,16 @@ TEST(DecideHeartbeat, SendsWhenIdleForTheIntervalWithAWindowWorthKeeping) {
   EXPECT_EQ(decision.recheck_ns, 334'000'000);
 }
 
+TEST(DecideHeartbeat, SendsAJiffyEarlyRatherThanLookAgain) {
+  TcpInfoSummary info = idle_connection();
+  info.last_data_sent_ms = 330;  // 4 ms short of the 334 ms interval: one jiffy at HZ=250
+  EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::send);
+  info.last_data_sent_ms = 328;
+  EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::not_yet);
+  EXPECT_LE(200.0 / static_cast<double>(150 - kSendEarlyNs / 1'000'000), 1.5)
+      << "sent early at the RTO floor, still at most 1.5 heartbeats per RTO";
+}
+
 TEST(DecideHeartbeat, WaitsForTheRestOfTheInterval) {
   TcpInfoSummary info = idle_connection();
   info.last_data_sent_ms = 100;
@@ -316,7 +326,12 @@ TEST(DecideHeartbeat, NothingWhileDataIsInFlightOrUnsent) {
 TEST(DecideHeartbeat, NothingWhenTheWindowIsNoLargerThanTheInitialOne) {
   TcpInfoSummary info = idle_connection();
   info.snd_cwnd = kInitialWindowSegments;
-  EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::not_yet);
+  EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::cold)
+      << "nothing to keep until the app writes again";
+  info.unacked = 3;
+  EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::not_yet)
+      << "data in flight may still grow the window";
+  info.unacked = 0;
   info.snd_cwnd = kInitialWindowSegments + 1;
   EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::send);
 }

@@ -90,7 +90,7 @@ struct KeepWarm {
   std::string payload;                           // bytes the peer's protocol ignores between messages, 1..64
   std::string protocol;                          // the preset's name; empty when the policy gave the bytes
   HeartbeatSide side = HeartbeatSide::both;      // a preset's; explicit bytes leave it to the rule's match
-  std::optional<Duration> interval;              // unset: "auto", half the connection's RTO
+  std::optional<Duration> interval;              // unset: "auto", the connection's RTO less a margin
   Duration max_idle = std::chrono::seconds(60);  // stop once the app has written nothing this long
 };
 
