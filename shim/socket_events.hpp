@@ -54,14 +54,13 @@ inline void after_measured_write(int fd, SocketSlot& slot, const WriteStart& sta
 // A write-family call on a kept-warm connection goes through its gate (keep_warm_gate.hpp).
 // `offered(result)`: the bytes the call was given, asked after it. `more`: the call passed
 // MSG_MORE, so the app's message continues in a later write.
+template <typename Offered, typename Call>
+auto gated_write(int fd, SocketSlot& slot, Offered offered, bool more, Call call) -> decltype(call());
 // The first message after a heartbeat is complete on a socket with Nagle on: pushes its tail,
 // which Linux would hold until the heartbeat's ACK (see keep_warm_gate.hpp), by setting
 // TCP_NODELAY (which sends what is queued) and clearing it again, unless the app turned Nagle
 // off meanwhile. Async-signal-safe; errno preserved.
 void push_held_tail(int fd) noexcept;
-
-template <typename Offered, typename Call>
-auto gated_write(SocketSlot& slot, Offered offered, bool more, Call call) -> decltype(call());
 // rtt = "auto" on a non-blocking connect: the first write finds the connection established.
 void size_sndbuf_from_measured_rtt(SocketSlot& slot, int fd) noexcept;
 
@@ -136,12 +135,6 @@ inline void after_measured_write(int fd, SocketSlot& slot, const WriteStart& sta
   }
   errno = error;
 }
-
-// The first message after a heartbeat is complete on a socket with Nagle on: pushes its tail,
-// which Linux would hold until the heartbeat's ACK (see keep_warm_gate.hpp), by setting
-// TCP_NODELAY (which sends what is queued) and clearing it again, unless the app turned Nagle
-// off meanwhile. Async-signal-safe; errno preserved.
-void push_held_tail(int fd) noexcept;
 
 template <typename Offered, typename Call>
 auto gated_write(int fd, SocketSlot& slot, Offered offered, bool more, Call call) -> decltype(call()) {
