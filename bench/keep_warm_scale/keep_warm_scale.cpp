@@ -3,6 +3,9 @@
 //   keep_warm_scale sink --connections N --warmup BYTES --heartbeat-hex HEX [--listeners K] [--late-ms MS]
 //   keep_warm_scale client --ports P1,P2,... --connections N --warmup BYTES [--mss BYTES]
 //                          [--warmup-rate PER_SECOND]
+//   keep_warm_scale baseline --ports ... --connections N --warmup BYTES [--mss BYTES] [--warmup-rate PER_SECOND]
+//                            --rate PER_CONNECTION_PER_SECOND [--tick-us US] [--phases warmup|even]
+//                            [--heartbeat-hex HEX]
 //
 // The client is the app the shim runs in: it opens N connections, writes BYTES of a fixed
 // pseudo-random pattern on each with one blocking send() (enough segments to open the
@@ -15,19 +18,38 @@
 // arrivals after the warm-up and how many connections have been silent for longer than
 // --late-ms; "final": wait for every EOF, then the per-connection counts). Every reply is one
 // JSON line on stdout.
+//
+// The baseline is the same client, run without the shim, plus one thread of its own (named
+// "kws-baseline") doing what a heartbeat cannot avoid: once the warm-up is acknowledged it
+// walks the connections in turn, each --rate times a second (the rate the shim's worker
+// achieved), waking every --tick-us and sending the heartbeats due by then. A connection's
+// heartbeats keep the place in the period where its warm-up ended, as the worker's do (its
+// first heartbeat is due an interval after the connection's last data), so they cluster as the
+// worker's do: on loopback a send() costs more when it has to wake the sink; --phases even
+// spreads them evenly instead.
+// Its variant is chosen on stdin ("variant send" or "variant getsockopt+send"; the reply comes
+// once the thread runs it):
+//   send               send(fd, payload, size, MSG_DONTWAIT | MSG_NOSIGNAL), nothing else;
+//   getsockopt+send    getsockopt(TCP_INFO) first, and the send only if the connection is
+//                      established with nothing unacknowledged or unsent (the least a correct
+//                      heartbeat must check).
+// Its thread id is in the "ready" reply, so its CPU can be read from schedstat.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/sockios.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -37,9 +59,14 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
+
+// The kernel's TCP_ESTABLISHED (<netinet/tcp.h> has it, but its struct tcp_info stops before
+// tcpi_notsent_bytes, so this file uses <linux/tcp.h>, which has no states).
+constexpr int kTcpEstablished = 1;
 
 [[noreturn]] void die(const std::string& message) {
   std::fprintf(stderr, "keep_warm_scale: %s\n", message.c_str());
@@ -122,6 +149,14 @@ std::pair<long, long> resident_kb() {
   return {rss, pss};
 }
 
+std::string parse_hex(const std::string& hex) {
+  std::string bytes;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    bytes.push_back(static_cast<char>(std::strtol(hex.substr(i, 2).c_str(), nullptr, 16)));
+  }
+  return bytes;
+}
+
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 void reply(const std::string& json) {
@@ -154,7 +189,7 @@ std::string tcp_info_json(const std::vector<int>& fds) {
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) {
       continue;
     }
-    established += info.tcpi_state == TCP_ESTABLISHED ? 1 : 0;
+    established += info.tcpi_state == kTcpEstablished ? 1 : 0;
     cwnd.push_back(info.tcpi_snd_cwnd);
     above_initial += info.tcpi_snd_cwnd > 10 ? 1 : 0;
     rto_us.push_back(info.tcpi_rto);
@@ -176,7 +211,106 @@ std::string tcp_info_json(const std::vector<int>& fds) {
   return out.str();
 }
 
-int run_client(const Args& args) {
+// ---- baseline: the system calls a heartbeat cannot avoid, without the shim ----
+
+enum class Variant : int { send = 0, getsockopt_send = 1 };
+constexpr const char* kVariantNames[] = {"send", "getsockopt+send"};
+
+struct Baseline {
+  std::vector<int> fds;
+  std::vector<std::int64_t> warmed_ns;  // when each connection's warm-up send() returned
+  std::string payload;
+  double rate = 0;           // heartbeats per connection per second
+  std::int64_t tick_ns = 0;  // how often the thread wakes
+  bool even_phases = false;  // spread the connections' heartbeats evenly over the period
+  std::atomic<int> wanted{static_cast<int>(Variant::send)};
+  std::atomic<int> running_variant{-1};
+  std::atomic<bool> stop{false};
+  std::atomic<pid_t> tid{0};
+  // Per variant: heartbeats sent, skipped (getsockopt said not now), failed sends, wake-ups.
+  std::atomic<std::uint64_t> sent[2]{};
+  std::atomic<std::uint64_t> skipped[2]{};
+  std::atomic<std::uint64_t> failed[2]{};
+  std::atomic<std::uint64_t> wakeups[2]{};
+  std::atomic<std::uint64_t> late_ticks{0};  // wake-ups that found a heartbeat overdue by more than a tick
+
+  void run() {
+    pthread_setname_np(pthread_self(), "kws-baseline");
+    tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
+    const std::size_t count = fds.size();
+    const auto period_ns = static_cast<std::int64_t>(1e9 / rate);
+    // Each connection's place in the period: as the shim's worker has it, where its warm-up
+    // ended (its first heartbeat is due one interval after its last data), modulo the period;
+    // or (even_phases) spread evenly. The connections take their turns in that order.
+    std::vector<std::int64_t> phase(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      phase[i] = even_phases ? static_cast<std::int64_t>(static_cast<double>(period_ns) * static_cast<double>(i) /
+                                                         static_cast<double>(count))
+                             : (warmed_ns[i] - warmed_ns[0]) % period_ns;
+    }
+    std::vector<std::size_t> order(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      order[i] = i;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return phase[a] < phase[b]; });
+    const std::int64_t start = monotonic_ns();
+    // Heartbeat k goes to connection order[k % count], due at start + (k / count) periods + its phase.
+    const auto due_ns = [&](std::uint64_t k) {
+      return start + static_cast<std::int64_t>(k / count) * period_ns + phase[order[k % count]];
+    };
+    std::uint64_t next = 0;
+    std::int64_t wake = start;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const int variant = wanted.load(std::memory_order_acquire);
+      running_variant.store(variant, std::memory_order_release);
+      wakeups[variant].fetch_add(1, std::memory_order_relaxed);
+      const std::int64_t now = monotonic_ns();
+      if (due_ns(next) < now - tick_ns) {
+        late_ticks.fetch_add(1, std::memory_order_relaxed);
+      }
+      for (; due_ns(next) <= now && !stop.load(std::memory_order_relaxed); ++next) {
+        const int fd = fds[order[next % count]];
+        if (variant == static_cast<int>(Variant::getsockopt_send)) {
+          tcp_info info{};
+          socklen_t length = sizeof info;
+          if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0 || info.tcpi_state != kTcpEstablished ||
+              info.tcpi_unacked != 0 || info.tcpi_notsent_bytes != 0) {
+            skipped[variant].fetch_add(1, std::memory_order_relaxed);
+            continue;
+          }
+        }
+        const ssize_t n = send(fd, payload.data(), payload.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n == static_cast<ssize_t>(payload.size())) {
+          sent[variant].fetch_add(1, std::memory_order_relaxed);
+        } else {
+          failed[variant].fetch_add(1, std::memory_order_relaxed);  // the sink reports a cut heartbeat
+        }
+      }
+      wake += tick_ns;
+      if (wake < monotonic_ns()) {
+        wake = monotonic_ns();  // behind: no burst of back-to-back wake-ups to catch up
+        continue;
+      }
+      const timespec until{static_cast<time_t>(wake / 1'000'000'000LL), static_cast<long>(wake % 1'000'000'000LL)};
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
+      }
+    }
+  }
+
+  std::string counts_json() const {
+    std::ostringstream out;
+    out << "{";
+    for (int v = 0; v < 2; ++v) {
+      out << (v ? "," : "") << "\"" << kVariantNames[v] << "\":{\"sent\":" << sent[v].load()
+          << ",\"skipped\":" << skipped[v].load() << ",\"failed\":" << failed[v].load()
+          << ",\"wakeups\":" << wakeups[v].load() << "}";
+    }
+    out << ",\"late_ticks\":" << late_ticks.load() << "}";
+    return out.str();
+  }
+};
+
+int run_client(const Args& args, bool with_baseline) {
   const auto wanted = static_cast<std::size_t>(args.number("--connections", 100));
   const auto warmup = static_cast<std::size_t>(args.number("--warmup", 256 * 1024));
   const int mss = static_cast<int>(args.number("--mss", 1448));
@@ -193,6 +327,20 @@ int run_client(const Args& args) {
   }
   if (peers.empty() || warmup == 0) {
     die("client needs --ports and a --warmup of at least 1 byte");
+  }
+  Baseline baseline;
+  if (with_baseline) {
+    baseline.rate = std::strtod(args.text("--rate", "0").c_str(), nullptr);
+    baseline.tick_ns = args.number("--tick-us", 10'000) * 1000;
+    baseline.payload = parse_hex(args.text("--heartbeat-hex", "0a"));
+    const std::string phases = args.text("--phases", "warmup");
+    if (phases != "warmup" && phases != "even") {
+      die("--phases is warmup or even");
+    }
+    baseline.even_phases = phases == "even";
+    if (!(baseline.rate > 0) || baseline.tick_ns <= 0 || baseline.payload.empty()) {
+      die("baseline needs --rate above 0 (heartbeats per connection per second), a --tick-us above 0 and a payload");
+    }
   }
   if (raise_fd_limit(wanted + 64) < wanted + 64) {
     die("RLIMIT_NOFILE is too low for " + std::to_string(wanted) + " connections");
@@ -225,6 +373,8 @@ int run_client(const Args& args) {
   }
   const double connect_s = seconds_since(start);
   const std::int64_t warm_start = monotonic_ns();
+  std::vector<std::int64_t> warmed_ns;
+  warmed_ns.reserve(fds.size());
   std::int64_t paced = 0;
   for (const int fd : fds) {
     if (rate > 0) {
@@ -246,6 +396,7 @@ int run_client(const Args& args) {
       }
       sent += static_cast<std::size_t>(n);
     }
+    warmed_ns.push_back(monotonic_ns());
   }
   // Until every byte is acknowledged: from here on the connections are idle.
   const std::int64_t deadline = monotonic_ns() + 60'000'000'000LL;
@@ -260,12 +411,26 @@ int run_client(const Args& args) {
   }
   const double warmup_s = seconds_since(warm_start);
   const auto [rss_open, pss_open] = resident_kb();
+  std::thread baseline_thread;
+  if (with_baseline) {
+    baseline.fds = fds;
+    baseline.warmed_ns = warmed_ns;
+    baseline_thread = std::thread([&baseline] { baseline.run(); });
+    while (baseline.tid.load() == 0 || baseline.running_variant.load() < 0) {
+      usleep(100);
+    }
+  }
   std::ostringstream ready;
   ready << "{\"event\":\"ready\",\"pid\":" << getpid() << ",\"connections\":" << fds.size()
         << ",\"warmup_bytes\":" << warmup << ",\"connect_s\":" << connect_s << ",\"warmup_s\":" << warmup_s
-        << ",\"rss_before_kb\":" << rss_before << ",\"pss_before_kb\":" << pss_before
-        << ",\"rss_open_kb\":" << rss_open << ",\"pss_open_kb\":" << pss_open << ",\"tcp_info\":" << tcp_info_json(fds)
-        << "}";
+        << ",\"rss_before_kb\":" << rss_before << ",\"pss_before_kb\":" << pss_before << ",\"rss_open_kb\":" << rss_open
+        << ",\"pss_open_kb\":" << pss_open << ",\"tcp_info\":" << tcp_info_json(fds);
+  if (with_baseline) {
+    ready << ",\"baseline\":{\"tid\":" << baseline.tid.load() << ",\"rate\":" << baseline.rate
+          << ",\"tick_us\":" << baseline.tick_ns / 1000 << ",\"phases\":\""
+          << (baseline.even_phases ? "even" : "warmup") << "\",\"payload_bytes\":" << baseline.payload.size() << "}";
+  }
+  ready << "}";
   reply(ready.str());
 
   while (std::getline(std::cin, line)) {
@@ -275,14 +440,34 @@ int run_client(const Args& args) {
       info << "{\"event\":\"info\",\"rss_kb\":" << rss << ",\"pss_kb\":" << pss << ",\"tcp_info\":" << tcp_info_json(fds)
            << "}";
       reply(info.str());
+    } else if (with_baseline && line.rfind("variant ", 0) == 0) {
+      const std::string name = line.substr(8);
+      const int variant = name == kVariantNames[0] ? 0 : name == kVariantNames[1] ? 1 : -1;
+      if (variant < 0) {
+        reply("{\"event\":\"error\",\"message\":\"unknown variant\"}");
+        continue;
+      }
+      baseline.wanted.store(variant, std::memory_order_release);
+      // Once the thread has started a tick with it, everything it does is this variant's.
+      while (baseline.running_variant.load(std::memory_order_acquire) != variant) {
+        usleep(100);
+      }
+      reply("{\"event\":\"variant\",\"variant\":\"" + name + "\",\"counts\":" + baseline.counts_json() + "}");
+    } else if (with_baseline && line == "counts") {
+      reply("{\"event\":\"counts\",\"counts\":" + baseline.counts_json() + "}");
     } else if (line == "close") {
       break;
     }
   }
+  if (with_baseline) {
+    baseline.stop.store(true);
+    baseline_thread.join();
+  }
   for (const int fd : fds) {
     close(fd);
   }
-  reply("{\"event\":\"closed\"}");
+  // The baseline's totals, final now that its thread has stopped: what the sink must have got.
+  reply(with_baseline ? "{\"event\":\"closed\",\"counts\":" + baseline.counts_json() + "}" : "{\"event\":\"closed\"}");
   return 0;  // through main's return, so the shim writes its summary
 }
 
@@ -396,10 +581,7 @@ int run_sink(const Args& args) {
   Sink sink;
   sink.late_ns = args.number("--late-ms", 200) * 1'000'000;
   sink.pattern = warmup_pattern(static_cast<std::size_t>(args.number("--warmup", 256 * 1024)));
-  const std::string hex = args.text("--heartbeat-hex", "0a");
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-    sink.heartbeat.push_back(static_cast<char>(std::strtol(hex.substr(i, 2).c_str(), nullptr, 16)));
-  }
+  sink.heartbeat = parse_hex(args.text("--heartbeat-hex", "0a"));
   if (sink.heartbeat.empty()) {
     die("--heartbeat-hex must give at least one byte");
   }
@@ -549,12 +731,12 @@ int run_sink(const Args& args) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const Args args(argc, argv);
-  if (mode == "client") {
-    return run_client(args);
+  if (mode == "client" || mode == "baseline") {
+    return run_client(args, mode == "baseline");
   }
   if (mode == "sink") {
     return run_sink(args);
   }
-  std::fprintf(stderr, "usage: keep_warm_scale client|sink [--option value]...\n");
+  std::fprintf(stderr, "usage: keep_warm_scale client|baseline|sink [--option value]...\n");
   return 2;
 }

@@ -4,14 +4,18 @@ connections on loopback.
 
     bench/keep_warm_scale/run.py [--build build/release] [--counts 100,1000,10000] [--idle 10]
                                  [--strace-at 1000] [--perf-at N] [--no-log] [--nice -10]
-                                 [--quiet-wait 300] [--out bench/results]
+                                 [--quiet-wait 300] [--baseline-counts 100,1000] [--baseline-tick-ms 0]
+                                 [--baseline-phases warmup|even]
+                                 [--out bench/results]
     bench/keep_warm_scale/run.py --quick --check     # the ctest smoke run: 50 connections, 3 s idle
 
-For each N, three arms, each a fresh client (tcptune_keep_warm_scale client, the app) and sink:
+For each N, four arms, each a fresh client (tcptune_keep_warm_scale client, the app) and sink:
   none       the client without the shim;
   shim       under the shim with a client rule (congestion "reno", a jsonl log unless --no-log),
              no keep_warm;
-  keep_warm  the same rule with keep_warm = { heartbeat_hex = "0a" } (interval "auto").
+  keep_warm  the same rule with keep_warm = { heartbeat_hex = "0a" } (interval "auto");
+  baseline   the client without the shim (tcptune_keep_warm_scale baseline), whose own thread
+             sends the heartbeats: the floor under the worker's cost per heartbeat (below).
 The client opens N connections to the sink, then writes a 64 KiB warm-up on each (one blocking
 send, 1448-byte segments, so the congestion window grows past the initial 10 segments that the
 shim leaves alone: to about 40; 5,000 warm-ups a second), waits until all is acknowledged and
@@ -32,9 +36,27 @@ window for --strace-seconds, by the kernel's tracepoints (perf stat) and then by
 (which slows the worker enough for heartbeats to come late at 1,000 connections: the JSON says
 how many windows were left above 10 segments after it); at --perf-at N, `perf record` samples
 the worker for where its time goes.
+The baseline: on loopback a send() also does the receiver's share (the kernel delivers the
+byte to the sink's socket and wakes the sink in the sender's context), so the worker's CPU per
+heartbeat is compared with the system calls a heartbeat cannot avoid, measured in the same run
+and the same way (the thread's schedstat over the heartbeats the sink received). After the
+keep_warm arm, the same N connections, warm-up and sink, no shim; one thread walks the
+connections in turn at the rate per connection the worker achieved in the keep_warm window,
+waking as often as the worker did (--baseline-tick-ms 0; within 1 to 20 ms) and sending the
+heartbeats due. Each connection's heartbeats keep the place in the period where its warm-up
+ended, as the worker's do (its first is due an interval after the connection's last data): at
+100 connections the warm-ups take 20 ms, so the heartbeats come in a burst every period, during
+which the sink stays awake, and a send costs less than when it has to wake the sink
+(--baseline-phases even spreads them evenly). Two variants alternate over the --idle window,
+in slices of about a second (whole periods):
+  send             only send(fd, "\\n", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+  getsockopt+send  getsockopt(TCP_INFO), and the send if the connection is established with
+                   nothing unacknowledged or unsent: the least a correct heartbeat must do.
+The table's ratio is the worker's µs per heartbeat over the bare send's; the sink checks these
+streams too. --baseline-counts limits the N it runs at.
 On a machine shared with other work, --quiet-wait waits for it to be idle before each keep_warm
-arm and --nice runs the client and the sink ahead of it; the JSON records the CPU the rest of
-the machine used during each window.
+and baseline arm and --nice runs the client and the sink ahead of it; the JSON records the CPU
+the rest of the machine used during each window.
 
 Heartbeats flow only where the kernel restarts a window after idle: the policy sets reno (the
 default here may be bbr, which does not restart), and net.ipv4.tcp_slow_start_after_idle must
@@ -44,8 +66,9 @@ congestion control is allowed, and exits 77 if not.
 
 Prints a table and writes everything to <out>/keep-warm-scale-<UTC time>.json. --check exits 1
 unless every stream arrived whole (warm-up then only heartbeat bytes, nothing lost or
-corrupted), every connection of the keep_warm arm received heartbeats, the arms without
-keep_warm received none, every client exited normally and the JSON has every field.
+corrupted), every connection of the keep_warm and baseline arms received heartbeats (in the
+baseline exactly those its thread sent), the arms without either received none, every client
+exited normally and the JSON has every field.
 """
 import argparse
 import ctypes
@@ -68,11 +91,17 @@ MSS = 1448
 WARMUP_RATE = 5000
 LISTENERS = 4          # the sink's ports: connect()'s search for a free local port stays short
 SETTLE_S = 1.0         # after the warm-up is acknowledged, before the window
-BASELINE_IDLE_S = 1.0  # the arms without keep_warm: only their memory and stream matter
+PLAIN_IDLE_S = 1.0     # the arms without keep_warm: only their memory and stream matter
 MAX_IDLE_S = 60        # keep_warm's default max_idle: the whole run of an arm stays below it
 ARMS = ("none", "shim", "keep_warm")
 TABLE_FIELDS = ("connections", "heartbeats_per_s", "heartbeats_per_connection_per_s", "worker_cpu_percent",
                 "worker_us_per_heartbeat", "shim_bytes_per_connection")
+BASELINE_FIELDS = ("bare_send_us_per_heartbeat", "getsockopt_send_us_per_heartbeat",
+                   "worker_us_per_heartbeat_over_bare_send")
+# The baseline's two variants, alternated in slices of about a second in one client (run_baseline).
+VARIANTS = ("send", "getsockopt+send")
+# The baseline thread's wake-up period when it matches the worker's: within these bounds (ms).
+TICK_MS_BOUNDS = (1.0, 20.0)
 
 
 class Helper:
@@ -410,7 +439,7 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
         result = {"arm": arm, "connections": count, "client_pid": client.pid, "ready": ready}
         tid = worker_tid(client.pid) if arm != "none" else None
         result["worker_tid"] = tid
-        idle = args.idle if arm == "keep_warm" else BASELINE_IDLE_S
+        idle = args.idle if arm == "keep_warm" else PLAIN_IDLE_S
         time.sleep(SETTLE_S if arm == "keep_warm" else 0)
         result["window_start"] = client.ask("info")
         samples = []
@@ -508,6 +537,112 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
                 helper.kill()
 
 
+def baseline_tick_ms(args, keep_warm):
+    """The baseline thread's wake-up period: --baseline-tick-ms, or (0) as often as the shim's
+    worker woke in the keep_warm window, so both send their heartbeats in batches of the same
+    size (a loopback send finds the sink awake more often within a batch)."""
+    if args.baseline_tick_ms > 0:
+        return args.baseline_tick_ms
+    window = keep_warm["window"]
+    wakeups_per_s = window["worker_wakeups"] / window["seconds"] if window["seconds"] > 0 else 0
+    if wakeups_per_s <= 0:
+        return TICK_MS_BOUNDS[1]
+    return min(max(1000.0 / wakeups_per_s, TICK_MS_BOUNDS[0]), TICK_MS_BOUNDS[1])
+
+
+def run_baseline(count, args, paths, rate, tick_ms):
+    """The floor under a heartbeat, measured like the worker: the same client without the shim
+    (same connections, warm-up and sink) runs a thread of its own that walks the connections in
+    turn at `rate` heartbeats per connection per second (the worker's, from the keep_warm arm)
+    and does only the system calls of a heartbeat. Its two variants (VARIANTS: a bare send(), and
+    getsockopt(TCP_INFO) then send()) alternate in slices of about a second over the --idle
+    window, so both see the same machine; per variant, the thread's schedstat CPU over the heartbeats the
+    sink received."""
+    sink = Helper([paths["helper"], "sink", "--connections", str(count), "--warmup", str(args.warmup),
+                   "--heartbeat-hex", args.heartbeat_hex, "--listeners", str(LISTENERS)], clean_env(), "sink", args.nice)
+    client = None
+    started = time.monotonic()
+    try:
+        ports = sink.read(10)["ports"]
+        client = Helper([paths["helper"], "baseline", "--ports", ",".join(map(str, ports)), "--connections",
+                         str(count), "--warmup", str(args.warmup), "--mss", str(MSS), "--warmup-rate",
+                         str(args.warmup_rate), "--rate", f"{rate:.6f}", "--tick-us", str(round(tick_ms * 1000)),
+                         "--phases", args.baseline_phases, "--heartbeat-hex", args.heartbeat_hex], clean_env(), "client (baseline)", args.nice)
+        ready = client.read(180)
+        tid = ready["baseline"]["tid"]
+        result = {"arm": "baseline", "connections": count, "client_pid": client.pid, "ready": ready, "worker_tid": tid,
+                  "rate_per_connection_per_s": rate, "tick_ms": tick_ms, "phases": args.baseline_phases}
+        time.sleep(SETTLE_S)
+        result["window_start"] = client.ask("info")
+
+        def sample():
+            snap = sink.ask("snap")
+            cpu = thread_cpu(client.pid, tid)
+            return {"t": time.monotonic(), "heartbeats": snap["heartbeats"], "cpu_ns": cpu[0], "wait_ns": cpu[1],
+                    "switches": cpu[3], "system_idle_ns": system_idle_ns(), "steal_ns": system_idle_ns("steal"),
+                    "client_cpu_ns": process_cpu_ns(client.pid), "sink_cpu_ns": process_cpu_ns(sink.pid),
+                    "with_heartbeat": snap["with_heartbeat"]}
+
+        # Slices of whole periods (about a second each): at 100 connections the heartbeats come in
+        # one burst per period, and a slice holds as many bursts as the next.
+        period_s = 1.0 / rate
+        slice_s = max(1, round(1.0 / period_s)) * period_s if period_s < 1.0 else period_s
+        slices = max(2, round(args.idle / slice_s))
+        totals = {v: {"seconds": 0.0, "heartbeats": 0, "cpu_ns": 0, "runqueue_wait_ns": 0, "wakeups": 0,
+                      "other_busy_ns": 0.0, "stolen_ns": 0, "slices": 0} for v in VARIANTS}
+        per_slice = []
+        last = None
+        for i in range(slices):
+            variant = VARIANTS[i % len(VARIANTS)]
+            client.ask(f"variant {variant}")  # answered once the thread runs this variant
+            first = sample()
+            time.sleep(slice_s)
+            last = sample()
+            seconds = last["t"] - first["t"]
+            busy_ns = os.cpu_count() * seconds * 1e9 - (last["system_idle_ns"] - first["system_idle_ns"])
+            part = {"variant": variant, "seconds": seconds, "heartbeats": last["heartbeats"] - first["heartbeats"],
+                    "cpu_ns": last["cpu_ns"] - first["cpu_ns"], "runqueue_wait_ns": last["wait_ns"] - first["wait_ns"],
+                    "wakeups": last["switches"] - first["switches"],
+                    "other_busy_ns": busy_ns - (last["client_cpu_ns"] - first["client_cpu_ns"])
+                    - (last["sink_cpu_ns"] - first["sink_cpu_ns"]),
+                    "stolen_ns": last["steal_ns"] - first["steal_ns"]}
+            per_slice.append(part)
+            total = totals[variant]
+            total["slices"] += 1
+            for key in ("seconds", "heartbeats", "cpu_ns", "runqueue_wait_ns", "wakeups", "other_busy_ns", "stolen_ns"):
+                total[key] += part[key]
+        for total in totals.values():
+            seconds = total["seconds"]
+            total["heartbeats_per_s"] = total["heartbeats"] / seconds
+            total["heartbeats_per_connection_per_s"] = total["heartbeats"] / seconds / count
+            total["cpu_percent"] = 100.0 * total["cpu_ns"] / (seconds * 1e9)
+            total["us_per_heartbeat"] = total["cpu_ns"] / 1000 / total["heartbeats"] if total["heartbeats"] else None
+            total["wakeups_per_s"] = total["wakeups"] / seconds
+            total["runqueue_wait_percent"] = 100.0 * total["runqueue_wait_ns"] / (seconds * 1e9)
+            total["other_busy_cpus"] = total.pop("other_busy_ns") / (seconds * 1e9)
+            total["stolen_cpus"] = total.pop("stolen_ns") / (seconds * 1e9)
+        result["window"] = {"slice_s": slice_s, "variants": totals, "slices": per_slice,
+                            "connections_with_heartbeat": last["with_heartbeat"]}
+        result["after_idle"] = client.ask("info")
+        result["arm_seconds_before_close"] = time.monotonic() - started
+        closed = client.ask("close", timeout=60)
+        result["thread_counts"] = closed.get("counts")  # after the thread stopped, before the close
+        result["client_exit"] = client.finish(60)
+        result["client_closed"] = closed.get("event") == "closed"
+        final = sink.ask("final", timeout=60)
+        sink.finish(10)
+        per_connection = final.pop("heartbeats_per_connection")
+        final["connections_without_heartbeat"] = sum(1 for h in per_connection if h == 0)
+        final["heartbeats_per_connection"] = {"min": min(per_connection, default=0),
+                                              "max": max(per_connection, default=0)}
+        result["sink"] = final
+        return result
+    finally:
+        for helper in (client, sink):
+            if helper:
+                helper.kill()
+
+
 def memory_growth(result):
     """Resident growth in bytes from before the first connection to the end of the window."""
     ready, after = result["ready"], result["after_idle"]
@@ -546,6 +681,27 @@ def summarize(count, arms):
         "resident_growth_bytes": growth,
     }
     row["heartbeats_per_rto"] = row["heartbeats_per_connection_per_s"] * row["rto_ms_median"] / 1000
+    base = arms.get("baseline")
+    if base:
+        variants = base["window"]["variants"]
+        bare, checked = variants["send"], variants["getsockopt+send"]
+        worker = row["worker_us_per_heartbeat"]
+        row.update({
+            "bare_send_us_per_heartbeat": bare["us_per_heartbeat"],
+            "getsockopt_send_us_per_heartbeat": checked["us_per_heartbeat"],
+            "worker_us_per_heartbeat_over_bare_send": worker / bare["us_per_heartbeat"]
+            if worker and bare["us_per_heartbeat"] else None,
+            "worker_us_per_heartbeat_over_getsockopt_send": worker / checked["us_per_heartbeat"]
+            if worker and checked["us_per_heartbeat"] else None,
+            "baseline_rate_per_connection_per_s": base["rate_per_connection_per_s"],
+            "baseline_heartbeats_per_connection_per_s": {v: variants[v]["heartbeats_per_connection_per_s"] for v in VARIANTS},
+            "baseline_tick_ms": base["tick_ms"],
+            "baseline_phases": base["phases"],
+            "baseline_wakeups_per_s": {v: variants[v]["wakeups_per_s"] for v in VARIANTS},
+            "baseline_runqueue_wait_percent": {v: variants[v]["runqueue_wait_percent"] for v in VARIANTS},
+            "baseline_other_busy_cpus": {v: variants[v]["other_busy_cpus"] for v in VARIANTS},
+            "baseline_skipped_by_getsockopt": (base["thread_counts"] or {}).get("getsockopt+send", {}).get("skipped"),
+        })
     return row
 
 
@@ -561,7 +717,14 @@ def checks_for(count, arms):
                     f"{sink['eof']} closed){' ' + json.dumps(sink['broken'][:3]) if sink['broken'] else ''}"))
         out.append((result.get("client_exit") == 0 and result.get("client_closed"),
                     f"N={count} {arm}: the client exited normally ({result.get('client_exit')})"))
-        if arm == "keep_warm":
+        if arm == "baseline":
+            counts = result["thread_counts"] or {v: {"sent": -1, "failed": -1} for v in VARIANTS}
+            sent = sum(counts[v]["sent"] for v in VARIANTS)
+            failed = sum(counts[v]["failed"] for v in VARIANTS)
+            out.append((sink["connections_without_heartbeat"] == 0 and failed == 0 and sink["heartbeats"] == sent,
+                        f"N={count} baseline: heartbeats on {count - sink['connections_without_heartbeat']} of {count} "
+                        f"connections, {sink['heartbeats']} at the sink, {sent} sent by the thread, {failed} sends failed"))
+        elif arm == "keep_warm":
             with_hb = result["window"]["connections_with_heartbeat"]
             beats = result["window"]["heartbeats"]
             opened = result["ready"]["tcp_info"]["cwnd_above_10"]
@@ -578,6 +741,8 @@ def missing_fields(results):
     missing = sorted(required - set(results))
     for row in results.get("rows", []):
         missing += [f"rows[{row.get('connections')}].{f}" for f in TABLE_FIELDS if row.get(f) is None]
+        if row.get("baseline_measured"):
+            missing += [f"rows[{row.get('connections')}].{f}" for f in BASELINE_FIELDS if row.get(f) is None]
     for key in ("kernel", "nproc", "rto_ms", "commit"):
         if key not in results.get("machine", {}):
             missing.append(f"machine.{key}")
@@ -593,9 +758,10 @@ def source_commit(build):
         return {"source": None, "commit": None}
     git = ["git", "-C", source]
     commit = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(git + ["status", "--porcelain", "--", "shim", "config"], capture_output=True, text=True)
+    dirty = subprocess.run(git + ["status", "--porcelain", "--", "shim", "config", "bench/keep_warm_scale"],
+                           capture_output=True, text=True)
     return {"source": source, "commit": commit.stdout.strip() or None,
-            "uncommitted_shim_or_config_changes": bool(dirty.stdout.strip()) if commit.returncode == 0 else None}
+            "uncommitted_shim_config_or_bench_changes": bool(dirty.stdout.strip()) if commit.returncode == 0 else None}
 
 
 def fmt(value, spec):
@@ -623,6 +789,15 @@ def main():
     parser.add_argument("--nice", type=int, default=0,
                         help="niceness of the client and the sink, each in a session of its own (negative, as root: "
                              "ahead of other work on the machine)")
+    parser.add_argument("--baseline-counts", default=None,
+                        help="the N at which the baseline arm runs after the keep_warm arm (default: every N; "
+                             "'' for none)")
+    parser.add_argument("--baseline-tick-ms", type=float, default=0,
+                        help="the baseline thread's wake-up period (0: as often as the shim's worker woke, "
+                             f"{TICK_MS_BOUNDS[0]:g} to {TICK_MS_BOUNDS[1]:g} ms)")
+    parser.add_argument("--baseline-phases", choices=("warmup", "even"), default="warmup",
+                        help="where each connection's baseline heartbeats fall in the period: where its warm-up "
+                             "ended, as the worker's (default), or evenly spread")
     parser.add_argument("--no-log", dest="log", action="store_false",
                         help="run the shim without a log (no write timing, ack sampling or records; no cross-check)")
     parser.add_argument("--quick", action="store_true", help="50 connections, 3 s idle, no strace")
@@ -632,6 +807,8 @@ def main():
     if args.quick:
         args.counts, args.idle, args.strace_at, args.perf_at = "50", 3.0, 0, 0
     counts = [int(c) for c in args.counts.split(",") if c.strip()]
+    baseline_counts = counts if args.baseline_counts is None else \
+        [int(c) for c in args.baseline_counts.split(",") if c.strip()]
     if SETTLE_S + args.idle + 2 * args.strace_seconds + args.perf_seconds >= MAX_IDLE_S - 15:
         sys.exit(f"--idle {args.idle:g} is too long: the window must end well before keep_warm's max_idle "
                  f"({MAX_IDLE_S} s)")
@@ -663,7 +840,7 @@ def main():
         "setup": {
             "namespace": where, "loopback": True, "warmup_bytes": args.warmup, "mss": MSS,
             "heartbeat_hex": args.heartbeat_hex, "congestion": args.congestion, "interval": "auto",
-            "warmup_rate": args.warmup_rate, "settle_s": SETTLE_S, "nice": args.nice, "shim_log": args.log, "idle_s": args.idle, "baseline_idle_s": BASELINE_IDLE_S,
+            "warmup_rate": args.warmup_rate, "settle_s": SETTLE_S, "nice": args.nice, "shim_log": args.log, "idle_s": args.idle, "idle_s_without_keep_warm": PLAIN_IDLE_S,
             "tcp_slow_start_after_idle": read_text("/proc/sys/net/ipv4/tcp_slow_start_after_idle"),
             "policy_keep_warm": policy_text(args.congestion, args.heartbeat_hex, True),
             "nofile_limit": list(__import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)),
@@ -678,13 +855,30 @@ def main():
             measured = arm == "keep_warm"
             if measured and args.quiet_wait > 0:
                 waited, busy = wait_for_quiet(args.quiet_wait, args.quiet_cpus)
-                results.setdefault("quiet_wait", []).append({"connections": count, "waited_s": round(waited, 1),
+                results.setdefault("quiet_wait", []).append({"connections": count, "arm": arm, "waited_s": round(waited, 1),
                                                              "busy_cpus_before": round(busy, 2)})
                 print(f"   waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs busy", flush=True)
             arms[arm] = run_arm(arm, count, args, paths, work, want_strace=measured and count == args.strace_at,
                                 want_perf=measured and count == args.perf_at)
+        if count in baseline_counts:
+            window = arms["keep_warm"]["window"]
+            rate = window["heartbeats"] / window["seconds"] / count
+            tick_ms = baseline_tick_ms(args, arms["keep_warm"])
+            print(f"-- N={count} baseline (no shim; {rate:.2f} heartbeats per connection per s, a wake-up every "
+                  f"{tick_ms:.1f} ms; {' and '.join(VARIANTS)} alternating) ...", flush=True)
+            if args.quiet_wait > 0:
+                waited, busy = wait_for_quiet(args.quiet_wait, args.quiet_cpus)
+                results.setdefault("quiet_wait", []).append({"connections": count, "arm": "baseline",
+                                                             "waited_s": round(waited, 1),
+                                                             "busy_cpus_before": round(busy, 2)})
+                print(f"   waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs busy", flush=True)
+            arms["baseline"] = run_baseline(count, args, paths, rate, tick_ms) if rate > 0 else None
+            if arms["baseline"] is None:
+                arms.pop("baseline")
+                failures.append(f"N={count}: no baseline, the keep_warm arm sent no heartbeat")
         results["arms"][str(count)] = arms
         row = summarize(count, arms)
+        row["baseline_measured"] = "baseline" in arms
         results["rows"].append(row)
         for ok, message in checks_for(count, arms):
             results["checks"].append({"ok": ok, "message": message})
@@ -727,14 +921,17 @@ def main():
     print(f"keep_warm at scale, loopback, {args.congestion}, interval auto (RTO {results['machine']['rto_ms']} ms), "
           f"{args.idle:g} s idle window, {os.cpu_count()} CPUs, kernel {uname.release}")
     print(f"{'N':>6} {'heartbeats/s':>13} {'per conn/s':>10} {'worker CPU %':>12} {'worker us/hb':>12} "
-          f"{'shim B/conn':>11} {'(added)':>8} {'windows >10 start/end':>21} {'cwnd median':>11} {'others busy':>11}")
+          f"{'shim B/conn':>11} {'(added)':>8} {'windows >10 start/end':>21} {'cwnd median':>11} {'others busy':>11} "
+          f"{'bare send us':>12} {'getsockopt+send us':>18} {'worker/bare send':>16}")
     for row in results["rows"]:
         print(f"{row['connections']:>6} {row['heartbeats_per_s']:>13,.0f} {row['heartbeats_per_connection_per_s']:>10.2f} "
               f"{row['worker_cpu_percent']:>12.1f} {fmt(row['worker_us_per_heartbeat'], '.2f'):>12} "
               f"{row['shim_bytes_per_connection']:>11,.0f} {fmt(row['shim_bytes_per_added_connection'], ',.0f'):>8} "
               f"{str(row['windows_above_10_window_start']) + '/' + str(row['windows_above_10_window_end']):>21} "
               f"{str(row['cwnd_median_window_start']) + '->' + str(row['cwnd_median_window_end']):>11} "
-              f"{fmt(row['other_busy_cpus'], '.2f'):>11}")
+              f"{fmt(row['other_busy_cpus'], '.2f'):>11} {fmt(row.get('bare_send_us_per_heartbeat'), '.2f'):>12} "
+              f"{fmt(row.get('getsockopt_send_us_per_heartbeat'), '.2f'):>18} "
+              f"{fmt(row.get('worker_us_per_heartbeat_over_bare_send'), '.2f'):>16}")
     for count, arms in results["arms"].items():
         trace = arms["keep_warm"].get("strace")
         if trace and trace.get("per_heartbeat"):
@@ -751,6 +948,14 @@ def main():
         if profile and profile.get("shares_percent"):
             shares = ", ".join(f"{name} {value:g}%" for name, value in profile["shares_percent"].items())
             print(f"where the worker's time goes at N={count} (perf, cpu-clock): {shares}")
+    for row in results["rows"]:
+        if row.get("baseline_measured"):
+            rates = ", ".join(f"{v} {r:.2f}" for v, r in row["baseline_heartbeats_per_connection_per_s"].items())
+            wakeups = ", ".join(f"{v} {w:.0f}" for v, w in row["baseline_wakeups_per_s"].items())
+            print(f"baseline at N={row['connections']}: asked {row['baseline_rate_per_connection_per_s']:.2f} heartbeats "
+                  f"per connection per s, got {rates}; wake-ups per s {wakeups} (worker "
+                  f"{row['worker_wakeups_per_s']:.0f}); worker / getsockopt+send "
+                  f"{fmt(row['worker_us_per_heartbeat_over_getsockopt_send'], '.2f')}")
     for message in failures:
         print(f"FAILED: {message}")
     print(f"{len(results['checks']) - len(failures)} of {len(results['checks'])} checks met; "
