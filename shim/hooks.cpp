@@ -62,23 +62,26 @@ auto measured_write(int fd, SocketSlot& slot, Offered offered, Call call) -> dec
 
 // A write-family call on a tracked TCP socket; `flags` are the send flags (MSG_MORE says the
 // app's message goes on in a later call).
+// `short_is_whole`: the call moves what its source holds (splice, sendfile), see gated_write.
 template <typename Offered, typename Call>
-auto tcp_write(int fd, SocketSlot& slot, Offered offered, Call call, int flags) -> decltype(call()) {
+auto tcp_write(int fd, SocketSlot& slot, Offered offered, Call call, int flags, bool short_is_whole = false)
+    -> decltype(call()) {
   core::before_write(slot, fd);
   if (slot.has_flag(tcptune::shim::flag_keep_warm)) [[unlikely]] {
-    return core::gated_write(fd, slot, offered, (flags & MSG_MORE) != 0,
+    return core::gated_write(fd, slot, offered, (flags & MSG_MORE) != 0, short_is_whole,
                              [&] { return measured_write(fd, slot, offered, call); });
   }
   return measured_write(fd, slot, offered, call);
 }
 
 template <typename Offered, typename Call>
-auto tracked_write(int fd, Offered offered, Call call, int flags = 0) -> decltype(call()) {
+auto tracked_write(int fd, Offered offered, Call call, int flags = 0, bool short_is_whole = false)
+    -> decltype(call()) {
   SocketSlot* slot = core::tcp_slot_for_io(fd);
   if (slot == nullptr) [[likely]] {
     return call();
   }
-  return tcp_write(fd, *slot, offered, call, flags);
+  return tcp_write(fd, *slot, offered, call, flags, short_is_whole);
 }
 
 std::size_t iov_bytes(const iovec* iov, std::size_t count) {
@@ -238,12 +241,14 @@ TCPTUNE_HOOK ssize_t writev(int fd, const iovec* iov, int count) {
 
 TCPTUNE_HOOK ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
   return tracked_write(
-      out_fd, [&](ssize_t) { return count; }, [&] { return next().sendfile.get()(out_fd, in_fd, offset, count); });
+      out_fd, [&](ssize_t) { return count; }, [&] { return next().sendfile.get()(out_fd, in_fd, offset, count); }, 0,
+      /*short_is_whole=*/true);
 }
 
 TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t count) {
   return tracked_write(
-      out_fd, [&](ssize_t) { return count; }, [&] { return next().sendfile64.get()(out_fd, in_fd, offset, count); });
+      out_fd, [&](ssize_t) { return count; }, [&] { return next().sendfile64.get()(out_fd, in_fd, offset, count); },
+      0, /*short_is_whole=*/true);
 }
 
 // Into a socket, splice is a write; SPLICE_F_MORE says the message goes on, as MSG_MORE does.
@@ -252,7 +257,7 @@ TCPTUNE_HOOK ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* ou
   return tracked_write(
       out_fd, [&](ssize_t) { return count; },
       [&] { return next().splice.get()(in_fd, in_offset, out_fd, out_offset, count, flags); },
-      (flags & SPLICE_F_MORE) != 0 ? MSG_MORE : 0);
+      (flags & SPLICE_F_MORE) != 0 ? MSG_MORE : 0, /*short_is_whole=*/true);
 }
 
 TCPTUNE_HOOK ssize_t read(int fd, void* buf, size_t count) {

@@ -146,9 +146,13 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
     return report;
   }
   ensure_telemetry_worker();
-  // The rule's TCP_NODELAY (or the app's) is in the kernel by now; the app's later changes
-  // reach the gate through the setsockopt hook.
+  // The rule's TCP_NODELAY (or the app's, or the listener's) is in the kernel by now; the
+  // app's later changes reach the gate through the setsockopt hook.
   slot.keep_warm_gate.set_nagle(get_int_option(fd, IPPROTO_TCP, TCP_NODELAY).value_or(1) == 0);
+  // An accepted socket inherits its listener's cork, which the hooks never saw on this fd.
+  if (get_int_option(fd, IPPROTO_TCP, TCP_CORK).value_or(0) != 0) {
+    slot.keep_warm_gate.set_corked(true);
+  }
   slot.keep_warm_gate.start_connection();
   slot.set_flag(flag_keep_warm);
   const WarmConnection connection{fd, slot.generation.load(std::memory_order_acquire),

@@ -57,8 +57,10 @@ class KeepWarmGate {
   // and the message state: inside a message when the call accepted only part of what it was
   // offered or said MSG_MORE (`accepted_part`), outside when it accepted all; a call that
   // failed (EAGAIN, error) leaves it as it was. True when the write finished the first
-  // message after a heartbeat on an uncorked Nagle socket: the caller pushes its tail.
-  bool leave_write(bool accepted_all, bool accepted_part) noexcept {
+  // message after a heartbeat on an uncorked Nagle socket: the caller pushes its tail. A
+  // write of no bytes (a zero-length send ending a MSG_MORE chain) pushes too but does not
+  // use the push up: the heartbeat may still be unacknowledged when the next message comes.
+  bool leave_write(bool accepted_all, bool accepted_part, bool wrote_bytes = true) noexcept {
     std::uint32_t seen = word_.load(std::memory_order_relaxed);
     std::uint32_t next = 0;
     bool push_due = false;
@@ -73,7 +75,7 @@ class KeepWarmGate {
       } else if (accepted_all) {
         next &= ~kMidMessage;
         push_due = tail_push_due(next);
-        if (push_due) {
+        if (push_due && wrote_bytes) {
           next &= ~kHeartbeatUnpushed;
         }
       }
@@ -82,24 +84,16 @@ class KeepWarmGate {
   }
 
   // App thread: TCP_CORK set or cleared. Corked writes are a message still being assembled.
-  // True when clearing it finished the first message after a heartbeat on a Nagle socket:
-  // the kernel's uncork sends only what Nagle lets through, so the caller pushes the tail.
+  // True when clearing it may end a message after a heartbeat on a Nagle socket: the
+  // kernel's uncork sends only what Nagle lets through, so the caller pushes the tail. The
+  // push is not used up (an uncork may have had nothing queued); the next write's is.
   bool set_corked(bool corked) noexcept {
     if (corked) {
       word_.fetch_or(kCorked, std::memory_order_release);
       return false;
     }
-    std::uint32_t seen = word_.load(std::memory_order_relaxed);
-    std::uint32_t next = 0;
-    bool push_due = false;
-    do {
-      next = seen & ~kCorked;
-      push_due = (seen & kCorked) != 0 && tail_push_due(next);
-      if (push_due) {
-        next &= ~kHeartbeatUnpushed;
-      }
-    } while (!word_.compare_exchange_weak(seen, next, std::memory_order_release, std::memory_order_relaxed));
-    return push_due;
+    const std::uint32_t seen = word_.fetch_and(~kCorked, std::memory_order_release);
+    return (seen & kCorked) != 0 && tail_push_due(seen & ~kCorked);
   }
 
   // App thread (its TCP_NODELAY, passed to the kernel) or the rule's start: Nagle on or off.

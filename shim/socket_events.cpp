@@ -348,16 +348,20 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
     return SockoptVerdict::pass;
   }
   if (in_signal_handler()) {
-    // Only what is async-signal-safe: the gate still learns of a cork and of Nagle. The call
-    // goes through.
+    // Only what is async-signal-safe: the gate learns of a cork and of Nagle, and "force"
+    // still keeps TCP_NODELAY=0 and TCP_CORK=1 from the kernel (not logged from here).
     if (SocketSlot* slot = fd_table().find(fd);
         slot != nullptr && slot->is_tcp() && level == IPPROTO_TCP && (name == TCP_CORK || name == TCP_NODELAY)) {
       if (const std::optional<int> number = int_value(value, len)) {
+        const bool push_due = name == TCP_CORK && slot->keep_warm_gate.set_corked(*number != 0);
+        const bool vetoed = name == TCP_NODELAY ? *number == 0 : *number != 0;
+        if (vetoed && slot->has_flag(flag_nodelay_forced)) {
+          return SockoptVerdict::swallow;
+        }
         if (name == TCP_NODELAY) {
           slot->keep_warm_gate.set_nagle(*number == 0);
-        } else if (slot->keep_warm_gate.set_corked(*number != 0)) {
-          return SockoptVerdict::pass_then_push;
         }
+        return push_due ? SockoptVerdict::pass_then_push : SockoptVerdict::pass;
       }
     }
     return SockoptVerdict::pass;

@@ -53,9 +53,12 @@ inline void after_measured_write(int fd, SocketSlot& slot, const WriteStart& sta
                                  std::size_t offered) noexcept;
 // A write-family call on a kept-warm connection goes through its gate (keep_warm_gate.hpp).
 // `offered(result)`: the bytes the call was given, asked after it. `more`: the call passed
-// MSG_MORE, so the app's message continues in a later write.
+// MSG_MORE, so the app's message continues in a later write. `short_is_whole`: the call moves
+// what its source holds (splice from a pipe, sendfile to a file's end), so fewer bytes than
+// asked is not a message written in part.
 template <typename Offered, typename Call>
-auto gated_write(int fd, SocketSlot& slot, Offered offered, bool more, Call call) -> decltype(call());
+auto gated_write(int fd, SocketSlot& slot, Offered offered, bool more, bool short_is_whole, Call call)
+    -> decltype(call());
 // The first message after a heartbeat is complete on a socket with Nagle on: pushes its tail,
 // which Linux would hold until the heartbeat's ACK (see keep_warm_gate.hpp), by setting
 // TCP_NODELAY (which sends what is queued) and clearing it again, unless the app turned Nagle
@@ -137,12 +140,14 @@ inline void after_measured_write(int fd, SocketSlot& slot, const WriteStart& sta
 }
 
 template <typename Offered, typename Call>
-auto gated_write(int fd, SocketSlot& slot, Offered offered, bool more, Call call) -> decltype(call()) {
+auto gated_write(int fd, SocketSlot& slot, Offered offered, bool more, bool short_is_whole, Call call)
+    -> decltype(call()) {
   slot.keep_warm_gate.enter_write();
   const auto result = call();
   const bool accepted_all =
-      result >= 0 && static_cast<std::size_t>(result) >= offered(static_cast<ssize_t>(result)) && !more;
-  if (slot.keep_warm_gate.leave_write(accepted_all, result > 0 && !accepted_all)) [[unlikely]] {
+      result >= 0 &&
+      (short_is_whole || static_cast<std::size_t>(result) >= offered(static_cast<ssize_t>(result))) && !more;
+  if (slot.keep_warm_gate.leave_write(accepted_all, result > 0 && !accepted_all, result > 0)) [[unlikely]] {
     push_held_tail(fd);
   }
   return result;

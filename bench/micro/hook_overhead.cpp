@@ -83,7 +83,7 @@ void tracked_write_body(benchmark::State& state, bool measured, bool keep_warm) 
     before_write(*slot, fd);
     if (slot->has_flag(flag_keep_warm)) {
       benchmark::DoNotOptimize(gated_write(
-          fd, *slot, [](ssize_t) { return std::size_t{100}; }, false, [&] { return measured_call(*slot); }));
+          fd, *slot, [](ssize_t) { return std::size_t{100}; }, false, false, [&] { return measured_call(*slot); }));
     } else {
       benchmark::DoNotOptimize(measured_call(*slot));
     }

@@ -247,7 +247,20 @@ TEST(KeepWarmGate, UncorkEndsTheMessageAndIsPushed) {
   EXPECT_FALSE(write_message(gate)) << "corked: a push would send the corked bytes early";
   EXPECT_FALSE(write_message(gate));
   EXPECT_TRUE(gate.set_corked(false)) << "the uncork sends the message: its tail is pushed";
-  EXPECT_FALSE(gate.set_corked(false)) << "once";
+  EXPECT_FALSE(gate.set_corked(false)) << "not corked any more";
+  EXPECT_TRUE(write_message(gate)) << "an uncork may have had nothing queued: the next write is pushed too";
+  EXPECT_FALSE(write_message(gate));
+}
+
+TEST(KeepWarmGate, WriteOfNoBytesDoesNotUseUpThePush) {
+  KeepWarmGate gate;
+  gate.set_nagle(true);
+  send_heartbeat(gate);
+  gate.enter_write();
+  EXPECT_TRUE(gate.leave_write(/*accepted_all=*/true, /*accepted_part=*/false, /*wrote_bytes=*/false))
+      << "a zero-length send ending a MSG_MORE chain: what the chain queued is pushed";
+  EXPECT_TRUE(write_message(gate)) << "the heartbeat may still be unacknowledged: the next message is pushed";
+  EXPECT_FALSE(write_message(gate));
 }
 
 TEST(KeepWarmGate, RetireForgetsNagleAndTheHeartbeat) {
