@@ -97,6 +97,11 @@ HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const
   if (info.snd_cwnd <= kInitialWindowSegments) {
     return {HeartbeatVerdict::cold, interval, interval};  // a restart would not shrink it
   }
+  if (since_sent > static_cast<std::int64_t>(info.rto_us) * 1000) {
+    // Too late (a worker that fell behind): the next send restarts the window, and a
+    // heartbeat now would be that send. Left to the app's next write, as without the shim.
+    return {HeartbeatVerdict::cold, interval, interval};
+  }
   if (since_sent + kSendEarlyNs < interval) {
     return {HeartbeatVerdict::not_yet, remaining, interval};
   }

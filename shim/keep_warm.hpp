@@ -64,8 +64,9 @@ inline constexpr std::int64_t kSendEarlyNs = 5'000'000;
 enum class HeartbeatVerdict : std::uint8_t {
   send,     // idle for the interval with a window worth keeping: send the heartbeat now
   not_yet,  // check again after recheck_ns
-  cold,     // nothing in flight and a window no larger than the initial one: nothing to keep
-            // until the app writes again (only its sends can grow the window)
+  cold,     // nothing in flight and a window no larger than the initial one, or silent for
+            // more than an RTO already: nothing to keep until the app writes again (only its
+            // sends can grow the window)
   stop,     // the connection is closing (FIN sent or received, reset): never again
 };
 struct HeartbeatDecision {

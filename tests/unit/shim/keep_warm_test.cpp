@@ -320,6 +320,14 @@ TEST(DecideHeartbeat, SendsAJiffyEarlyRatherThanLookAgain) {
       << "sent early at the RTO floor, still at most 1.5 heartbeats per RTO";
 }
 
+TEST(DecideHeartbeat, NoHeartbeatOnceTheRestartIsDue) {
+  TcpInfoSummary info = idle_connection();
+  info.last_data_sent_ms = 385;  // RTO 384 ms: the next send restarts the window, a heartbeat too
+  EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::cold);
+  info.last_data_sent_ms = 384;
+  EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::send);
+}
+
 TEST(DecideHeartbeat, WaitsForTheRestOfTheInterval) {
   TcpInfoSummary info = idle_connection();
   info.last_data_sent_ms = 100;
