@@ -53,8 +53,26 @@ def link_up(linkem, rtt="180ms"):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def link_down(linkem):
+def link_pid(linkem):
+    """The running link daemon's pid (`tcptune-linkem status`), or None."""
+    done = subprocess.run([str(linkem), "status"], capture_output=True, text=True, timeout=60)
+    try:
+        return json.loads(done.stdout.strip().splitlines()[0]).get("pid") if done.returncode == 0 else None
+    except (ValueError, IndexError):
+        return None
+
+
+def link_down(linkem, link=None):
+    """Takes the link down, unless LINK (link_up's answer) was replaced meanwhile by someone who
+    did not wait for the lock: that one is theirs. True when the link was still ours."""
+    if link is not None and link_pid(linkem) != link.get("pid"):
+        return False
     subprocess.run([str(linkem), "down"], capture_output=True, timeout=60)
+    return True
+
+
+REPLACED = ("the emulated link was replaced while this ran (someone started tcptune-linkem without taking "
+            f"{LINK_LOCK}); these results are not over the link that was set up")
 
 
 def set_slow_start_after_idle(linkem, value):

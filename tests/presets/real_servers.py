@@ -155,8 +155,9 @@ def close_after_heartbeats(server, preset, protocol, port):
 
 
 with servers.link_lock():
+    link = None
     try:
-        servers.link_up(linkem)
+        link = servers.link_up(linkem)
         plan = PLANS[args.server]
         if args.server in ("nginx", "haproxy"):
             with servers.BodyVerifier(work / "verifier", UPSTREAM_PORT) as verifier, \
@@ -172,6 +173,8 @@ with servers.link_lock():
             with server_class(work / args.server, plan[0][2]) as server:
                 prove(server, *plan[0])
     finally:
-        servers.link_down(linkem)
+        if link is not None:
+            ours = servers.link_down(linkem, link)
+            check(ours, "the link was ours throughout" if ours else servers.REPLACED)
 print(f"{failed} failed")
 sys.exit(1 if failed else 0)
