@@ -182,6 +182,10 @@ std::string spread(std::vector<std::int64_t> values) {
 std::string tcp_info_json(const std::vector<int>& fds) {
   std::vector<std::int64_t> cwnd, rto_us, rtt_us, mss, unacked, since_sent_ms;
   std::int64_t above_initial = 0;
+  // Above 10 segments and last sent within the RTO: windows the next send would not restart
+  // (the kernel restarts a window at the send that finds it silent for more than the RTO, so
+  // until then TCP_INFO shows a window that is already lost).
+  std::int64_t kept = 0;
   std::int64_t established = 0;
   for (const int fd : fds) {
     tcp_info info{};
@@ -192,6 +196,8 @@ std::string tcp_info_json(const std::vector<int>& fds) {
     established += info.tcpi_state == kTcpEstablished ? 1 : 0;
     cwnd.push_back(info.tcpi_snd_cwnd);
     above_initial += info.tcpi_snd_cwnd > 10 ? 1 : 0;
+    kept +=
+        info.tcpi_snd_cwnd > 10 && std::int64_t{info.tcpi_last_data_sent} * 1000 <= std::int64_t{info.tcpi_rto} ? 1 : 0;
     rto_us.push_back(info.tcpi_rto);
     rtt_us.push_back(info.tcpi_rtt);
     mss.push_back(info.tcpi_snd_mss);
@@ -205,9 +211,9 @@ std::string tcp_info_json(const std::vector<int>& fds) {
   }
   std::ostringstream out;
   out << "{\"established\":" << established << ",\"congestion\":\"" << congestion << "\",\"cwnd\":" << spread(cwnd)
-      << ",\"cwnd_above_10\":" << above_initial << ",\"rto_us\":" << spread(rto_us) << ",\"rtt_us\":" << spread(rtt_us)
-      << ",\"snd_mss\":" << spread(mss) << ",\"unacked\":" << spread(unacked)
-      << ",\"last_data_sent_ms\":" << spread(since_sent_ms) << "}";
+      << ",\"cwnd_above_10\":" << above_initial << ",\"cwnd_above_10_sent_within_rto\":" << kept
+      << ",\"rto_us\":" << spread(rto_us) << ",\"rtt_us\":" << spread(rtt_us) << ",\"snd_mss\":" << spread(mss)
+      << ",\"unacked\":" << spread(unacked) << ",\"last_data_sent_ms\":" << spread(since_sent_ms) << "}";
   return out.str();
 }
 

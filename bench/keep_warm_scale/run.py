@@ -25,16 +25,17 @@ of every stream: exactly the warm-up, then whole heartbeats only; and it times t
 arrivals on each connection) and the CPU time of the shim's worker thread (the thread named
 "tcptune", /proc/<pid>/task/<tid>/schedstat: nanoseconds on a CPU, its system calls and the
 kernel's loopback delivery done in its context included). The client reports how many
-connections still have a congestion window above 10 segments at the window's start and end: a
-heartbeat later than the RTO restarts the window (halved per RTO of silence, down to 10), after
-which the shim stops keeping that connection warm. Memory: the client's resident set
+windows are kept at the window's start and end: above 10 segments and last sent within the RTO.
+A send after more than an RTO of silence restarts the window (halved per RTO, down to 10), so a
+connection the worker reached too late is lost: the shim sends it nothing more (TCP_INFO still
+shows its old window until the app's next send restarts it). Memory: the client's resident set
 (smaps_rollup Rss and Pss) after the idle window minus before it opened any connection, with
 the shim and keep_warm minus without the shim (and minus the shim without keep_warm), over N;
 and over the connections added from one N to the next, which leaves the fixed costs out.
 At --strace-at N (0: never) the worker's system calls per heartbeat are counted after the
 window for --strace-seconds, by the kernel's tracepoints (perf stat) and then by `strace -c`
 (which slows the worker enough for heartbeats to come late at 1,000 connections: the JSON says
-how many windows were left above 10 segments after it); at --perf-at N, `perf record` samples
+how many windows were kept after it); at --perf-at N, `perf record` samples
 the worker for where its time goes.
 The baseline: on loopback a send() also does the receiver's share (the kernel delivers the
 byte to the sink's socket and wakes the sink in the sender's context), so the worker's CPU per
@@ -497,7 +498,9 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
         if want_strace and tid:
             if subprocess.run(["which", "strace"], capture_output=True).returncode == 0:
                 result["strace"] = run_strace(client.pid, tid, sink, args.strace_seconds, work / f"strace-{count}.txt")
-                result["strace"]["windows_above_10_after"] = client.ask("info")["tcp_info"]["cwnd_above_10"]
+                after = client.ask("info")["tcp_info"]
+                result["strace"]["windows_above_10_after"] = after["cwnd_above_10"]
+                result["strace"]["windows_kept_after"] = after["cwnd_above_10_sent_within_rto"]
             else:
                 result["strace"] = {"skipped": "strace is not installed"}
         result["arm_seconds_before_close"] = time.monotonic() - started
@@ -671,6 +674,10 @@ def summarize(count, arms):
         "windows_above_10_warmed": warm["ready"]["tcp_info"]["cwnd_above_10"],
         "windows_above_10_window_start": warm["window_start"]["tcp_info"]["cwnd_above_10"],
         "windows_above_10_window_end": warm["after_idle"]["tcp_info"]["cwnd_above_10"],
+        # Above 10 segments and last sent within the RTO: a window left silent for longer still
+        # shows its old size in TCP_INFO until the next send restarts it.
+        "windows_kept_window_start": warm["window_start"]["tcp_info"]["cwnd_above_10_sent_within_rto"],
+        "windows_kept_window_end": warm["after_idle"]["tcp_info"]["cwnd_above_10_sent_within_rto"],
         "worker_wakeups_per_s": window["worker_wakeups"] / seconds,
         "worker_runqueue_wait_percent": 100.0 * window["worker_runqueue_wait_ns"] / (seconds * 1e9),
         "sink_cpu_percent": 100.0 * window["sink_cpu_ns"] / (seconds * 1e9),
@@ -921,13 +928,13 @@ def main():
     print(f"keep_warm at scale, loopback, {args.congestion}, interval auto (RTO {results['machine']['rto_ms']} ms), "
           f"{args.idle:g} s idle window, {os.cpu_count()} CPUs, kernel {uname.release}")
     print(f"{'N':>6} {'heartbeats/s':>13} {'per conn/s':>10} {'worker CPU %':>12} {'worker us/hb':>12} "
-          f"{'shim B/conn':>11} {'(added)':>8} {'windows >10 start/end':>21} {'cwnd median':>11} {'others busy':>11} "
+          f"{'shim B/conn':>11} {'(added)':>8} {'windows kept start/end':>23} {'cwnd median':>11} {'others busy':>11} "
           f"{'bare send us':>12} {'getsockopt+send us':>18} {'worker/bare send':>16}")
     for row in results["rows"]:
         print(f"{row['connections']:>6} {row['heartbeats_per_s']:>13,.0f} {row['heartbeats_per_connection_per_s']:>10.2f} "
               f"{row['worker_cpu_percent']:>12.1f} {fmt(row['worker_us_per_heartbeat'], '.2f'):>12} "
               f"{row['shim_bytes_per_connection']:>11,.0f} {fmt(row['shim_bytes_per_added_connection'], ',.0f'):>8} "
-              f"{str(row['windows_above_10_window_start']) + '/' + str(row['windows_above_10_window_end']):>21} "
+              f"{str(row['windows_kept_window_start']) + '/' + str(row['windows_kept_window_end']):>23} "
               f"{str(row['cwnd_median_window_start']) + '->' + str(row['cwnd_median_window_end']):>11} "
               f"{fmt(row['other_busy_cpus'], '.2f'):>11} {fmt(row.get('bare_send_us_per_heartbeat'), '.2f'):>12} "
               f"{fmt(row.get('getsockopt_send_us_per_heartbeat'), '.2f'):>18} "
@@ -938,7 +945,7 @@ def main():
             calls = ", ".join(f"{name} {value:g}" for name, value in
                               sorted(trace["per_heartbeat"].items(), key=lambda kv: -kv[1]))
             print(f"system calls per heartbeat at N={count} (strace -c, {trace['heartbeats']} heartbeats, "
-                  f"{trace['windows_above_10_after']} windows above 10 after it): {trace['total_per_heartbeat']:g} ({calls})")
+                  f"{trace['windows_kept_after']} windows kept after it): {trace['total_per_heartbeat']:g} ({calls})")
         traced = arms["keep_warm"].get("syscalls_traced")
         if traced and traced.get("per_heartbeat"):
             calls = ", ".join(f"{name} {value:g}" for name, value in traced["per_heartbeat"].items() if name != "all")
