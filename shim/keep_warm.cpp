@@ -82,9 +82,12 @@ std::int64_t heartbeat_interval_ns(const TcpInfoSummary& info, const config::Kee
 
 HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const config::KeepWarm& settings) noexcept {
   const std::int64_t interval = heartbeat_interval_ns(info, settings);
-  // Not connected yet (the rule is applied before connect() sends the SYN), or never.
+  // Not connected yet (the rule is applied before connect() sends the SYN), or never. The RTO
+  // before the handshake is the kernel's 1 s default, so the interval is not waited out: the
+  // app may write a burst and fall silent right after connecting, and a look a whole second
+  // later would find the window's RTO already passed.
   if (info.state == TCP_CLOSE || info.state == TCP_SYN_SENT || info.state == TCP_SYN_RECV) {
-    return {HeartbeatVerdict::not_yet, interval, interval};
+    return {HeartbeatVerdict::not_yet, std::min(interval, kFirstIntervalNs), interval};
   }
   if (info.state != TCP_ESTABLISHED) {
     return {HeartbeatVerdict::stop, 0, interval};  // after a FIN a heartbeat would draw a reset

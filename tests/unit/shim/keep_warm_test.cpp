@@ -360,9 +360,12 @@ TEST(DecideHeartbeat, NothingWhenTheWindowIsNoLargerThanTheInitialOne) {
 TEST(DecideHeartbeat, WaitsForTheHandshakeAndStopsOnceClosing) {
   TcpInfoSummary info = idle_connection();
   // The rule is applied before connect(): the worker may look before the SYN leaves.
+  info.rto_us = 1'000'000;  // the kernel's default before the handshake measured anything
   for (const std::uint8_t opening : {TCP_CLOSE, TCP_SYN_SENT, TCP_SYN_RECV}) {
     info.state = opening;
-    EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::not_yet) << int{opening};
+    const HeartbeatDecision decision = decide_heartbeat(info, 0, heartbeat());
+    EXPECT_EQ(decision.verdict, HeartbeatVerdict::not_yet) << int{opening};
+    EXPECT_LE(decision.recheck_ns, 150'000'000) << "a look soon after the handshake, not a 1 s RTO later";
   }
   for (const std::uint8_t closing : {TCP_CLOSE_WAIT, TCP_FIN_WAIT1, TCP_FIN_WAIT2, TCP_LAST_ACK, TCP_CLOSING}) {
     info.state = closing;
