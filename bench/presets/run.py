@@ -22,6 +22,7 @@ import datetime
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -195,13 +196,17 @@ def main():
     if missing:
         print(f"missing: {', '.join(missing)} (scripts/deps.sh installs them)", file=sys.stderr)
         return 77
+    # SIGTERM unwinds like an error: the servers stop and the link comes down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     build = Path(options.build).resolve()
     tcptune, linkem = build / "bin" / "tcptune", build / "bin" / "tcptune-linkem"
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     work = Path(options.out).resolve() / "logs" / f"presets-{stamp}"
     work.mkdir(parents=True, exist_ok=True)
 
+    machine = machine_info()  # the commit the run starts from, before the tree moves on
     summaries = []
+    aborted = None
     with servers.link_lock():
         link = servers.link_up(linkem)
         started = {}
@@ -214,34 +219,38 @@ def main():
                     for arm in ARMS:
                         result = run_arm(options, case, arm, run, work, tcptune, linkem)
                         if servers.link_pid(linkem) != link.get("pid"):
-                            raise RuntimeError(servers.REPLACED)
+                            aborted = f"{name}, {arm} run {run + 1}: {servers.REPLACED}"
+                            break
                         results[arm].append(result)
                         print(f"  {name:<14} run {run + 1}/{options.runs} {arm:<9} p50 "
                               f"{statistics.median(result['latency_ms']):8.1f} ms  max "
                               f"{max(result['latency_ms']):8.1f} ms  heartbeats {result['heartbeats']}",
                               file=sys.stderr, flush=True)
+                    if aborted:
+                        break
+                if aborted:
+                    break  # the cases before this one ran over the link that was set up: kept
                 summary = summarize(case, results, options.gap)
                 summary["server_problems"] = started[case.server].problems()
                 summaries.append(summary)
         finally:
             for server in reversed(list(started.values())):
                 server.stop()
-            if not servers.link_down(linkem, link):
-                print(f"bench/presets/run.py: {servers.REPLACED}", file=sys.stderr)
-                return 1
+            if not servers.link_down(linkem, link) and not aborted:
+                aborted = servers.REPLACED
 
     print_table(summaries)
     for s in summaries:
         if s["server_problems"]:
             print(f"{s['case']}: the server logged {s['server_problems'][:3]}")
-    document = {"bench": "presets", "started": stamp, "machine": machine_info(), "build": build_info(build),
-                "link": link,
-                "options": vars(options), "summaries": summaries}
+    if aborted:
+        print(f"aborted at {aborted}", file=sys.stderr)
+    document = {"bench": "presets", "started": stamp, "machine": machine, "build": build_info(build),
+                "link": link, "aborted": aborted, "options": vars(options), "summaries": summaries}
     out = Path(options.out) / f"presets-{stamp}.json"
     out.write_text(json.dumps(document, indent=1) + "\n")
     print(f"\nraw results: {out}")
-    return 0
-
+    return 1 if aborted else 0
 
 if __name__ == "__main__":
     sys.exit(main())

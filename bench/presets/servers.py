@@ -150,6 +150,9 @@ class Server:
         lacking = [name for name in cls.executables if shutil.which(name) is None and not Path(name).exists()]
         return f"{cls.package} ({', '.join(lacking)})" if lacking else None
 
+    def mark(self):
+        """From here on, problems() sees only what the server logs next."""
+
     def stop(self):
         for process in reversed(self.processes):
             stop_group(process)
@@ -331,6 +334,9 @@ appendonly no
         self.processes.append(process)
         if not wait_for_port(self.port, 20, process):
             raise RuntimeError(f"redis-server did not start: {tail_from(self.log, 0)[-5:]}")
+        self.mark()
+
+    def mark(self):
         self.log_offset = size_of(self.log)
 
     def problems(self):
@@ -379,6 +385,9 @@ log.file.level = info
         # Slow to boot (about 15 s on two busy cores).
         if not (wait_for_port(self.port, 90, process) and wait_for_port(self.stomp_port, 30, process)):
             raise RuntimeError(f"rabbitmq-server did not start: {tail_from(self.work / 'rabbitmq.out', 0)[-10:]}")
+        self.mark()
+
+    def mark(self):
         self.log_offset = size_of(self.log)
 
     def lines_since_start(self):
@@ -414,11 +423,15 @@ class LineService(Server):
         self.processes.append(process)
         if not wait_for_port(self.port, 20, process):
             raise RuntimeError(f"socat did not start: {tail_from(self.work / 'socat.log', 0)[-5:]}")
+        self.mark()
+
+    def mark(self):
         self.log_offset = size_of(self.log)
+        self.socat_offset = size_of(self.work / "socat.log")
 
     def problems(self):
         return [f"jq: {line}" for line in tail_from(self.log, self.log_offset) if line.strip()] + \
-               [f"socat: {line}" for line in tail_from(self.work / "socat.log", 0) if " E " in line]
+               [f"socat: {line}" for line in tail_from(self.work / "socat.log", self.socat_offset) if " E " in line]
 
 
 def shim_records(log_path):
