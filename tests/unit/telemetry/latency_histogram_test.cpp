@@ -1,5 +1,5 @@
 // The histogram against exact percentiles of known distributions: every reported percentile
-// must be within 3% of the sorted reference, from 100 ns to 60 s.
+// must be within 6% of the sorted reference, from 100 ns to 60 s.
 #include "latency_histogram.hpp"
 
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@ double exact_percentile(std::vector<std::uint64_t> values, double p) {
   return static_cast<double>(values[rank - 1]);
 }
 
-void expect_percentiles_within_3_percent(const std::vector<std::uint64_t>& values) {
+void expect_percentiles_within_6_percent(const std::vector<std::uint64_t>& values) {
   LatencyHistogram histogram;
   for (const std::uint64_t v : values) {
     histogram.record(v);
@@ -28,20 +28,20 @@ void expect_percentiles_within_3_percent(const std::vector<std::uint64_t>& value
   ASSERT_EQ(histogram.count(), values.size());
   for (const double p : {0.0, 1.0, 10.0, 25.0, 50.0, 75.0, 90.0, 99.0, 99.9, 100.0}) {
     const double exact = exact_percentile(values, p);
-    EXPECT_NEAR(histogram.percentile_ns(p), exact, 0.03 * exact) << "p" << p;
+    EXPECT_NEAR(histogram.percentile_ns(p), exact, 0.06 * exact) << "p" << p;
   }
 }
 
-TEST(HistogramLayout, AdjacentBoundsDifferByAtMostTheTwelfthRootOfTwo) {
+TEST(HistogramLayout, AdjacentBoundsDifferByAtMostTheSixthRootOfTwo) {
   for (int bucket = 1; bucket < HistogramLayout::kOverflowBucket; ++bucket) {
     const double low = HistogramLayout::lower_bound(bucket);
     const double high = HistogramLayout::upper_bound(bucket);
     ASSERT_GT(high, low) << bucket;
-    EXPECT_LE(high / low, 1.0595) << bucket;
-    // The representative is within 2.9% of both ends, so of everything between.
+    EXPECT_LE(high / low, 1.1225) << bucket;
+    // The representative is within 5.8% of both ends, so of everything between.
     const double r = HistogramLayout::representative(bucket);
-    EXPECT_LE((r - low) / low, 0.029) << bucket;
-    EXPECT_LE((high - r) / high, 0.029) << bucket;
+    EXPECT_LE((r - low) / low, 0.058) << bucket;
+    EXPECT_LE((high - r) / high, 0.058) << bucket;
   }
 }
 
@@ -67,7 +67,7 @@ TEST(LatencyHistogram, UniformFrom100nsTo60s) {
   std::uniform_int_distribution<std::uint64_t> uniform(100, 60'000'000'000ULL);
   std::vector<std::uint64_t> values(100000);
   std::generate(values.begin(), values.end(), [&] { return uniform(random); });
-  expect_percentiles_within_3_percent(values);
+  expect_percentiles_within_6_percent(values);
 }
 
 TEST(LatencyHistogram, LogUniformAcrossTheWholeRange) {
@@ -75,7 +75,7 @@ TEST(LatencyHistogram, LogUniformAcrossTheWholeRange) {
   std::uniform_real_distribution<double> exponent(std::log(100.0), std::log(60e9));
   std::vector<std::uint64_t> values(100000);
   std::generate(values.begin(), values.end(), [&] { return static_cast<std::uint64_t>(std::exp(exponent(random))); });
-  expect_percentiles_within_3_percent(values);
+  expect_percentiles_within_6_percent(values);
 }
 
 TEST(LatencyHistogram, LogNormalWriteLatencies) {
@@ -84,7 +84,7 @@ TEST(LatencyHistogram, LogNormalWriteLatencies) {
   std::vector<std::uint64_t> values(100000);
   std::generate(values.begin(), values.end(),
                 [&] { return std::max<std::uint64_t>(100, static_cast<std::uint64_t>(lognormal(random))); });
-  expect_percentiles_within_3_percent(values);
+  expect_percentiles_within_6_percent(values);
 }
 
 TEST(LatencyHistogram, BimodalNagleStalls) {
@@ -96,7 +96,7 @@ TEST(LatencyHistogram, BimodalNagleStalls) {
   for (int i = 0; i < 50000; ++i) {
     values.push_back(static_cast<std::uint64_t>(i % 10 == 0 ? stall(random) : fast(random)));
   }
-  expect_percentiles_within_3_percent(values);
+  expect_percentiles_within_6_percent(values);
 }
 
 TEST(LatencyHistogram, EmptyAndSingleValue) {
@@ -121,7 +121,7 @@ TEST(LatencyHistogram, MergeAddsCounts) {
 }
 
 TEST(ConnectionWriteHistogram, FitsTheConnectionBudget) {
-  EXPECT_LE(sizeof(ConnectionWriteHistogram), 768U);
+  EXPECT_LE(sizeof(ConnectionWriteHistogram), 384U);
 }
 
 TEST(ConnectionWriteHistogram, CarriesWrapIntoTheWorkersHighParts) {
