@@ -80,6 +80,18 @@ std::int64_t heartbeat_interval_ns(const TcpInfoSummary& info, const config::Kee
 }
 }  // namespace
 
+std::uint32_t window_after_restart(std::uint32_t cwnd, std::int64_t silent_ns, std::int64_t rto_ns) noexcept {
+  const std::uint32_t restart = std::min(kInitialWindowSegments, cwnd);
+  if (rto_ns <= 0) {
+    return restart;
+  }
+  // tcp_cwnd_restart: while ((delta -= rto) > 0 && cwnd > restart) cwnd >>= 1;
+  for (std::int64_t delta = silent_ns - rto_ns; delta > 0 && cwnd > restart; delta -= rto_ns) {
+    cwnd >>= 1U;
+  }
+  return std::max(cwnd, restart);
+}
+
 HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const config::KeepWarm& settings) noexcept {
   const std::int64_t interval = heartbeat_interval_ns(info, settings);
   // Not connected yet (the rule is applied before connect() sends the SYN), or never. The RTO
@@ -100,11 +112,14 @@ HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const
   if (info.snd_cwnd <= kInitialWindowSegments) {
     return {HeartbeatVerdict::cold, interval, interval};  // a restart would not shrink it
   }
-  if (since_sent > static_cast<std::int64_t>(info.rto_us) * 1000) {
-    // Too late (a worker that fell behind): the next send restarts the window, and a
-    // heartbeat now would be that send. Left to the app's next write, as without the shim.
+  if (window_after_restart(info.snd_cwnd, since_sent, static_cast<std::int64_t>(info.rto_us) * 1000) <=
+      kInitialWindowSegments) {
+    // Silent so long (a worker that fell far behind) that the next send, a heartbeat too,
+    // restarts the window at the initial one: left to the app's next write, as without the shim.
     return {HeartbeatVerdict::cold, interval, interval};
   }
+  // Late by less than that, the heartbeat costs the halvings the silence has earned, and
+  // keeps what is left: the app's next write, after more silence, would cut deeper.
   if (since_sent + kSendEarlyNs < interval) {
     return {HeartbeatVerdict::not_yet, remaining, interval};
   }

@@ -64,8 +64,8 @@ inline constexpr std::int64_t kSendEarlyNs = 5'000'000;
 enum class HeartbeatVerdict : std::uint8_t {
   send,     // idle for the interval with a window worth keeping: send the heartbeat now
   not_yet,  // check again after recheck_ns
-  cold,     // nothing in flight and a window no larger than the initial one, or silent for
-            // more than an RTO already: nothing to keep until the app writes again (only its
+  cold,     // nothing in flight and a window no larger than the initial one, now or once the
+            // silence so far restarts it: nothing to keep until the app writes again (only its
             // sends can grow the window)
   stop,     // the connection is closing (FIN sent or received, reset): never again
 };
@@ -74,6 +74,10 @@ struct HeartbeatDecision {
   std::int64_t recheck_ns = 0;
   std::int64_t interval_ns = 0;  // in force: the configured one, or the RTO less the margin
 };
+// The window the next send leaves after `silent_ns` without one, as the kernel's
+// tcp_cwnd_restart computes it: halved once per whole RTO of silence beyond the first, never
+// below the initial window (or the window itself, if smaller). Pure, for unit tests.
+std::uint32_t window_after_restart(std::uint32_t cwnd, std::int64_t silent_ns, std::int64_t rto_ns) noexcept;
 // `queued`: bytes written and not yet sent (tcpi_notsent_bytes, or SIOCOUTQ on kernels before
 // 4.6). Pure, for unit tests.
 HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const config::KeepWarm& settings) noexcept;

@@ -320,12 +320,28 @@ TEST(DecideHeartbeat, SendsAJiffyEarlyRatherThanLookAgain) {
       << "sent early at the RTO floor, still at most 1.5 heartbeats per RTO";
 }
 
-TEST(DecideHeartbeat, NoHeartbeatOnceTheRestartIsDue) {
-  TcpInfoSummary info = idle_connection();
-  info.last_data_sent_ms = 385;  // RTO 384 ms: the next send restarts the window, a heartbeat too
-  EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::cold);
+TEST(WindowAfterRestart, HalvedOncePerRtoOfSilenceBeyondTheFirstDownToTheInitialWindow) {
+  constexpr std::int64_t rto = 200'000'000;
+  EXPECT_EQ(window_after_restart(40, rto, rto), 40U) << "the kernel restarts only past the RTO";
+  EXPECT_EQ(window_after_restart(40, rto + 1'000'000, rto), 20U);
+  EXPECT_EQ(window_after_restart(40, 2 * rto, rto), 20U);
+  EXPECT_EQ(window_after_restart(40, 2 * rto + 1'000'000, rto), 10U);
+  EXPECT_EQ(window_after_restart(135, 3 * rto + 1'000'000, rto), 16U);
+  EXPECT_EQ(window_after_restart(135, 100 * rto, rto), kInitialWindowSegments);
+  EXPECT_EQ(window_after_restart(8, 100 * rto, rto), 8U) << "a window below the initial one stays";
+}
+
+TEST(DecideHeartbeat, LateHeartbeatKeepsWhatTheRestartLeaves) {
+  TcpInfoSummary info = idle_connection();  // cwnd 135, RTO 384 ms
   info.last_data_sent_ms = 384;
+  EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::send) << "on time";
+  info.last_data_sent_ms =
+      385;  // the heartbeat halves the window to 67; the app's write after more silence would cut deeper
   EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::send);
+  info.last_data_sent_ms = 3 * 384 + 1;  // halved three times: 135 -> 16
+  EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::send);
+  info.last_data_sent_ms = 4 * 384 + 1;  // four times: 135 -> 8, so the initial 10: nothing left to keep
+  EXPECT_EQ(decide_heartbeat(info, 0, heartbeat()).verdict, HeartbeatVerdict::cold);
 }
 
 TEST(DecideHeartbeat, WaitsForTheRestOfTheInterval) {
