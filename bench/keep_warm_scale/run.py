@@ -671,6 +671,9 @@ def summarize(count, arms):
         "cwnd_median_warmed": warm["ready"]["tcp_info"]["cwnd"]["median"],
         "cwnd_median_window_start": warm["window_start"]["tcp_info"]["cwnd"]["median"],
         "cwnd_median_window_end": warm["after_idle"]["tcp_info"]["cwnd"]["median"],
+        # A heartbeat the worker sent late keeps the window the restart left (halved once per
+        # RTO of silence beyond the first): the smallest window shows it.
+        "cwnd_min_window_end": warm["after_idle"]["tcp_info"]["cwnd"]["min"],
         "windows_above_10_warmed": warm["ready"]["tcp_info"]["cwnd_above_10"],
         "windows_above_10_window_start": warm["window_start"]["tcp_info"]["cwnd_above_10"],
         "windows_above_10_window_end": warm["after_idle"]["tcp_info"]["cwnd_above_10"],
@@ -928,7 +931,7 @@ def main():
     print(f"keep_warm at scale, loopback, {args.congestion}, interval auto (RTO {results['machine']['rto_ms']} ms), "
           f"{args.idle:g} s idle window, {os.cpu_count()} CPUs, kernel {uname.release}")
     print(f"{'N':>6} {'heartbeats/s':>13} {'per conn/s':>10} {'worker CPU %':>12} {'worker us/hb':>12} "
-          f"{'shim B/conn':>11} {'(added)':>8} {'windows kept start/end':>23} {'cwnd median':>11} {'others busy':>11} "
+          f"{'shim B/conn':>11} {'(added)':>8} {'windows kept start/end':>23} {'cwnd median':>11} {'cwnd min':>8} {'others busy':>11} "
           f"{'bare send us':>12} {'getsockopt+send us':>18} {'worker/bare send':>16}")
     for row in results["rows"]:
         print(f"{row['connections']:>6} {row['heartbeats_per_s']:>13,.0f} {row['heartbeats_per_connection_per_s']:>10.2f} "
@@ -936,6 +939,7 @@ def main():
               f"{row['shim_bytes_per_connection']:>11,.0f} {fmt(row['shim_bytes_per_added_connection'], ',.0f'):>8} "
               f"{str(row['windows_kept_window_start']) + '/' + str(row['windows_kept_window_end']):>23} "
               f"{str(row['cwnd_median_window_start']) + '->' + str(row['cwnd_median_window_end']):>11} "
+              f"{row['cwnd_min_window_end']:>8} "
               f"{fmt(row['other_busy_cpus'], '.2f'):>11} {fmt(row.get('bare_send_us_per_heartbeat'), '.2f'):>12} "
               f"{fmt(row.get('getsockopt_send_us_per_heartbeat'), '.2f'):>18} "
               f"{fmt(row.get('worker_us_per_heartbeat_over_bare_send'), '.2f'):>16}")
