@@ -21,7 +21,7 @@
 #include "socket_events.hpp"
 #include "telemetry_worker.hpp"
 
-using tcptune::shim::next;
+namespace next = tcptune::shim::next;
 using tcptune::shim::SocketSlot;
 namespace core = tcptune::shim;
 
@@ -75,8 +75,7 @@ auto tcp_write(int fd, SocketSlot& slot, Offered offered, Call call, int flags, 
 }
 
 template <typename Offered, typename Call>
-auto tracked_write(int fd, Offered offered, Call call, int flags = 0, bool short_is_whole = false)
-    -> decltype(call()) {
+auto tracked_write(int fd, Offered offered, Call call, int flags = 0, bool short_is_whole = false) -> decltype(call()) {
   SocketSlot* slot = core::tcp_slot_for_io(fd);
   if (slot == nullptr) [[likely]] {
     return call();
@@ -112,7 +111,7 @@ ssize_t tracked_read(int fd, Call call) {
 }  // namespace
 
 TCPTUNE_HOOK int socket(int domain, int type, int protocol) {
-  const int fd = next().socket.get()(domain, type, protocol);
+  const int fd = next::socket(domain, type, protocol);
   if (fd >= 0) {
     const core::ErrnoSaver saver;
     core::on_socket_created(fd, domain, type, protocol);
@@ -122,24 +121,24 @@ TCPTUNE_HOOK int socket(int domain, int type, int protocol) {
 
 TCPTUNE_HOOK int connect(int fd, const sockaddr* addr, socklen_t len) {
   core::before_connect(fd, addr, len);
-  const int result = next().connect.get()(fd, addr, len);
+  const int result = next::connect(fd, addr, len);
   core::after_connect(fd, result);
   return result;
 }
 
 TCPTUNE_HOOK int listen(int fd, int backlog) {
   core::before_listen(fd);
-  return next().listen.get()(fd, backlog);
+  return next::listen(fd, backlog);
 }
 
 TCPTUNE_HOOK int accept(int fd, sockaddr* addr, socklen_t* len) {
-  const int accepted = next().accept.get()(fd, addr, len);
+  const int accepted = next::accept(fd, addr, len);
   core::after_accept(fd, accepted);
   return accepted;
 }
 
 TCPTUNE_HOOK int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
-  const int accepted = next().accept4.get()(fd, addr, len, flags);
+  const int accepted = next::accept4(fd, addr, len, flags);
   core::after_accept(fd, accepted);
   return accepted;
 }
@@ -149,7 +148,7 @@ TCPTUNE_HOOK int setsockopt(int fd, int level, int name, const void* value, sock
   if (verdict == core::SockoptVerdict::swallow) {
     return 0;
   }
-  const int result = next().setsockopt.get()(fd, level, name, value, len);
+  const int result = next::setsockopt(fd, level, name, value, len);
   if (verdict == core::SockoptVerdict::pass_then_push) {
     core::push_held_tail(fd);
   }
@@ -160,17 +159,17 @@ TCPTUNE_HOOK int getsockopt(int fd, int level, int name, void* value, socklen_t*
   if (core::answer_app_getsockopt(fd, level, name, value, len)) {
     return 0;
   }
-  return next().getsockopt.get()(fd, level, name, value, len);
+  return next::getsockopt(fd, level, name, value, len);
 }
 
 TCPTUNE_HOOK ssize_t write(int fd, const void* buf, size_t count) {
   return tracked_write(
-      fd, [&](ssize_t) { return count; }, [&] { return next().write.get()(fd, buf, count); });
+      fd, [&](ssize_t) { return count; }, [&] { return next::write(fd, buf, count); });
 }
 
 TCPTUNE_HOOK ssize_t send(int fd, const void* buf, size_t count, int flags) {
   return tracked_write(
-      fd, [&](ssize_t) { return count; }, [&] { return next().send.get()(fd, buf, count, flags); }, flags);
+      fd, [&](ssize_t) { return count; }, [&] { return next::send(fd, buf, count, flags); }, flags);
 }
 
 TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, const sockaddr* addr, socklen_t len) {
@@ -178,7 +177,7 @@ TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, co
     core::before_connect(fd, addr, len);  // TCP Fast Open: this call sends the SYN
   }
   return tracked_write(
-      fd, [&](ssize_t) { return count; }, [&] { return next().sendto.get()(fd, buf, count, flags, addr, len); }, flags);
+      fd, [&](ssize_t) { return count; }, [&] { return next::sendto(fd, buf, count, flags, addr, len); }, flags);
 }
 
 TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {
@@ -193,7 +192,7 @@ TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {
     return result >= 0 ? iov_bytes(message->msg_iov, message->msg_iovlen) : std::size_t{0};
   };
   const ssize_t result = tracked_write(
-      fd, offered, [&] { return next().sendmsg.get()(fd, message, flags); }, flags);
+      fd, offered, [&] { return next::sendmsg(fd, message, flags); }, flags);
   if (result >= 0 && message->msg_controllen != 0) {  // accepted: the kernel read `message`
     const core::ErrnoSaver saver;
     core::after_rights_sent(*message);
@@ -204,11 +203,11 @@ TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {
 TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int flags) {
   SocketSlot* slot = core::tcp_slot_for_io(fd);
   if (slot == nullptr) [[likely]] {
-    return next().sendmmsg.get()(fd, messages, count, flags);
+    return next::sendmmsg(fd, messages, count, flags);
   }
   if (!slot->has_flag(tcptune::shim::flag_measured) && !slot->has_flag(tcptune::shim::flag_keep_warm)) {
     core::before_write(*slot, fd);
-    return next().sendmmsg.get()(fd, messages, count, flags);
+    return next::sendmmsg(fd, messages, count, flags);
   }
   // Measured and gated as one write of all its messages, its result counted in bytes, offered
   // counted over the messages the kernel took (and so read): a later one may be bad memory.
@@ -223,7 +222,7 @@ TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int fla
   tcp_write(
       fd, *slot, offered,
       [&]() -> ssize_t {
-        sent = next().sendmmsg.get()(fd, messages, count, flags);
+        sent = next::sendmmsg(fd, messages, count, flags);
         std::size_t bytes = 0;
         for (int i = 0; messages != nullptr && i < sent; ++i) {
           bytes += messages[i].msg_len;
@@ -236,19 +235,19 @@ TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int fla
 
 TCPTUNE_HOOK ssize_t writev(int fd, const iovec* iov, int count) {
   const auto offered = [&](ssize_t result) { return iov_bytes_after(result, iov, static_cast<std::size_t>(count)); };
-  return tracked_write(fd, offered, [&] { return next().writev.get()(fd, iov, count); });
+  return tracked_write(fd, offered, [&] { return next::writev(fd, iov, count); });
 }
 
 TCPTUNE_HOOK ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
   return tracked_write(
-      out_fd, [&](ssize_t) { return count; }, [&] { return next().sendfile.get()(out_fd, in_fd, offset, count); }, 0,
+      out_fd, [&](ssize_t) { return count; }, [&] { return next::sendfile(out_fd, in_fd, offset, count); }, 0,
       /*short_is_whole=*/true);
 }
 
 TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t count) {
   return tracked_write(
-      out_fd, [&](ssize_t) { return count; }, [&] { return next().sendfile64.get()(out_fd, in_fd, offset, count); },
-      0, /*short_is_whole=*/true);
+      out_fd, [&](ssize_t) { return count; }, [&] { return next::sendfile64(out_fd, in_fd, offset, count); }, 0,
+      /*short_is_whole=*/true);
 }
 
 // Into a socket, splice is a write; SPLICE_F_MORE says the message goes on, as MSG_MORE does.
@@ -256,24 +255,24 @@ TCPTUNE_HOOK ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* ou
                             unsigned int flags) {
   return tracked_write(
       out_fd, [&](ssize_t) { return count; },
-      [&] { return next().splice.get()(in_fd, in_offset, out_fd, out_offset, count, flags); },
+      [&] { return next::splice(in_fd, in_offset, out_fd, out_offset, count, flags); },
       (flags & SPLICE_F_MORE) != 0 ? MSG_MORE : 0, /*short_is_whole=*/true);
 }
 
 TCPTUNE_HOOK ssize_t read(int fd, void* buf, size_t count) {
-  return tracked_read(fd, [&] { return next().read.get()(fd, buf, count); });
+  return tracked_read(fd, [&] { return next::read(fd, buf, count); });
 }
 
 TCPTUNE_HOOK ssize_t recv(int fd, void* buf, size_t count, int flags) {
-  return tracked_read(fd, [&] { return next().recv.get()(fd, buf, count, flags); });
+  return tracked_read(fd, [&] { return next::recv(fd, buf, count, flags); });
 }
 
 TCPTUNE_HOOK ssize_t recvfrom(int fd, void* buf, size_t count, int flags, sockaddr* addr, socklen_t* len) {
-  return tracked_read(fd, [&] { return next().recvfrom.get()(fd, buf, count, flags, addr, len); });
+  return tracked_read(fd, [&] { return next::recvfrom(fd, buf, count, flags, addr, len); });
 }
 
 TCPTUNE_HOOK ssize_t recvmsg(int fd, msghdr* message, int flags) {
-  const ssize_t result = tracked_read(fd, [&] { return next().recvmsg.get()(fd, message, flags); });
+  const ssize_t result = tracked_read(fd, [&] { return next::recvmsg(fd, message, flags); });
   if (result >= 0 && message->msg_controllen != 0) {  // filled in by the kernel
     const core::ErrnoSaver saver;
     core::after_rights_received(*message);
@@ -282,60 +281,60 @@ TCPTUNE_HOOK ssize_t recvmsg(int fd, msghdr* message, int flags) {
 }
 
 TCPTUNE_HOOK ssize_t readv(int fd, const iovec* iov, int count) {
-  return tracked_read(fd, [&] { return next().readv.get()(fd, iov, count); });
+  return tracked_read(fd, [&] { return next::readv(fd, iov, count); });
 }
 
 TCPTUNE_HOOK int close(int fd) {
   if (!core::before_close(fd)) {
     return 0;  // the shim's own log: closing it would let a later app fd take its number
   }
-  return next().close.get()(fd);
+  return next::close(fd);
 }
 
 TCPTUNE_HOOK int close_range(unsigned int first, unsigned int last, int flags) {
   core::before_close_range(first, last, flags);
   const int own = core::shim_fd_in_range(first, last);
   if (own < 0 || (flags & CLOSE_RANGE_CLOEXEC) != 0) {
-    return next().close_range.get()(first, last, flags);
+    return next::close_range(first, last, flags);
   }
   // Around the shim's own descriptor (daemons close everything above stderr).
   const auto own_number = static_cast<unsigned int>(own);
   int result = 0;
   if (own_number > first) {
-    result = next().close_range.get()(first, own_number - 1, flags);
+    result = next::close_range(first, own_number - 1, flags);
   }
   if (result == 0 && own_number < last) {
-    result = next().close_range.get()(own_number + 1, last, flags);
+    result = next::close_range(own_number + 1, last, flags);
   }
   return result;
 }
 
 TCPTUNE_HOOK void closefrom(int lowest) {
   if (lowest < 0) {
-    next().closefrom.get()(lowest);
+    next::closefrom(lowest);
     return;
   }
   core::before_close_range(static_cast<unsigned int>(lowest), ~0U, 0);
   const int own = core::shim_fd_in_range(static_cast<unsigned int>(lowest), ~0U);
   if (own < 0) {
-    next().closefrom.get()(lowest);
+    next::closefrom(lowest);
     return;
   }
   if (own > lowest) {
-    (void)next().close_range.get()(static_cast<unsigned int>(lowest), static_cast<unsigned int>(own - 1), 0);
+    (void)next::close_range(static_cast<unsigned int>(lowest), static_cast<unsigned int>(own - 1), 0);
   }
-  next().closefrom.get()(own + 1);
+  next::closefrom(own + 1);
 }
 
 TCPTUNE_HOOK int dup(int fd) {
-  const int copy = next().dup.get()(fd);
+  const int copy = next::dup(fd);
   core::after_dup(fd, copy);
   return copy;
 }
 
 TCPTUNE_HOOK int dup2(int fd, int target) {
   core::before_dup_onto(fd, target);
-  const int copy = next().dup2.get()(fd, target);
+  const int copy = next::dup2(fd, target);
   core::after_dup(fd, copy);
   return copy;
 }
@@ -344,14 +343,14 @@ TCPTUNE_HOOK int dup3(int fd, int target, int flags) {
   if ((flags & ~O_CLOEXEC) == 0) {  // other flags: EINVAL, nothing closed
     core::before_dup_onto(fd, target);
   }
-  const int copy = next().dup3.get()(fd, target, flags);
+  const int copy = next::dup3(fd, target, flags);
   core::after_dup(fd, copy);
   return copy;
 }
 
 namespace {
-int fcntl_with(core::NextSymbol<core::FcntlFn>& real, int fd, int cmd, unsigned long argument) {
-  const int result = real.get()(fd, cmd, argument);
+// The descriptor F_DUPFD and F_DUPFD_CLOEXEC made is a copy of fd.
+int after_fcntl(int fd, int cmd, int result) {
   if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
     core::after_dup(fd, result);
   }
@@ -366,7 +365,7 @@ TCPTUNE_HOOK int fcntl(int fd, int cmd, ...) {
   va_start(args, cmd);
   const unsigned long argument = va_arg(args, unsigned long);
   va_end(args);
-  return fcntl_with(next().fcntl, fd, cmd, argument);
+  return after_fcntl(fd, cmd, next::fcntl(fd, cmd, argument));
 }
 
 TCPTUNE_HOOK int fcntl64(int fd, int cmd, ...) {
@@ -374,13 +373,13 @@ TCPTUNE_HOOK int fcntl64(int fd, int cmd, ...) {
   va_start(args, cmd);
   const unsigned long argument = va_arg(args, unsigned long);
   va_end(args);
-  return fcntl_with(next().fcntl64, fd, cmd, argument);
+  return after_fcntl(fd, cmd, next::fcntl64(fd, cmd, argument));
 }
 
 // The app's handlers run behind the shim's trampoline, so hooks know when they are called
 // from inside one (signal_context.hpp).
 TCPTUNE_HOOK int sigaction(int signal_number, const struct sigaction* act, struct sigaction* old) {
-  return core::app_sigaction(next().sigaction.get(), signal_number, act, old);
+  return core::app_sigaction(signal_number, act, old);
 }
 
 // glibc's signal(): BSD semantics (the signal blocked while its handler runs, SA_RESTART).
@@ -393,7 +392,7 @@ TCPTUNE_HOOK sighandler_t signal(int signal_number, sighandler_t handler) {
   }
   act.sa_flags = SA_RESTART;
   struct sigaction old {};
-  if (core::app_sigaction(next().sigaction.get(), signal_number, &act, &old) != 0) {
+  if (core::app_sigaction(signal_number, &act, &old) != 0) {
     return SIG_ERR;
   }
   return old.sa_handler;
@@ -404,17 +403,17 @@ TCPTUNE_HOOK sighandler_t signal(int signal_number, sighandler_t handler) {
 TCPTUNE_HOOK int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                              const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
   core::keep_warm_after_fork_in_parent();
-  return next().posix_spawn.get()(pid, path, actions, attributes, argv, envp);
+  return next::posix_spawn(pid, path, actions, attributes, argv, envp);
 }
 
 TCPTUNE_HOOK int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
                               const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
   core::keep_warm_after_fork_in_parent();
-  return next().posix_spawnp.get()(pid, file, actions, attributes, argv, envp);
+  return next::posix_spawnp(pid, file, actions, attributes, argv, envp);
 }
 
 TCPTUNE_HOOK FILE* fdopen(int fd, const char* mode) {
-  FILE* stream = next().fdopen.get()(fd, mode);
+  FILE* stream = next::fdopen(fd, mode);
   if (stream != nullptr) {
     const core::ErrnoSaver saver;
     core::after_fdopen(fd);
@@ -430,5 +429,5 @@ TCPTUNE_HOOK int fclose(FILE* stream) {
       (void)core::before_close(fd);  // a FILE is never the shim's log
     }
   }
-  return next().fclose.get()(stream);
+  return next::fclose(stream);
 }

@@ -46,7 +46,7 @@ SendOutcome send_payload(int fd, const std::string& payload) noexcept {
   std::size_t sent = 0;
   int polls = 0;
   while (sent < payload.size()) {
-    const ssize_t n = next().send.get()(fd, payload.data() + sent, payload.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    const ssize_t n = next::send(fd, payload.data() + sent, payload.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n > 0) {
       sent += static_cast<std::size_t>(n);
       continue;

@@ -132,83 +132,19 @@ int unresolved_sigaction(int /*signal_number*/, const struct sigaction* /*act*/,
 
 }  // namespace
 
-NextSymbols& next() noexcept {
+NextSymbols& next_symbols() noexcept {
   // constinit: usable from the first hook, before any constructor has run.
   static constinit NextSymbols symbols{
-      {"socket", raw_socket},
-      {"connect", raw_connect},
-      {"listen", raw_listen},
-      {"accept", raw_accept},
-      {"accept4", raw_accept4},
-      {"setsockopt", raw_setsockopt},
-      {"getsockopt", raw_getsockopt},
-      {"write", raw_write},
-      {"send", raw_send},
-      {"sendto", raw_sendto},
-      {"sendmsg", raw_sendmsg},
-      {"sendmmsg", raw_sendmmsg},
-      {"writev", raw_writev},
-      {"sendfile", raw_sendfile},
-      {"sendfile64", raw_sendfile},
-      {"splice", raw_splice},
-      {"read", raw_read},
-      {"recv", raw_recv},
-      {"recvfrom", raw_recvfrom},
-      {"recvmsg", raw_recvmsg},
-      {"readv", raw_readv},
-      {"close", raw_close},
-      {"close_range", raw_close_range},
-      {"closefrom", raw_closefrom},
-      {"dup", raw_dup},
-      {"dup2", raw_dup2},
-      {"dup3", raw_dup3},
-      {"fcntl", raw_fcntl},
-      {"fcntl64", raw_fcntl},
-      {"fclose", unresolved_fclose},
-      {"fdopen", unresolved_fdopen},
-      {"sigaction", unresolved_sigaction},
-      {"posix_spawn", unresolved_posix_spawn},
-      {"posix_spawnp", unresolved_posix_spawn},
+#define TCPTUNE_HOOK_NEXT(name, fallback) {#name, fallback},
+#include "hook_table.def"
   };
   return symbols;
 }
 
 void resolve_all_next_symbols() noexcept {
-  NextSymbols& s = next();
-  s.socket.resolve();
-  s.connect.resolve();
-  s.listen.resolve();
-  s.accept.resolve();
-  s.accept4.resolve();
-  s.setsockopt.resolve();
-  s.getsockopt.resolve();
-  s.write.resolve();
-  s.send.resolve();
-  s.sendto.resolve();
-  s.sendmsg.resolve();
-  s.sendmmsg.resolve();
-  s.writev.resolve();
-  s.sendfile.resolve();
-  s.sendfile64.resolve();
-  s.splice.resolve();
-  s.read.resolve();
-  s.recv.resolve();
-  s.recvfrom.resolve();
-  s.recvmsg.resolve();
-  s.readv.resolve();
-  s.close.resolve();
-  s.close_range.resolve();
-  s.closefrom.resolve();
-  s.dup.resolve();
-  s.dup2.resolve();
-  s.dup3.resolve();
-  s.fcntl.resolve();
-  s.fcntl64.resolve();
-  s.fclose.resolve();
-  s.fdopen.resolve();
-  s.sigaction.resolve();
-  s.posix_spawn.resolve();
-  s.posix_spawnp.resolve();
+  NextSymbols& symbols = next_symbols();
+#define TCPTUNE_HOOK_NEXT(name, fallback) symbols.name.resolve();
+#include "hook_table.def"
 }
 
 }  // namespace tcptune::shim

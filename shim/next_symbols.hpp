@@ -5,11 +5,14 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -45,87 +48,66 @@ class NextSymbol {
   std::atomic<Fn*> fn_{nullptr};
 };
 
-using SocketFn = int(int, int, int);
-using ConnectFn = int(int, const sockaddr*, socklen_t);
-using ListenFn = int(int, int);
-using AcceptFn = int(int, sockaddr*, socklen_t*);
-using Accept4Fn = int(int, sockaddr*, socklen_t*, int);
-using SetsockoptFn = int(int, int, int, const void*, socklen_t);
-using GetsockoptFn = int(int, int, int, void*, socklen_t*);
-using WriteFn = ssize_t(int, const void*, size_t);
-using SendFn = ssize_t(int, const void*, size_t, int);
-using SendtoFn = ssize_t(int, const void*, size_t, int, const sockaddr*, socklen_t);
-using SendmsgFn = ssize_t(int, const msghdr*, int);
-using SendmmsgFn = int(int, mmsghdr*, unsigned int, int);
-using WritevFn = ssize_t(int, const iovec*, int);
-using SendfileFn = ssize_t(int, int, off_t*, size_t);
-using SpliceFn = ssize_t(int, loff_t*, int, loff_t*, size_t, unsigned int);
-using ReadFn = ssize_t(int, void*, size_t);
-using RecvFn = ssize_t(int, void*, size_t, int);
-using RecvfromFn = ssize_t(int, void*, size_t, int, sockaddr*, socklen_t*);
-using RecvmsgFn = ssize_t(int, msghdr*, int);
-using ReadvFn = ssize_t(int, const iovec*, int);
-using CloseFn = int(int);
-using CloseRangeFn = int(unsigned int, unsigned int, int);
-using ClosefromFn = void(int);
-using DupFn = int(int);
-using Dup2Fn = int(int, int);
-using Dup3Fn = int(int, int, int);
-using FcntlFn = int(int, int, ...);
-using FcloseFn = int(FILE*);
-using FdopenFn = FILE*(int, const char*);
-using SigactionFn = int(int, const struct sigaction*, struct sigaction*);
-using PosixSpawnFn = int(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
-                         char* const[], char* const[]);
+// libc's prototype of an interposed function without its exception specification (glibc
+// marks the functions that are not cancellation points noexcept): the fallbacks and the call
+// sites use the plain function type.
+template <typename Fn>
+struct PlainFunction {
+  using type = Fn;
+};
+template <typename R, typename... Args>
+struct PlainFunction<R(Args...) noexcept> {
+  using type = R(Args...);
+};
+template <typename R, typename... Args>
+struct PlainFunction<R(Args..., ...) noexcept> {
+  using type = R(Args..., ...);
+};
+template <typename Fn>
+using LibcFunction = typename PlainFunction<Fn>::type;
 
-// One table of every next symbol (defined in next_symbols.cpp).
+// glibc's prototypes carry attributes (access, warn_unused_result) that a function type used
+// as a template argument drops, as it should here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+// The table's macro arguments are names (declared, quoted, qualified): no parentheses.
+// NOLINTBEGIN(bugprone-macro-parentheses)
+
+// The next definition of every function in hook_table.def, a member named after it.
 struct NextSymbols {
-  NextSymbol<SocketFn> socket;
-  NextSymbol<ConnectFn> connect;
-  NextSymbol<ListenFn> listen;
-  NextSymbol<AcceptFn> accept;
-  NextSymbol<Accept4Fn> accept4;
-  NextSymbol<SetsockoptFn> setsockopt;
-  NextSymbol<GetsockoptFn> getsockopt;
-  NextSymbol<WriteFn> write;
-  NextSymbol<SendFn> send;
-  NextSymbol<SendtoFn> sendto;
-  NextSymbol<SendmsgFn> sendmsg;
-  NextSymbol<SendmmsgFn> sendmmsg;
-  NextSymbol<WritevFn> writev;
-  NextSymbol<SendfileFn> sendfile;
-  NextSymbol<SendfileFn> sendfile64;
-  NextSymbol<SpliceFn> splice;
-  NextSymbol<ReadFn> read;
-  NextSymbol<RecvFn> recv;
-  NextSymbol<RecvfromFn> recvfrom;
-  NextSymbol<RecvmsgFn> recvmsg;
-  NextSymbol<ReadvFn> readv;
-  NextSymbol<CloseFn> close;
-  NextSymbol<CloseRangeFn> close_range;
-  NextSymbol<ClosefromFn> closefrom;
-  NextSymbol<DupFn> dup;
-  NextSymbol<Dup2Fn> dup2;
-  NextSymbol<Dup3Fn> dup3;
-  NextSymbol<FcntlFn> fcntl;
-  NextSymbol<FcntlFn> fcntl64;
-  NextSymbol<FcloseFn> fclose;
-  NextSymbol<FdopenFn> fdopen;
-  NextSymbol<SigactionFn> sigaction;
-  NextSymbol<PosixSpawnFn> posix_spawn;
-  NextSymbol<PosixSpawnFn> posix_spawnp;
+#define TCPTUNE_HOOK_NEXT(name, fallback) NextSymbol<LibcFunction<decltype(::name)>> name;
+#include "hook_table.def"
 };
 
-NextSymbols& next() noexcept;
+NextSymbols& next_symbols() noexcept;
 void resolve_all_next_symbols() noexcept;
 
-// Shorthands the core uses for its own socket calls, so that other interposers later in the
-// chain see them too.
-inline int next_setsockopt(int fd, int level, int name, const void* value, socklen_t len) noexcept {
-  return next().setsockopt.get()(fd, level, name, value, len);
-}
-inline int next_getsockopt(int fd, int level, int name, void* value, socklen_t* len) noexcept {
-  return next().getsockopt.get()(fd, level, name, value, len);
-}
+// A call of one next definition with libc's own parameter types, so arguments convert at the
+// call site as in a call of the libc function.
+template <typename Fn, NextSymbol<Fn> NextSymbols::*symbol>
+struct NextCall;
+template <typename R, typename... Args, NextSymbol<R(Args...)> NextSymbols::*symbol>
+struct NextCall<R(Args...), symbol> {
+  R operator()(Args... args) const { return (next_symbols().*symbol).get()(args...); }
+};
+// A variadic function (fcntl): the trailing arguments are passed on as they are given.
+template <typename R, typename... Args, NextSymbol<R(Args..., ...)> NextSymbols::*symbol>
+struct NextCall<R(Args..., ...), symbol> {
+  template <typename... Rest>
+  R operator()(Args... args, Rest... rest) const {
+    return (next_symbols().*symbol).get()(args..., rest...);
+  }
+};
+
+// next::write(fd, buf, n) calls the next definition of write(): what the hooks forward to, and
+// what the core uses for its own calls, so that other interposers later in the chain see them.
+namespace next {
+#define TCPTUNE_HOOK_NEXT(name, fallback) \
+  inline constexpr NextCall<LibcFunction<decltype(::name)>, &NextSymbols::name> name{};
+#include "hook_table.def"
+}  // namespace next
+
+// NOLINTEND(bugprone-macro-parentheses)
+#pragma GCC diagnostic pop
 
 }  // namespace tcptune::shim

@@ -28,7 +28,7 @@ std::string effective_int(int fd, int level, int name) {
 
 // setsockopt with an int; empty string on success, the reason otherwise.
 std::string set_int(int fd, int level, int name, int value) {
-  if (next_setsockopt(fd, level, name, &value, sizeof value) == 0) {
+  if (next::setsockopt(fd, level, name, &value, sizeof value) == 0) {
     return {};
   }
   // strerror's text without its buffer, which the app's threads may be using too.
@@ -177,8 +177,8 @@ class Applier {
       return;
     }
     std::string note;
-    if (next_setsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, algorithm.data(), static_cast<socklen_t>(algorithm.size())) !=
-        0) {
+    if (next::setsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, algorithm.data(),
+                         static_cast<socklen_t>(algorithm.size())) != 0) {
       const int error = errno;
       const std::string current = get_congestion(fd_);
       if (error == EPERM) {

@@ -117,18 +117,18 @@ std::string write_file_atomically(const std::string& path, const std::string& te
   }
   std::size_t done = 0;
   while (done < text.size()) {
-    const ssize_t written = next().write.get()(fd, text.data() + done, text.size() - done);
+    const ssize_t written = next::write(fd, text.data() + done, text.size() - done);
     if (written <= 0) {
       if (written < 0 && errno == EINTR) {
         continue;
       }
-      next().close.get()(fd);
+      next::close(fd);
       (void)::unlink(temporary.c_str());
       return "cannot write " + temporary + ": " + std::generic_category().message(errno);
     }
     done += static_cast<std::size_t>(written);
   }
-  next().close.get()(fd);
+  next::close(fd);
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     (void)::unlink(temporary.c_str());
     return "cannot rename " + temporary + " to " + path + ": " + std::generic_category().message(errno);

@@ -54,7 +54,7 @@ void rotate_log() {
   const int fd = open_log_fd(*g_log_path, error);
   if (fd >= 0) {
     const int previous = g_log_fd.exchange(fd, std::memory_order_acq_rel);
-    next().close.get()(previous);
+    next::close(previous);
   }
   g_log_bytes = 0;  // on failure the old descriptor keeps writing to path.1
 }
@@ -68,7 +68,7 @@ class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex
     const char* data = line.data();
     std::size_t left = line.size();
     while (left > 0) {
-      const ssize_t written = next().write.get()(g_log_fd.load(std::memory_order_relaxed), data, left);
+      const ssize_t written = next::write(g_log_fd.load(std::memory_order_relaxed), data, left);
       if (written <= 0) {
         if (written < 0 && errno == EINTR) {
           continue;
@@ -140,7 +140,7 @@ int open_log_fd(const std::string& path, std::string& error) {
   if (!stated || !S_ISREG(info.st_mode)) {
     error = "cannot open log file " + path + ": " +
             (stated ? config::not_a_regular_file(info.st_mode) : std::generic_category().message(errno));
-    next().close.get()(opened);
+    next::close(opened);
     return -1;
   }
   g_log_bytes = static_cast<std::uint64_t>(info.st_size);
@@ -149,11 +149,11 @@ int open_log_fd(const std::string& path, std::string& error) {
   } else {
     *g_log_path = path;
   }
-  const int fd = next().fcntl.get()(opened, F_DUPFD_CLOEXEC, kLogFdFloor);
+  const int fd = next::fcntl(opened, F_DUPFD_CLOEXEC, kLogFdFloor);
   if (fd < 0) {
     return opened;  // a low RLIMIT_NOFILE: keep the number we have
   }
-  next().close.get()(opened);
+  next::close(opened);
   return fd;
 }
 
@@ -207,7 +207,7 @@ std::string switch_log_file(const std::string& path) {
   }
   const int previous = g_log_fd.exchange(fd, std::memory_order_acq_rel);
   if (previous >= 0) {
-    next().close.get()(previous);
+    next::close(previous);
   }
   return {};
 }
@@ -338,10 +338,10 @@ void move_log_fd_away_from(int fd) noexcept {
   if (!(t_in_logger && in_signal_handler())) {
     lock.lock();
   }
-  const int moved = next().fcntl.get()(fd, F_DUPFD_CLOEXEC, fd + 1);
+  const int moved = next::fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
   if (moved >= 0) {
     g_log_fd.store(moved, std::memory_order_release);
-    next().close.get()(fd);
+    next::close(fd);
   }
 }
 

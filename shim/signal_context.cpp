@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "app_memory.hpp"
+#include "next_symbols.hpp"
 
 namespace tcptune::shim {
 
@@ -93,15 +94,15 @@ bool in_signal_handler() noexcept {
   return false;
 }
 
-int app_sigaction(SigactionFn* real, int signal_number, const struct sigaction* act, struct sigaction* old) noexcept {
+int app_sigaction(int signal_number, const struct sigaction* act, struct sigaction* old) noexcept {
   if (signal_number <= 0 || signal_number >= NSIG) {
-    return real(signal_number, act, old);  // the kernel's EINVAL
+    return next::sigaction(signal_number, act, old);  // the kernel's EINVAL
   }
   struct sigaction installed {};
   if (act != nullptr) {
     const std::optional<struct sigaction> requested = read_app_object<struct sigaction>(act);
     if (!requested.has_value()) {
-      return real(signal_number, act, old);  // the kernel's EFAULT
+      return next::sigaction(signal_number, act, old);  // the kernel's EFAULT
     }
     installed = *requested;
   }
@@ -116,7 +117,7 @@ int app_sigaction(SigactionFn* real, int signal_number, const struct sigaction* 
     installed.sa_flags |= SA_SIGINFO;
   }
   struct sigaction replaced {};
-  const int result = real(signal_number, act != nullptr ? &installed : nullptr, &replaced);
+  const int result = next::sigaction(signal_number, act != nullptr ? &installed : nullptr, &replaced);
   if (result != 0) {
     app.flags.store(previous_flags, std::memory_order_relaxed);
     app.handler.store(previous_handler, std::memory_order_release);

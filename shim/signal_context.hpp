@@ -10,16 +10,14 @@
 
 #include <signal.h>
 
-#include "next_symbols.hpp"
-
 namespace tcptune::shim {
 
 [[nodiscard]] bool in_signal_handler() noexcept;
 
-// sigaction() as the app sees it: `act`'s handler is installed behind the trampoline and
-// `old` reports the app's own handler, never the trampoline. Pointers are read and written
-// as the kernel would (a bad one gives EFAULT).
-int app_sigaction(SigactionFn* real, int signal_number, const struct sigaction* act, struct sigaction* old) noexcept;
+// sigaction() as the app sees it, through the next sigaction(): `act`'s handler is installed
+// behind the trampoline and `old` reports the app's own handler, never the trampoline.
+// Pointers are read and written as the kernel would (a bad one gives EFAULT).
+int app_sigaction(int signal_number, const struct sigaction* act, struct sigaction* old) noexcept;
 
 // Sockets the app set up from inside its signal handlers, left untuned (for the summary).
 [[nodiscard]] unsigned long untuned_in_signal_handlers() noexcept;

@@ -428,9 +428,9 @@ void push_held_tail(int fd) noexcept {
   const SocketSlot* slot = fd_table().find(fd);
   const int on = 1;
   const int off = 0;
-  if (slot != nullptr && next().setsockopt.get()(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) == 0 &&
+  if (slot != nullptr && next::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) == 0 &&
       slot->keep_warm_gate.nagle()) {
-    next().setsockopt.get()(fd, IPPROTO_TCP, TCP_NODELAY, &off, sizeof off);
+    next::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &off, sizeof off);
   }
 }
 
@@ -496,7 +496,7 @@ void after_read(SocketSlot& slot, int fd, ssize_t result) noexcept {
   if (result > 0 && slot.has_flag(flag_quickack)) {
     const ErrnoSaver saver;
     const int one = 1;
-    next_setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+    next::setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
   }
 }
 
@@ -517,7 +517,7 @@ int shim_fd_in_range(unsigned int first, unsigned int last) noexcept {
 
 void before_dup_onto(int from, int target) noexcept {
   const ErrnoSaver saver;
-  if (from == target || next().fcntl.get()(from, F_GETFD, 0) < 0) {
+  if (from == target || next::fcntl(from, F_GETFD, 0) < 0) {
     return;  // dup2 of a descriptor onto itself, or EBADF/EINVAL: nothing is closed
   }
   move_log_fd_away_from(target);

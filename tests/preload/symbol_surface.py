@@ -2,16 +2,21 @@
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 from testlib import Checks, parse_args, SKIP
 
-EXPECTED = set("""
-socket connect listen accept accept4 setsockopt getsockopt
-write send sendto sendmsg sendmmsg writev sendfile sendfile64 splice
-read recv recvfrom recvmsg readv
-close close_range closefrom dup dup2 dup3 fcntl fcntl64 fclose fdopen
-sigaction signal posix_spawn posix_spawnp
-""".split())
+
+def hook_table(source_dir):
+    """The hooks named in shim/hook_table.def, the list the version script is written from."""
+    text = Path(source_dir, "shim", "hook_table.def").read_text()
+    return set(re.findall(r"^TCPTUNE_HOOK_(?:NEXT|VIA)\(([a-z0-9_]+)", text, re.MULTILINE))
+
+
+def hook_definitions(source_dir):
+    """The functions hooks.cpp defines for export."""
+    text = Path(source_dir, "shim", "hooks.cpp").read_text()
+    return set(re.findall(r"^TCPTUNE_HOOK [^(]*?\b([a-z0-9_]+)\(", text, re.MULTILINE))
 
 
 def main():
@@ -20,6 +25,12 @@ def main():
         print("skipped: nm or ldd missing")
         raise SystemExit(SKIP)
     checks = Checks()
+    expected = hook_table(args.source_dir)
+    checks.check(len(expected) > 30, f"the hook table names the hooks ({len(expected)} found)")
+    defined = hook_definitions(args.source_dir)
+    checks.check(defined == expected,
+                 f"hooks.cpp defines exactly the hooks in the table (not in the table: {sorted(defined - expected)}, "
+                 f"not defined: {sorted(expected - defined)})")
     nm = subprocess.run(["nm", "-D", "--defined-only", args.shim], capture_output=True, text=True, check=True)
     exported = set()
     for line in nm.stdout.splitlines():
@@ -27,9 +38,9 @@ def main():
         if len(parts) == 3 and parts[1] in "TtWwiDdBbVvRr":
             exported.add(parts[2].split("@")[0])
     exported -= {"_init", "_fini", "_edata", "_end", "__bss_start"}
-    checks.check(exported == EXPECTED,
-                 f"exported symbols are exactly the hooks (extra: {sorted(exported - EXPECTED)}, "
-                 f"missing: {sorted(EXPECTED - exported)})")
+    checks.check(exported == expected,
+                 f"exported symbols are exactly the hooks (extra: {sorted(exported - expected)}, "
+                 f"missing: {sorted(expected - exported)})")
     cxx = [s for s in exported if s.startswith("_Z") or re.search("spdlog|fmt|toml", s)]
     checks.check(not cxx, f"no C++ or library symbols exported ({cxx[:5]})")
 
