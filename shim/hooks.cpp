@@ -11,9 +11,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-#include "app_memory.hpp"
 #include "errno_saver.hpp"
-#include "idle_restart.hpp"
 #include "keep_warm.hpp"
 #include "next_symbols.hpp"
 #include "process_runtime.hpp"
@@ -22,7 +20,6 @@
 #include "telemetry_worker.hpp"
 
 namespace next = tcptune::shim::next;
-using tcptune::shim::SocketSlot;
 namespace core = tcptune::shim;
 
 #define TCPTUNE_HOOK extern "C" __attribute__((visibility("default")))
@@ -38,74 +35,6 @@ namespace {
 // Runs at exit (after the program's atexit handlers), wherever exit() was called from.
 [[gnu::destructor]] void unload_shim() {
   core::flush_telemetry_at_exit();
-}
-
-// Timing and counting around one write-family call on a tracked TCP socket. `offered(result)`
-// (the bytes the call was given) is only worked out for a measured or kept-warm socket, after
-// the call: see iov_bytes_after.
-template <typename Offered, typename Call>
-auto measured_write(int fd, SocketSlot& slot, Offered offered, Call call) -> decltype(call()) {
-  if (!slot.has_flag(tcptune::shim::flag_measured)) {
-    return call();
-  }
-  const core::WriteStart start = core::begin_measured_write(slot);
-  const core::IdleCheck idle = core::check_idle_before_write(fd, slot, start.ns);
-  const auto result = call();
-  const auto written = static_cast<ssize_t>(result);
-  const std::size_t bytes = offered(written);
-  core::after_measured_write(fd, slot, start, written, bytes);
-  if (idle.armed) [[unlikely]] {
-    core::report_idle_restart(fd, slot, idle, written, bytes);
-  }
-  return result;
-}
-
-// A write-family call on a tracked TCP socket; `flags` are the send flags (MSG_MORE says the
-// app's message goes on in a later call).
-// `short_is_whole`: the call moves what its source holds (splice, sendfile), see gated_write.
-template <typename Offered, typename Call>
-auto tcp_write(int fd, SocketSlot& slot, Offered offered, Call call, int flags, bool short_is_whole = false)
-    -> decltype(call()) {
-  core::before_write(slot, fd);
-  if (slot.has_flag(tcptune::shim::flag_keep_warm)) [[unlikely]] {
-    return core::gated_write(fd, slot, offered, (flags & MSG_MORE) != 0, short_is_whole,
-                             [&] { return measured_write(fd, slot, offered, call); });
-  }
-  return measured_write(fd, slot, offered, call);
-}
-
-template <typename Offered, typename Call>
-auto tracked_write(int fd, Offered offered, Call call, int flags = 0, bool short_is_whole = false) -> decltype(call()) {
-  SocketSlot* slot = core::tcp_slot_for_io(fd);
-  if (slot == nullptr) [[likely]] {
-    return call();
-  }
-  return tcp_write(fd, *slot, offered, call, flags, short_is_whole);
-}
-
-std::size_t iov_bytes(const iovec* iov, std::size_t count) {
-  std::size_t total = 0;
-  for (std::size_t i = 0; iov != nullptr && i < count; ++i) {
-    total += iov[i].iov_len;
-  }
-  return total;
-}
-
-// The bytes an iovec-based call was offered, read only once the kernel has accepted the call:
-// it has then read these iovecs itself, so they are the app's valid memory. A failed call may
-// have been given bad pointers, which the kernel answered with EFAULT: they are not touched.
-std::size_t iov_bytes_after(ssize_t result, const iovec* iov, std::size_t count) {
-  return result >= 0 ? iov_bytes(iov, count) : 0;
-}
-
-template <typename Call>
-ssize_t tracked_read(int fd, Call call) {
-  const ssize_t result = call();
-  SocketSlot* slot = core::fd_table().find(fd);
-  if (slot != nullptr && slot->is_tcp()) {
-    core::after_read(*slot, fd, result);
-  }
-  return result;
 }
 
 }  // namespace
@@ -163,89 +92,42 @@ TCPTUNE_HOOK int getsockopt(int fd, int level, int name, void* value, socklen_t*
 }
 
 TCPTUNE_HOOK ssize_t write(int fd, const void* buf, size_t count) {
-  return tracked_write(
+  return core::tracked_write(
       fd, [&](ssize_t) { return count; }, [&] { return next::write(fd, buf, count); });
 }
 
 TCPTUNE_HOOK ssize_t send(int fd, const void* buf, size_t count, int flags) {
-  return tracked_write(
+  return core::tracked_write(
       fd, [&](ssize_t) { return count; }, [&] { return next::send(fd, buf, count, flags); }, flags);
 }
 
 TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, const sockaddr* addr, socklen_t len) {
-  if ((flags & MSG_FASTOPEN) != 0 && addr != nullptr) {
-    core::before_connect(fd, addr, len);  // TCP Fast Open: this call sends the SYN
-  }
-  return tracked_write(
-      fd, [&](ssize_t) { return count; }, [&] { return next::sendto(fd, buf, count, flags, addr, len); }, flags);
+  return core::tracked_sendto(fd, count, flags, addr, len,
+                              [&] { return next::sendto(fd, buf, count, flags, addr, len); });
 }
 
 TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {
-  if ((flags & MSG_FASTOPEN) != 0) {
-    // Before the call, so the app's header is read without trusting it.
-    if (const std::optional<msghdr> header = core::read_app_object<msghdr>(message);
-        header.has_value() && header->msg_name != nullptr) {
-      core::before_connect(fd, static_cast<const sockaddr*>(header->msg_name), header->msg_namelen);
-    }
-  }
-  const auto offered = [&](ssize_t result) {
-    return result >= 0 ? iov_bytes(message->msg_iov, message->msg_iovlen) : std::size_t{0};
-  };
-  const ssize_t result = tracked_write(
-      fd, offered, [&] { return next::sendmsg(fd, message, flags); }, flags);
-  if (result >= 0 && message->msg_controllen != 0) {  // accepted: the kernel read `message`
-    const core::ErrnoSaver saver;
-    core::after_rights_sent(*message);
-  }
-  return result;
+  return core::tracked_sendmsg(fd, message, flags, [&] { return next::sendmsg(fd, message, flags); });
 }
 
 TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int flags) {
-  SocketSlot* slot = core::tcp_slot_for_io(fd);
-  if (slot == nullptr) [[likely]] {
-    return next::sendmmsg(fd, messages, count, flags);
-  }
-  if (!slot->has_flag(tcptune::shim::flag_measured) && !slot->has_flag(tcptune::shim::flag_keep_warm)) {
-    core::before_write(*slot, fd);
-    return next::sendmmsg(fd, messages, count, flags);
-  }
-  // Measured and gated as one write of all its messages, its result counted in bytes, offered
-  // counted over the messages the kernel took (and so read): a later one may be bad memory.
-  int sent = 0;
-  const auto offered = [&](ssize_t /*bytes*/) {
-    std::size_t total = 0;
-    for (int i = 0; i < sent; ++i) {
-      total += iov_bytes(messages[i].msg_hdr.msg_iov, messages[i].msg_hdr.msg_iovlen);
-    }
-    return total;
-  };
-  tcp_write(
-      fd, *slot, offered,
-      [&]() -> ssize_t {
-        sent = next::sendmmsg(fd, messages, count, flags);
-        std::size_t bytes = 0;
-        for (int i = 0; messages != nullptr && i < sent; ++i) {
-          bytes += messages[i].msg_len;
-        }
-        return sent < 0 ? -1 : static_cast<ssize_t>(bytes);
-      },
-      flags);
-  return sent;
+  return core::tracked_sendmmsg(fd, messages, flags, [&] { return next::sendmmsg(fd, messages, count, flags); });
 }
 
 TCPTUNE_HOOK ssize_t writev(int fd, const iovec* iov, int count) {
-  const auto offered = [&](ssize_t result) { return iov_bytes_after(result, iov, static_cast<std::size_t>(count)); };
-  return tracked_write(fd, offered, [&] { return next::writev(fd, iov, count); });
+  return core::tracked_write(
+      fd, [&](ssize_t result) { return core::iov_bytes_after(result, iov, static_cast<std::size_t>(count)); },
+      [&] { return next::writev(fd, iov, count); });
 }
 
 TCPTUNE_HOOK ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
-  return tracked_write(
+  return core::tracked_write(
       out_fd, [&](ssize_t) { return count; }, [&] { return next::sendfile(out_fd, in_fd, offset, count); }, 0,
       /*short_is_whole=*/true);
 }
 
 TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t count) {
-  return tracked_write(
+  return core::tracked_write(
       out_fd, [&](ssize_t) { return count; }, [&] { return next::sendfile64(out_fd, in_fd, offset, count); }, 0,
       /*short_is_whole=*/true);
 }
@@ -253,35 +135,30 @@ TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t cou
 // Into a socket, splice is a write; SPLICE_F_MORE says the message goes on, as MSG_MORE does.
 TCPTUNE_HOOK ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* out_offset, size_t count,
                             unsigned int flags) {
-  return tracked_write(
+  return core::tracked_write(
       out_fd, [&](ssize_t) { return count; },
       [&] { return next::splice(in_fd, in_offset, out_fd, out_offset, count, flags); },
       (flags & SPLICE_F_MORE) != 0 ? MSG_MORE : 0, /*short_is_whole=*/true);
 }
 
 TCPTUNE_HOOK ssize_t read(int fd, void* buf, size_t count) {
-  return tracked_read(fd, [&] { return next::read(fd, buf, count); });
+  return core::tracked_read(fd, [&] { return next::read(fd, buf, count); });
 }
 
 TCPTUNE_HOOK ssize_t recv(int fd, void* buf, size_t count, int flags) {
-  return tracked_read(fd, [&] { return next::recv(fd, buf, count, flags); });
+  return core::tracked_read(fd, [&] { return next::recv(fd, buf, count, flags); });
 }
 
 TCPTUNE_HOOK ssize_t recvfrom(int fd, void* buf, size_t count, int flags, sockaddr* addr, socklen_t* len) {
-  return tracked_read(fd, [&] { return next::recvfrom(fd, buf, count, flags, addr, len); });
+  return core::tracked_read(fd, [&] { return next::recvfrom(fd, buf, count, flags, addr, len); });
 }
 
 TCPTUNE_HOOK ssize_t recvmsg(int fd, msghdr* message, int flags) {
-  const ssize_t result = tracked_read(fd, [&] { return next::recvmsg(fd, message, flags); });
-  if (result >= 0 && message->msg_controllen != 0) {  // filled in by the kernel
-    const core::ErrnoSaver saver;
-    core::after_rights_received(*message);
-  }
-  return result;
+  return core::tracked_recvmsg(fd, message, [&] { return next::recvmsg(fd, message, flags); });
 }
 
 TCPTUNE_HOOK ssize_t readv(int fd, const iovec* iov, int count) {
-  return tracked_read(fd, [&] { return next::readv(fd, iov, count); });
+  return core::tracked_read(fd, [&] { return next::readv(fd, iov, count); });
 }
 
 TCPTUNE_HOOK int close(int fd) {

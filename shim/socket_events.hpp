@@ -1,15 +1,22 @@
 // The core behind the hooks: what happens to a socket's state and options at each call.
-// Hooks (hooks.cpp) stay thin: they call these around the next symbol. Every function here
+// Hooks (hooks.cpp) stay thin: they call these around the next symbol, the write and read
+// hooks one of the tracked_* paths at the end of this file. Every function here
 // preserves errno and tolerates fds the shim has never seen.
 #pragma once
 
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 
+#include "app_memory.hpp"
+#include "errno_saver.hpp"
 #include "fd_table.hpp"
+#include "idle_restart.hpp"
 #include "monotonic_clock.hpp"
 #include "socket_slot.hpp"
 #include "telemetry_worker.hpp"
@@ -145,10 +152,159 @@ auto gated_write(int fd, SocketSlot& slot, Offered offered, bool more, bool shor
   slot.keep_warm_gate.enter_write();
   const auto result = call();
   const bool accepted_all =
-      result >= 0 &&
-      (short_is_whole || static_cast<std::size_t>(result) >= offered(static_cast<ssize_t>(result))) && !more;
+      result >= 0 && (short_is_whole || static_cast<std::size_t>(result) >= offered(static_cast<ssize_t>(result))) &&
+      !more;
   if (slot.keep_warm_gate.leave_write(accepted_all, result > 0 && !accepted_all, result > 0)) [[unlikely]] {
     push_held_tail(fd);
+  }
+  return result;
+}
+
+// The write and read families' path through the core: each hook is one call of these, around
+// its next definition (`call`, which returns what the hook returns). `offered(result)` is
+// the bytes the call was given, asked only for a measured or kept-warm socket, after the call
+// (see iov_bytes_after); `flags` are the send flags (MSG_MORE says the app's message goes on in
+// a later call); `short_is_whole` as for gated_write.
+
+// Timing and counting around one write-family call on a tracked TCP socket.
+template <typename Offered, typename Call>
+auto measured_write(int fd, SocketSlot& slot, Offered offered, Call call) -> decltype(call()) {
+  if (!slot.has_flag(flag_measured)) {
+    return call();
+  }
+  const WriteStart start = begin_measured_write(slot);
+  const IdleCheck idle = check_idle_before_write(fd, slot, start.ns);
+  const auto result = call();
+  const auto written = static_cast<ssize_t>(result);
+  const std::size_t bytes = offered(written);
+  after_measured_write(fd, slot, start, written, bytes);
+  if (idle.armed) [[unlikely]] {
+    report_idle_restart(fd, slot, idle, written, bytes);
+  }
+  return result;
+}
+
+// A write-family call on a tracked TCP socket.
+template <typename Offered, typename Call>
+auto tcp_write(int fd, SocketSlot& slot, Offered offered, Call call, int flags, bool short_is_whole = false)
+    -> decltype(call()) {
+  before_write(slot, fd);
+  if (slot.has_flag(flag_keep_warm)) [[unlikely]] {
+    return gated_write(fd, slot, offered, (flags & MSG_MORE) != 0, short_is_whole,
+                       [&] { return measured_write(fd, slot, offered, call); });
+  }
+  return measured_write(fd, slot, offered, call);
+}
+
+// A write-family call on any descriptor: write, send, writev, sendfile, splice.
+template <typename Offered, typename Call>
+auto tracked_write(int fd, Offered offered, Call call, int flags = 0, bool short_is_whole = false) -> decltype(call()) {
+  SocketSlot* slot = tcp_slot_for_io(fd);
+  if (slot == nullptr) [[likely]] {
+    return call();
+  }
+  return tcp_write(fd, *slot, offered, call, flags, short_is_whole);
+}
+
+inline std::size_t iov_bytes(const iovec* iov, std::size_t count) noexcept {
+  std::size_t total = 0;
+  for (std::size_t i = 0; iov != nullptr && i < count; ++i) {
+    total += iov[i].iov_len;
+  }
+  return total;
+}
+
+// The bytes an iovec-based call was offered, read only once the kernel has accepted the call:
+// it has then read these iovecs itself, so they are the app's valid memory. A failed call may
+// have been given bad pointers, which the kernel answered with EFAULT: they are not touched.
+inline std::size_t iov_bytes_after(ssize_t result, const iovec* iov, std::size_t count) noexcept {
+  return result >= 0 ? iov_bytes(iov, count) : 0;
+}
+
+// sendto: with MSG_FASTOPEN and an address, the call also connects (it sends the SYN).
+template <typename Call>
+ssize_t tracked_sendto(int fd, std::size_t count, int flags, const sockaddr* addr, socklen_t len, Call call) {
+  if ((flags & MSG_FASTOPEN) != 0 && addr != nullptr) {
+    before_connect(fd, addr, len);
+  }
+  return tracked_write(
+      fd, [&](ssize_t) { return count; }, call, flags);
+}
+
+// sendmsg: it may connect (MSG_FASTOPEN) and pass descriptors (SCM_RIGHTS) as well.
+template <typename Call>
+ssize_t tracked_sendmsg(int fd, const msghdr* message, int flags, Call call) {
+  if ((flags & MSG_FASTOPEN) != 0) {
+    // Before the call, so the app's header is read without trusting it.
+    if (const std::optional<msghdr> header = read_app_object<msghdr>(message);
+        header.has_value() && header->msg_name != nullptr) {
+      before_connect(fd, static_cast<const sockaddr*>(header->msg_name), header->msg_namelen);
+    }
+  }
+  const auto offered = [&](ssize_t result) {
+    return result >= 0 ? iov_bytes(message->msg_iov, message->msg_iovlen) : std::size_t{0};
+  };
+  const ssize_t result = tracked_write(fd, offered, call, flags);
+  if (result >= 0 && message->msg_controllen != 0) {  // accepted: the kernel read `message`
+    const ErrnoSaver saver;
+    after_rights_sent(*message);
+  }
+  return result;
+}
+
+// sendmmsg: `call` returns the number of messages sent. Measured and gated as one write of all
+// its messages, its result counted in bytes, offered counted over the messages the kernel took
+// (and so read): a later one may be bad memory.
+template <typename Call>
+int tracked_sendmmsg(int fd, const mmsghdr* messages, int flags, Call call) {
+  SocketSlot* slot = tcp_slot_for_io(fd);
+  if (slot == nullptr) [[likely]] {
+    return call();
+  }
+  if (!slot->has_flag(flag_measured) && !slot->has_flag(flag_keep_warm)) {
+    before_write(*slot, fd);
+    return call();
+  }
+  int sent = 0;
+  const auto offered = [&](ssize_t /*bytes*/) {
+    std::size_t total = 0;
+    for (int i = 0; i < sent; ++i) {
+      total += iov_bytes(messages[i].msg_hdr.msg_iov, messages[i].msg_hdr.msg_iovlen);
+    }
+    return total;
+  };
+  tcp_write(
+      fd, *slot, offered,
+      [&]() -> ssize_t {
+        sent = call();
+        std::size_t bytes = 0;
+        for (int i = 0; messages != nullptr && i < sent; ++i) {
+          bytes += messages[i].msg_len;
+        }
+        return sent < 0 ? -1 : static_cast<ssize_t>(bytes);
+      },
+      flags);
+  return sent;
+}
+
+// A read-family call: read, recv, recvfrom, readv.
+template <typename Call>
+ssize_t tracked_read(int fd, Call call) {
+  const ssize_t result = call();
+  SocketSlot* slot = fd_table().find(fd);
+  if (slot != nullptr && slot->is_tcp()) {
+    after_read(*slot, fd, result);
+  }
+  return result;
+}
+
+// recvmsg: it may receive descriptors (SCM_RIGHTS) as well.
+template <typename Call>
+ssize_t tracked_recvmsg(int fd, const msghdr* message, Call call) {
+  const ssize_t result = tracked_read(fd, call);
+  if (result >= 0 && message->msg_controllen != 0) {  // filled in by the kernel
+    const ErrnoSaver saver;
+    after_rights_received(*message);
   }
   return result;
 }

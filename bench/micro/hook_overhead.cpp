@@ -50,7 +50,8 @@ void non_tcp_fd_lookup(benchmark::State& state) {
 }
 BENCHMARK(non_tcp_fd_lookup);
 
-// The body of hooks.cpp's tracked_write around a call that "writes" 100 bytes at once.
+// What socket_events.hpp's tracked_write does around a call that "writes" 100 bytes at once
+// (less its idle-restart check).
 void tracked_write_body(benchmark::State& state, bool measured, bool keep_warm) {
   install_runtime_for_testing(&default_policy(), "bench");
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
