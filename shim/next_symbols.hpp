@@ -1,7 +1,8 @@
-// The next definition of each interposed libc function (dlsym(RTLD_NEXT)), resolved once,
-// lock-free and thread-safe. Resolution is eager in the shim's constructor and lazy when a
-// hook runs first (another library's constructor). A symbol that cannot be resolved falls
-// back to the raw system call, so a hook never recurses into itself.
+// The next definition (dlsym(RTLD_NEXT)) of each interposed libc function, generated from
+// hook_table.def and called as next::name(...); resolved once, lock-free and thread-safe.
+// Resolution is eager in the shim's constructor and lazy when a hook runs first (another
+// library's constructor). A symbol that cannot be resolved falls back to the raw system call,
+// so a hook never recurses into itself.
 #pragma once
 
 #include <dlfcn.h>
