@@ -28,8 +28,9 @@ std::string load_error(const std::string& text) {
   return result.ok() ? "(loaded)" : result.error().to_string();
 }
 
-// The README's "### Keys" table: the first column's `name` of each row, less the [log] ones.
-std::set<std::string> readme_tuning_keys() {
+// The README's "### Keys" table: the first column's `name` of each row; the [log] ones are
+// "[log] name".
+std::set<std::string> readme_keys(bool log_keys) {
   std::ifstream in(std::string(TCPTUNE_SOURCE_DIR) + "/README.md");
   std::string line;
   bool in_keys = false;
@@ -42,7 +43,11 @@ std::set<std::string> readme_tuning_keys() {
     if (in_keys && line.rfind("| `", 0) == 0) {
       const std::size_t end = line.find('`', 3);
       const std::string key = line.substr(3, end - 3);
-      if (key.rfind("[log]", 0) != 0) {
+      if (key.rfind("[log] ", 0) == 0) {
+        if (log_keys) {
+          keys.insert(key.substr(6));
+        }
+      } else if (!log_keys) {
         keys.insert(key);
       }
     }
@@ -60,7 +65,19 @@ TEST(TuningKeys, NamesAreUniqueAndComplete) {
 }
 
 TEST(TuningKeys, ReadmeKeyTableMatchesTheCode) {
-  EXPECT_EQ(readme_tuning_keys(), table_names());
+  EXPECT_EQ(readme_keys(false), table_names());
+}
+
+// Every [log] key the README lists is one the loader knows: a wrong value gets a message about
+// the value, not "unknown key".
+TEST(TuningKeys, ReadmeLogKeysAreKnown) {
+  const std::set<std::string> keys = readme_keys(true);
+  EXPECT_GE(keys.size(), 11U);
+  for (const std::string& key : keys) {
+    const std::string error = load_error("[log]\n" + key + " = {}\n");
+    EXPECT_EQ(error.find("unknown key"), std::string::npos) << key << ": " << error;
+    EXPECT_NE(error, "(loaded)") << key;
+  }
 }
 
 // Every key of the table is accepted in [defaults] and [[rule]]: misspelt by one letter, each is
