@@ -11,6 +11,7 @@
 #include "tcptune/config/host_sysctl.hpp"
 #include "tcptune/config/keep_warm_presets.hpp"
 #include "tcptune/config/policy_loader.hpp"
+#include "tcptune/config/tuning_keys.hpp"
 #include "tcptune/config/units.hpp"
 
 namespace tcptune::cli {
@@ -50,111 +51,13 @@ std::string describe_match(const config::Match& match) {
   return out;
 }
 
-void explain_buffers(const config::BufferSpec& spec, bool override_app) {
-  const config::BufferLimits rcv = config::read_rcvbuf_limits();
-  const config::BufferLimits snd = config::read_sndbuf_limits();
-  const bool cap = config::has_cap_net_admin();
-  auto line = [&](const char* direction, std::optional<std::uint64_t> explicit_size, std::optional<std::uint64_t> bdp,
-                  const config::BufferLimits& limits) {
-    if (explicit_size.has_value()) {
-      std::printf("    %s\n", config::plan_buffer(*explicit_size, true, limits, cap, direction).reason.c_str());
-    } else if (bdp.has_value()) {
-      std::printf("    %s\n", config::plan_buffer(*bdp, false, limits, cap, direction).reason.c_str());
-    }
-  };
-  std::optional<std::uint64_t> bdp;
-  if (spec.bandwidth_bytes_per_s.has_value() && spec.rtt.has_value()) {
-    bdp = config::bdp_target(*spec.bandwidth_bytes_per_s, *spec.rtt);
-    std::printf("  buffers: bandwidth %s x rtt %s = %s (bandwidth-delay product)\n",
-                config::format_rate(*spec.bandwidth_bytes_per_s).c_str(), config::format_duration(*spec.rtt).c_str(),
-                config::format_size(*bdp).c_str());
-  } else if (spec.rtt_auto) {
-    std::printf(
-        "  buffers: bandwidth %s x the RTT measured once connected: the send buffer is sized then; the "
-        "receive buffer stays with autotuning (its window scale is fixed at the SYN)\n",
-        config::format_rate(*spec.bandwidth_bytes_per_s).c_str());
-  } else {
-    std::printf("  buffers:\n");
-  }
-  line("rcvbuf", spec.rcvbuf, spec.rtt_auto ? std::nullopt : bdp, rcv);
-  line("sndbuf", spec.sndbuf, spec.rtt_auto ? std::nullopt : bdp, snd);
-  if (override_app) {
-    std::printf("    the app's own SO_SNDBUF/SO_RCVBUF calls are ignored (override_app_buffers)\n");
-  }
-}
-
-void explain_tuning(const config::Tuning& tuning) {
+// Each key's lines from the table of tuning keys, in its order.
+void explain_tuning(const config::Tuning& tuning, const config::HostOutlook& host) {
   bool any = false;
-  if (tuning.nodelay.has_value()) {
-    any = true;
-    switch (*tuning.nodelay) {
-      case config::NodelayMode::on: std::printf("  nodelay: on (TCP_NODELAY set; the app may turn it off)\n"); break;
-      case config::NodelayMode::force:
-        std::printf(
-            "  nodelay: force (TCP_NODELAY set; the app's TCP_NODELAY=0 and TCP_CORK=1 become logged no-ops)\n");
-        break;
-      case config::NodelayMode::off: std::printf("  nodelay: off (Nagle's algorithm stays on)\n"); break;
-      case config::NodelayMode::keep: std::printf("  nodelay: keep (left to the app)\n"); break;
-    }
-  }
-  if (tuning.buffers.has_value()) {
-    any = true;
-    explain_buffers(*tuning.buffers, tuning.override_app_buffers.value_or(false));
-  } else if (tuning.override_app_buffers.value_or(false)) {
-    any = true;
-    std::printf("  override_app_buffers: the app's own SO_SNDBUF/SO_RCVBUF calls are ignored; autotuning stays on\n");
-  }
-  if (tuning.congestion.has_value()) {
-    any = true;
-    std::printf("  congestion: %s\n", congestion_outlook(*tuning.congestion, config::has_cap_net_admin()).c_str());
-  }
-  if (tuning.keepalive.has_value()) {
-    any = true;
-    const auto& k = *tuning.keepalive;
-    std::printf("  keepalive: first probe after %s idle, then every %s, %s probes before giving up\n",
-                config::format_duration(k.idle).c_str(),
-                k.interval.count() > 0 ? config::format_duration(k.interval).c_str() : "kernel default",
-                k.count > 0 ? std::to_string(k.count).c_str() : "kernel default");
-  }
-  if (tuning.user_timeout.has_value()) {
-    any = true;
-    std::printf("  user_timeout: abort when data stays unacknowledged for %s\n",
-                config::format_duration(*tuning.user_timeout).c_str());
-  }
-  if (tuning.notsent_lowat.has_value()) {
-    any = true;
-    std::printf("  notsent_lowat: writable only while fewer than %s are unsent\n",
-                config::format_size(*tuning.notsent_lowat).c_str());
-  }
-  if (tuning.thin_linear_timeouts.has_value()) {
-    any = true;
-    std::printf("  thin_linear_timeouts: %s\n", *tuning.thin_linear_timeouts ? "on" : "off");
-  }
-  if (tuning.quickack.value_or(false)) {
-    any = true;
-    std::printf("  quickack: TCP_QUICKACK re-armed after every read\n");
-  }
-  if (tuning.tos.has_value()) {
-    any = true;
-    std::printf("  tos: 0x%02x\n", static_cast<unsigned>(*tuning.tos));
-  }
-  if (tuning.keep_warm.has_value()) {
-    any = true;
-    std::printf("  keep_warm: %s\n", config::describe_keep_warm(*tuning.keep_warm).c_str());
-    if (const config::KeepWarmPreset* preset = config::find_keep_warm_preset(tuning.keep_warm->protocol)) {
-      std::printf("    why the peer ignores it: %s\n", std::string(preset->source).c_str());
-    }
-    const config::NodelayMode nodelay = tuning.nodelay.value_or(config::NodelayMode::keep);
-    if (nodelay != config::NodelayMode::on && nodelay != config::NodelayMode::force) {
-      std::printf(
-          "  keep_warm with Nagle left on: the write that ends the first message after a heartbeat is followed by "
-          "TCP_NODELAY set and cleared (two setsockopt calls), so that message's tail does not wait a round trip "
-          "for the heartbeat's ACK\n");
-    }
-  }
-  for (const config::RawSockopt& opt : tuning.sockopts) {
-    any = true;
-    std::printf("  sockopt: %s %s = %d\n", opt.level_name.c_str(), opt.option_name.c_str(), opt.value);
+  for (const config::TuningKey& key : config::tuning_keys()) {
+    const std::string lines = key.explain(tuning, host);
+    any = any || !lines.empty();
+    (void)std::fputs(lines.c_str(), stdout);
   }
   if (!any) {
     std::printf("  nothing: these sockets are left alone\n");
@@ -239,15 +142,20 @@ int check_command(const std::vector<std::string>& args) {
     return 1;
   }
   const config::Policy& policy = loaded.policy();
+  config::HostOutlook host;
+  host.rcvbuf = config::read_rcvbuf_limits();
+  host.sndbuf = config::read_sndbuf_limits();
+  host.cap_net_admin = config::has_cap_net_admin();
+  host.congestion_outlook = congestion_outlook;
   std::printf("%s: valid, %zu rule%s (first match wins; a rule's unset keys come from [defaults])\n",
               policy.source.c_str(), policy.rules.size(), policy.rules.size() == 1 ? "" : "s");
   for (const config::Rule& rule : policy.rules) {
     std::printf("\nrule '%s' (%s:%u): %s\n", rule.name.c_str(), rule.pos.file.c_str(), rule.pos.line,
                 describe_match(rule.match).c_str());
-    explain_tuning(rule.effective);
+    explain_tuning(rule.effective, host);
   }
   std::printf("\n[defaults], for sockets no rule matches:\n");
-  explain_tuning(policy.defaults);
+  explain_tuning(policy.defaults, host);
   if (!policy.log.path.empty()) {
     std::printf("\nlog: %s ({program} and {pid} are replaced per process)\n", policy.log.path.c_str());
   }

@@ -19,6 +19,7 @@
 #include "next_symbols.hpp"
 #include "shim_log.hpp"
 #include "tcptune/config/host_sysctl.hpp"
+#include "tcptune/config/log_names.hpp"
 #include "tcptune/config/policy_loader.hpp"
 #include "telemetry_worker.hpp"
 
@@ -39,22 +40,6 @@ const char* env(const char* name, bool secure) {
   return secure ? nullptr : std::getenv(name);
 }
 
-std::optional<config::LogLevel> parse_level(const char* text) {
-  if (text == nullptr) {
-    return std::nullopt;
-  }
-  static constexpr std::pair<const char*, config::LogLevel> kLevels[] = {
-      {"trace", config::LogLevel::trace}, {"debug", config::LogLevel::debug}, {"info", config::LogLevel::info},
-      {"warn", config::LogLevel::warn},   {"error", config::LogLevel::error}, {"off", config::LogLevel::off},
-  };
-  for (const auto& [name, level] : kLevels) {
-    if (std::strcmp(text, name) == 0) {
-      return level;
-    }
-  }
-  return std::nullopt;
-}
-
 // A TCPTUNE_ variable with a value the shim does not know: one line, and the setting is ignored.
 void report_bad_env(const char* name, const char* value, const char* expected) {
   (void)std::fprintf(stderr, "tcptune: %s='%s' is not one of %s; ignored\n", name, value, expected);
@@ -69,20 +54,18 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
   g_log_pattern = new std::string(pattern);
   config::LogLevel level = policy != nullptr ? policy->log.level : config::LogLevel::info;
   if (const char* text = env("TCPTUNE_LOG_LEVEL", secure); text != nullptr) {
-    if (auto from_env = parse_level(text)) {
+    if (auto from_env = config::log_level_named(text)) {
       level = *from_env;
     } else {
-      report_bad_env("TCPTUNE_LOG_LEVEL", text, "trace, debug, info, warn, error, off");
+      report_bad_env("TCPTUNE_LOG_LEVEL", text, config::log_level_names("", ", ", ", ").c_str());
     }
   }
   config::LogFormat format = policy != nullptr ? policy->log.format : config::LogFormat::text;
   if (const char* text = env("TCPTUNE_LOG_FORMAT", secure); text != nullptr) {
-    if (std::strcmp(text, "jsonl") == 0) {
-      format = config::LogFormat::jsonl;
-    } else if (std::strcmp(text, "text") == 0) {
-      format = config::LogFormat::text;
+    if (auto from_env = config::log_format_named(text)) {
+      format = *from_env;
     } else {
-      report_bad_env("TCPTUNE_LOG_FORMAT", text, "text, jsonl");
+      report_bad_env("TCPTUNE_LOG_FORMAT", text, config::log_format_names("", ", ", ", ").c_str());
     }
   }
   const std::string error = open_log(expand_log_path(pattern, program, getpid()), level, format, program);

@@ -1,6 +1,7 @@
 #include "tcptune/config/policy.hpp"
 
 #include "tcptune/config/escape.hpp"
+#include "tcptune/config/tuning_keys.hpp"
 #include "tcptune/config/units.hpp"
 
 namespace tcptune::config {
@@ -57,24 +58,9 @@ Policy builtin_default_policy() {
 
 Tuning overlay(const Tuning& base, const Tuning& rule) {
   Tuning out = base;
-  auto take = [](auto& into, const auto& from) {
-    if (from.has_value()) {
-      into = from;
-    }
-  };
-  take(out.nodelay, rule.nodelay);
-  take(out.buffers, rule.buffers);
-  take(out.override_app_buffers, rule.override_app_buffers);
-  take(out.congestion, rule.congestion);
-  take(out.keepalive, rule.keepalive);
-  take(out.user_timeout, rule.user_timeout);
-  take(out.notsent_lowat, rule.notsent_lowat);
-  take(out.thin_linear_timeouts, rule.thin_linear_timeouts);
-  take(out.quickack, rule.quickack);
-  take(out.callsite, rule.callsite);
-  take(out.tos, rule.tos);
-  take(out.keep_warm, rule.keep_warm);
-  out.sockopts.insert(out.sockopts.end(), rule.sockopts.begin(), rule.sockopts.end());
+  for (const TuningKey& key : tuning_keys()) {
+    key.overlay(out, rule);
+  }
   return out;
 }
 

@@ -1,6 +1,9 @@
 #include "tcptune/config/rule_matcher.hpp"
 
+#include <fnmatch.h>
+
 #include <algorithm>
+#include <string>
 
 namespace tcptune::config {
 
@@ -55,58 +58,12 @@ std::string_view rule_name(const Policy& policy, int rule_index) {
 }
 
 bool glob_match(std::string_view pattern, std::string_view text) {
-  std::size_t p = 0;
-  std::size_t t = 0;
-  std::size_t star = std::string_view::npos;
-  std::size_t star_text = 0;
-  // One character class "[...]" at pattern[p]; advances p past it.
-  auto class_matches = [&](std::size_t& at, char c) {
-    std::size_t i = at + 1;
-    const bool negate = i < pattern.size() && (pattern[i] == '!' || pattern[i] == '^');
-    if (negate) {
-      ++i;
-    }
-    bool found = false;
-    bool first = true;
-    for (; i < pattern.size() && (first || pattern[i] != ']'); ++i, first = false) {
-      if (i + 2 < pattern.size() && pattern[i + 1] == '-' && pattern[i + 2] != ']') {
-        found = found || (c >= pattern[i] && c <= pattern[i + 2]);
-        i += 2;
-      } else {
-        found = found || c == pattern[i];
-      }
-    }
-    at = i < pattern.size() ? i + 1 : i;
-    return found != negate;
-  };
-  while (t < text.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      star_text = t;
-      continue;
-    }
-    if (p < pattern.size() && pattern[p] == '[') {
-      std::size_t next = p;
-      if (class_matches(next, text[t])) {
-        p = next;
-        ++t;
-        continue;
-      }
-    } else if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-      ++p;
-      ++t;
-      continue;
-    }
-    if (star == std::string_view::npos) {
-      return false;
-    }
-    p = star + 1;
-    t = ++star_text;
+  // fnmatch takes C strings: a pattern with a NUL names no program.
+  if (pattern.find('\0') != std::string_view::npos || text.find('\0') != std::string_view::npos) {
+    return false;
   }
-  while (p < pattern.size() && pattern[p] == '*') {
-    ++p;
-  }
-  return p == pattern.size();
+  // No FNM_PATHNAME or FNM_PERIOD: the text is a program's name, and '*' matches any byte of it.
+  return ::fnmatch(std::string(pattern).c_str(), std::string(text).c_str(), 0) == 0;
 }
 
 }  // namespace tcptune::config

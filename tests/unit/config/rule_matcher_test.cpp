@@ -101,5 +101,47 @@ TEST(Glob, Patterns) {
   EXPECT_FALSE(glob_match("a*b*c", "aXXbYY"));
 }
 
+TEST(Glob, Star) {
+  EXPECT_TRUE(glob_match("*", "nginx"));
+  EXPECT_TRUE(glob_match("**", "nginx"));
+  EXPECT_TRUE(glob_match("*x", "nginx"));
+  EXPECT_FALSE(glob_match("*x", "nginx2"));
+  // No FNM_PATHNAME or FNM_PERIOD: '*' takes a '/' and a leading '.' like any other byte.
+  EXPECT_TRUE(glob_match("*", ".hidden"));
+  EXPECT_TRUE(glob_match("a*c", "a/b/c"));
+}
+
+TEST(Glob, QuestionMark) {
+  EXPECT_TRUE(glob_match("?", "x"));
+  EXPECT_FALSE(glob_match("?", ""));
+  EXPECT_FALSE(glob_match("?", "xy"));
+  EXPECT_TRUE(glob_match("java?", "java8"));
+  EXPECT_TRUE(glob_match("a?c", "a/c"));
+}
+
+TEST(Glob, Brackets) {
+  EXPECT_TRUE(glob_match("python[23]", "python3"));
+  EXPECT_FALSE(glob_match("python[23]", "python4"));
+  EXPECT_TRUE(glob_match("[^c]url", "purl"));  // '^' negates as '!' does
+  EXPECT_FALSE(glob_match("[^c]url", "curl"));
+  EXPECT_TRUE(glob_match("[]x]", "]"));  // ']' first is a member
+  EXPECT_TRUE(glob_match("[a-]", "-"));  // '-' last is a member
+  EXPECT_TRUE(glob_match("[[:digit:]]x", "7x"));
+  EXPECT_FALSE(glob_match("[[:digit:]]x", "ax"));
+  // An unclosed '[' is an ordinary character.
+  EXPECT_TRUE(glob_match("[abc", "[abc"));
+  EXPECT_FALSE(glob_match("[abc", "a"));
+}
+
+TEST(Glob, Escapes) {
+  EXPECT_TRUE(glob_match("a\\*", "a*"));
+  EXPECT_FALSE(glob_match("a\\*", "ab"));
+  EXPECT_TRUE(glob_match("\\?", "?"));
+  EXPECT_FALSE(glob_match("\\?", "x"));
+  EXPECT_TRUE(glob_match("\\[x]", "[x]"));
+  EXPECT_TRUE(glob_match("a\\b", "ab"));                      // an escaped ordinary character is itself
+  EXPECT_FALSE(glob_match(std::string_view("a\0", 2), "a"));  // no program name holds a NUL
+}
+
 }  // namespace
 }  // namespace tcptune::config

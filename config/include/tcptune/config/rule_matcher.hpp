@@ -25,6 +25,7 @@ int match_rule(const Policy& policy, const ConnectionFacts& facts, bool is_liste
 const Tuning& tuning_for(const Policy& policy, int rule_index);
 std::string_view rule_name(const Policy& policy, int rule_index);  // "(defaults)" for -1
 
-bool glob_match(std::string_view pattern, std::string_view text);  // '*', '?', '[...]'
+// fnmatch(3) without flags: '*', '?', '[a-z]', '[!x]' (and '[^x]'), '[[:digit:]]', '\*' for a literal '*'.
+bool glob_match(std::string_view pattern, std::string_view text);
 
 }  // namespace tcptune::config

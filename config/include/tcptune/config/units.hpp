@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 
 #include "tcptune/config/policy.hpp"
@@ -17,6 +18,11 @@ struct Parsed {
   [[nodiscard]] bool ok() const { return value_or_error.index() == 0; }
   [[nodiscard]] const T& value() const { return std::get<0>(value_or_error); }
   [[nodiscard]] const std::string& error() const { return std::get<1>(value_or_error); }
+  // By index, so that Parsed<std::string> can tell a value from a reason.
+  static Parsed success(T value) { return {std::variant<T, std::string>(std::in_place_index<0>, std::move(value))}; }
+  static Parsed failure(std::string reason) {
+    return {std::variant<T, std::string>(std::in_place_index<1>, std::move(reason))};
+  }
 };
 
 // Bytes. Suffixes: B, KB/MB/GB (powers of 1000), KiB/MiB/GiB (powers of 1024); bare numbers are bytes.

@@ -1,0 +1,126 @@
+// Where a policy comes from: a file (read safely, bounded), TCPTUNE_POLICY_TOML, or the built-in
+// default. The text goes to load_policy_text (policy_loader.cpp).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+#include "tcptune/config/file_type.hpp"
+#include "tcptune/config/policy_loader.hpp"
+
+namespace tcptune::config {
+
+namespace {
+
+LoadResult file_error(const std::string& source, std::string message) {
+  return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>,
+                                                      PolicyError{SourcePos{source, 0, 0}, std::move(message)})};
+}
+
+// `bytes` unset: read up to the bound without reaching the end (the file grew, or says st_size 0).
+std::string too_large(std::optional<std::size_t> bytes) {
+  static_assert(kMaxPolicyBytes == std::size_t{1} << 20, "the message says 1 MiB");
+  return (bytes.has_value() ? std::to_string(*bytes) + " bytes, " : std::string()) +
+         "more than the 1 MiB a policy may have";
+}
+
+// strerror's text without its buffer: the shim loads the policy inside the app, whose threads may use it.
+std::string errno_text(int error) {
+  return std::generic_category().message(error);
+}
+
+// Closes the descriptor on every path out of load_policy_file.
+struct FdCloser {
+  int fd;
+  explicit FdCloser(int descriptor) : fd(descriptor) {}
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  ~FdCloser() { (void)::close(fd); }
+};
+
+}  // namespace
+
+LoadResult load_policy_file(const std::string& path) {
+  // The stat first only spares a device the side effects of an open (a tape rewinds, a watchdog
+  // arms); the fstat on the opened descriptor below is what decides, whatever was swapped in.
+  struct stat before {};
+  if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) {
+    return file_error(path, not_a_regular_file(before.st_mode));
+  }
+  // O_NONBLOCK: opening a FIFO would wait for a writer, before the app's main. O_NOCTTY: a
+  // terminal named here must not become a daemon's controlling terminal.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    return file_error(path, "cannot read: " + errno_text(errno));
+  }
+  const FdCloser closer{fd};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    return file_error(path, "cannot read: " + errno_text(errno));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    return file_error(path, not_a_regular_file(info.st_mode));
+  }
+  if (static_cast<std::uint64_t>(info.st_size) > kMaxPolicyBytes) {
+    return file_error(path, too_large(static_cast<std::size_t>(info.st_size)));
+  }
+  // Read to the end rather than st_size bytes (a /proc file says 0, a file may grow meanwhile),
+  // but never past the bound: one byte more than it is enough to know the file is too large.
+  std::string text(kMaxPolicyBytes + 1, '\0');
+  std::size_t length = 0;
+  while (length < text.size()) {
+    const ssize_t got = ::read(fd, text.data() + length, text.size() - length);
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got < 0) {
+      return file_error(path, "cannot read: " + errno_text(errno));
+    }
+    if (got == 0) {
+      break;
+    }
+    length += static_cast<std::size_t>(got);
+  }
+  if (length > kMaxPolicyBytes) {
+    return file_error(path, too_large(std::nullopt));
+  }
+  text.resize(length);
+  return load_policy_text(text, path);
+}
+
+PolicySource discover_policy_source(bool secure_execution, const char* system_path) {
+  if (!secure_execution) {
+    if (const char* path = std::getenv("TCPTUNE_POLICY"); path != nullptr && *path != '\0') {
+      return {PolicySource::Kind::env_path, path};
+    }
+    if (const char* inline_text = std::getenv("TCPTUNE_POLICY_TOML"); inline_text != nullptr && *inline_text != '\0') {
+      return {PolicySource::Kind::env_inline, inline_text};
+    }
+  }
+  // Whether it is there and readable, without opening it: opening a FIFO would block.
+  if (system_path != nullptr && ::faccessat(AT_FDCWD, system_path, R_OK, AT_EACCESS) == 0) {
+    return {PolicySource::Kind::system_file, system_path};
+  }
+  return {PolicySource::Kind::builtin, {}};
+}
+
+LoadResult load_discovered(const PolicySource& source) {
+  switch (source.kind) {
+    case PolicySource::Kind::env_path:
+    case PolicySource::Kind::system_file: return load_policy_file(source.path_or_text);
+    case PolicySource::Kind::env_inline:
+      if (source.path_or_text.size() > kMaxPolicyBytes) {
+        return file_error("TCPTUNE_POLICY_TOML", too_large(source.path_or_text.size()));
+      }
+      return load_policy_text(source.path_or_text, "TCPTUNE_POLICY_TOML");
+    case PolicySource::Kind::builtin: break;
+  }
+  return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<0>, builtin_default_policy())};
+}
+
+}  // namespace tcptune::config
