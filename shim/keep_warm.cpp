@@ -299,8 +299,8 @@ KeepWarmScheduler::Outcome KeepWarmScheduler::check(Entry& entry, std::int64_t n
   }
   const SendOutcome sent = send_payload(connection.fd, settings.payload);
   if (sent == SendOutcome::sent) {
-    slot->stats.heartbeats.fetch_add(1, std::memory_order_relaxed);
-    slot->stats.heartbeat_bytes.fetch_add(settings.payload.size(), std::memory_order_relaxed);
+    slot->stats.counters.heartbeats.fetch_add(1, std::memory_order_relaxed);
+    slot->stats.counters.heartbeat_bytes.fetch_add(settings.payload.size(), std::memory_order_relaxed);
   }
   gate.end_heartbeat(sent == SendOutcome::sent);
   return sent == SendOutcome::broken ? Outcome::drop : Outcome::keep;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "connection_counters.hpp"
 #include "latency_histogram.hpp"
 
 namespace tcptune::shim {
@@ -14,10 +15,7 @@ namespace tcptune::shim {
 struct MetricsRow {
   std::string rule;
   std::uint64_t connections = 0;
-  std::uint64_t writes = 0;
-  std::uint64_t bytes = 0;
-  std::uint64_t idle_restarts = 0;
-  std::uint64_t heartbeats = 0;
+  telemetry::ConnectionCounters counters;     // those with a Prometheus name are exported
   telemetry::LatencyHistogram write_latency;  // its _sum is estimated from the buckets
   telemetry::LatencyHistogram ack_latency;
   std::uint64_t ack_ns_sum = 0;

@@ -135,12 +135,7 @@ pthread_t g_thread;
 
 struct Totals {
   std::uint64_t connections = 0;
-  std::uint64_t writes = 0;
-  std::uint64_t bytes = 0;
-  std::uint64_t partial_writes = 0;
-  std::uint64_t would_block = 0;
-  std::uint64_t idle_restarts = 0;
-  std::uint64_t heartbeats = 0;
+  telemetry::ConnectionCounters counters;
   telemetry::LatencyHistogram write_latency;
   telemetry::LatencyHistogram ack_latency;
   std::uint64_t ack_samples_untimed = 0;
@@ -156,12 +151,7 @@ std::uint64_t g_dropped_total = 0;
 // into its totals. Such a connection loses its record and its histograms, never its counts.
 struct UnrecordedCounts {
   std::atomic<std::uint64_t> connections{0};
-  std::atomic<std::uint64_t> writes{0};
-  std::atomic<std::uint64_t> bytes{0};
-  std::atomic<std::uint64_t> partial_writes{0};
-  std::atomic<std::uint64_t> would_block{0};
-  std::atomic<std::uint64_t> idle_restarts{0};
-  std::atomic<std::uint64_t> heartbeats{0};
+  telemetry::AtomicConnectionCounters counters;
 };
 UnrecordedCounts* g_unrecorded = nullptr;  // indexed like g_totals, from index 1
 std::atomic<bool> g_unrecorded_pending{false};
@@ -176,15 +166,8 @@ void count_unrecorded(const SocketSlot& slot) noexcept {
   if (found == nullptr) {
     return;
   }
-  const telemetry::ConnectionStats& stats = slot.stats;
-  UnrecordedCounts& counts = *found;
-  counts.connections.fetch_add(1, std::memory_order_relaxed);
-  counts.writes.fetch_add(stats.writes.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  counts.bytes.fetch_add(stats.bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  counts.partial_writes.fetch_add(stats.partial_writes.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  counts.would_block.fetch_add(stats.would_block.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  counts.idle_restarts.fetch_add(stats.idle_restarts.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  counts.heartbeats.fetch_add(stats.heartbeats.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  found->connections.fetch_add(1, std::memory_order_relaxed);
+  found->counters.add(slot.stats.counters.load());
   g_unrecorded_pending.store(true, std::memory_order_release);
 }
 
@@ -194,23 +177,11 @@ void absorb_unrecorded() {
     return;
   }
   for (std::size_t i = 1; i < g_totals->size(); ++i) {
-    UnrecordedCounts& counts = g_unrecorded[i];
-    const auto take = [](std::atomic<std::uint64_t>& counter) { return counter.exchange(0, std::memory_order_relaxed); };
-    const std::uint64_t connections = take(counts.connections);
-    const std::uint64_t writes = take(counts.writes);
-    const std::uint64_t bytes = take(counts.bytes);
-    const std::uint64_t partial_writes = take(counts.partial_writes);
-    const std::uint64_t would_block = take(counts.would_block);
-    const std::uint64_t idle_restarts = take(counts.idle_restarts);
-    const std::uint64_t heartbeats = take(counts.heartbeats);
+    const std::uint64_t connections = g_unrecorded[i].connections.exchange(0, std::memory_order_relaxed);
+    const telemetry::ConnectionCounters counters = g_unrecorded[i].counters.take();
     for (Totals* totals : {&(*g_totals)[0], &(*g_totals)[i]}) {
       totals->connections += connections;
-      totals->writes += writes;
-      totals->bytes += bytes;
-      totals->partial_writes += partial_writes;
-      totals->would_block += would_block;
-      totals->idle_restarts += idle_restarts;
-      totals->heartbeats += heartbeats;
+      totals->counters += counters;
     }
   }
 }
@@ -236,12 +207,7 @@ void handle_idle_restart(const IdleRestart& idle, const Runtime& runtime) {
 
 void add_to(Totals& totals, const ConnectionSnapshot& snapshot) {
   ++totals.connections;
-  totals.writes += snapshot.writes;
-  totals.bytes += snapshot.bytes;
-  totals.partial_writes += snapshot.partial_writes;
-  totals.would_block += snapshot.would_block;
-  totals.idle_restarts += snapshot.idle_restarts;
-  totals.heartbeats += snapshot.heartbeats;
+  totals.counters += snapshot.counters;
   totals.write_latency.merge(snapshot.write_latency);
 }
 
@@ -290,7 +256,7 @@ void poll_acks(std::int64_t now_ns) {
     SocketSlot* slot = fd_table().find(sample.fd);
     bool done = slot == nullptr || slot->generation.load(std::memory_order_acquire) != sample.generation;
     if (!done) {
-      const std::uint64_t written = slot->stats.bytes.load(std::memory_order_acquire);  // before the ioctl
+      const std::uint64_t written = slot->stats.counters.bytes.load(std::memory_order_acquire);  // before the ioctl
       int unacked = 0;
       if (ioctl(sample.fd, SIOCOUTQ, &unacked) != 0 ||
           slot->generation.load(std::memory_order_acquire) != sample.generation) {
@@ -389,10 +355,7 @@ void write_prometheus_textfile(const Runtime& runtime) {
     MetricsRow& row = rows[i];
     row.rule = config::rule_name(*runtime.policy, static_cast<int>(i) - 2);
     row.connections = closed.connections;
-    row.writes = closed.writes;
-    row.bytes = closed.bytes;
-    row.idle_restarts = closed.idle_restarts;
-    row.heartbeats = closed.heartbeats;
+    row.counters = closed.counters;
     row.write_latency.merge(closed.write_latency);
     row.ack_latency.merge(closed.ack_latency);
     row.ack_ns_sum = closed.ack_ns_sum;
@@ -405,10 +368,7 @@ void write_prometheus_textfile(const Runtime& runtime) {
     MetricsRow& row = rows[index];
     const telemetry::ConnectionStats& stats = slot.stats;
     ++row.connections;
-    row.writes += stats.writes.load(std::memory_order_relaxed);
-    row.bytes += stats.bytes.load(std::memory_order_relaxed);
-    row.idle_restarts += stats.idle_restarts.load(std::memory_order_relaxed);
-    row.heartbeats += stats.heartbeats.load(std::memory_order_relaxed);
+    row.counters += stats.counters.load();
     stats.write_latency_into(row.write_latency);
     const auto acks = g_acks->find({fd, slot.generation.load(std::memory_order_acquire)});
     if (acks != g_acks->end()) {
@@ -497,21 +457,15 @@ void* worker_main(void* /*unused*/) {
 telemetry::Record summary_record(const Runtime& runtime) {
   const Totals& all = (*g_totals)[0];
   telemetry::Record record("summary");
-  record.add("connections", all.connections)
-      .add("writes", all.writes)
-      .add("bytes", all.bytes)
-      .add("partial_writes", all.partial_writes)
-      .add("eagain", all.would_block)
-      .add("idle_restarts", all.idle_restarts)
-      .add("heartbeats", all.heartbeats)
-      .add_json("write_latency_us", latency_json_us(all.write_latency), latency_text_us(all.write_latency))
+  record.add("connections", all.connections);
+  add_counters(record, all.counters);
+  record.add_json("write_latency_us", latency_json_us(all.write_latency), latency_text_us(all.write_latency))
       .add_json("ack_latency_us", ack_json(all.ack_latency, all.ack_samples_untimed), latency_text_us(all.ack_latency))
       .add("dropped_records", g_dropped_total);
   if (const unsigned long untuned = untuned_in_signal_handlers(); untuned != 0) {
     record.add("untuned_in_signal_handlers", static_cast<std::uint64_t>(untuned));
   }
-  record
-      .add("write_clock", g_write_clock.uses_tsc() ? "tsc" : "clock_gettime");
+  record.add("write_clock", g_write_clock.uses_tsc() ? "tsc" : "clock_gettime");
   telemetry::JsonArray by_rule;
   std::string text;
   for (std::size_t i = 1; i < g_totals->size(); ++i) {
@@ -520,17 +474,16 @@ telemetry::Record summary_record(const Runtime& runtime) {
       continue;
     }
     const std::string name(config::rule_name(*runtime.policy, static_cast<int>(i) - 2));
-    by_rule.add_raw(telemetry::JsonObject()
-                        .field("rule", name)
-                        .field("connections", totals.connections)
-                        .field("writes", totals.writes)
-                        .field("bytes", totals.bytes)
-                        .field("idle_restarts", totals.idle_restarts)
-                        .field("heartbeats", totals.heartbeats)
-                        .raw("write_latency_us", latency_json_us(totals.write_latency))
-                        .str());
-    text +=
-        " " + name + ":connections=" + std::to_string(totals.connections) + ",writes=" + std::to_string(totals.writes);
+    telemetry::JsonObject entry;
+    entry.field("rule", name).field("connections", totals.connections);
+    for (const telemetry::CounterField& field : telemetry::kCounterFields) {
+      if (field.prometheus_name != nullptr) {
+        entry.field(field.record_field, totals.counters.*field.member);
+      }
+    }
+    by_rule.add_raw(entry.raw("write_latency_us", latency_json_us(totals.write_latency)).str());
+    text += " " + name + ":connections=" + std::to_string(totals.connections) +
+            ",writes=" + std::to_string(totals.counters.writes);
   }
   record.add_json_section("by_rule", by_rule.str(), text);
   return record;
@@ -607,15 +560,7 @@ void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_
   if (counts == nullptr || g_state.load(std::memory_order_acquire) != WorkerState::running) {
     return;
   }
-  counts->writes.fetch_add(1, std::memory_order_relaxed);
-  if (result >= 0) {
-    counts->bytes.fetch_add(static_cast<std::uint64_t>(result), std::memory_order_relaxed);
-    if (static_cast<std::size_t>(result) < offered) {
-      counts->partial_writes.fetch_add(1, std::memory_order_relaxed);
-    }
-  } else if (error == EAGAIN || error == EWOULDBLOCK) {
-    counts->would_block.fetch_add(1, std::memory_order_relaxed);
-  }
+  counts->counters.count_write(result, offered, error);
   g_unrecorded_pending.store(true, std::memory_order_release);
 }
 
