@@ -92,7 +92,7 @@ std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::st
   header(out, "tcptune_ack_latency_seconds", "histogram",
          "From a sampled write's return to the peer's acknowledgement of its last byte (1 ms resolution).");
   for (const MetricsRow& row : rows) {
-    histogram(out, "tcptune_ack_latency_seconds", labels(row), row.ack_latency, row.ack_ns_sum);
+    histogram(out, "tcptune_ack_latency_seconds", labels(row), row.acks.histogram, row.acks.sum_ns);
   }
   header(out, "tcptune_dropped_records_total", "counter", "Records lost because the telemetry worker fell behind.");
   out += "tcptune_dropped_records_total{" + program_label + "} " + std::to_string(dropped_records) + "\n";

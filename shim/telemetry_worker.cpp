@@ -7,19 +7,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <ctime>
-#include <map>
 #include <new>
 #include <vector>
 
+#include "ack_sampler.hpp"
 #include "callsite.hpp"
 #include "connection_summary.hpp"
+#include "connection_totals.hpp"
 #include "errno_saver.hpp"
 #include "event_ring.hpp"
 #include "fd_table.hpp"
@@ -40,15 +38,6 @@ namespace tcptune::shim {
 namespace {
 
 using config::LogLevel;
-
-// A write whose acknowledgement the worker times.
-struct AckSample {
-  int fd = -1;
-  std::uint32_t generation = 0;
-  std::uint64_t bytes_after = 0;  // the connection's bytes written once this write returned
-  std::int64_t write_end_ns = 0;
-  bool seen_unacked = false;  // by a poll: only then is the time to the ack known to 1 poll
-};
 
 // One write for a slow_write or write record.
 struct WriteEvent {
@@ -105,22 +94,11 @@ void handle_write(const WriteEvent& write, const Runtime& runtime) {
   log_record(write.slow ? LogLevel::warn : LogLevel::info, record);
 }
 
-// How often outstanding ack samples are polled: the ack latency's resolution.
-constexpr std::int64_t kAckPollNs = 1'000'000;
 // How long the worker sleeps with nothing to poll: new samples wait at most this long.
 constexpr std::int64_t kIdleSleepNs = 20'000'000;
 
-// Per connection, on the worker side: sparse, because acks cluster in a few buckets.
-struct AckStats {
-  std::map<int, std::uint64_t> buckets;
-  std::uint64_t samples = 0;
-  std::uint64_t acked_before_first_poll = 0;  // faster than the worker could see: not timed
-  std::uint64_t max_ns = 0;
-  std::uint64_t sum_ns = 0;
-  bool seen_closed = false;  // by the last sweep: the connection had closed
-};
-std::map<std::pair<int, std::uint32_t>, AckStats>* g_acks = nullptr;  // (fd, generation)
-std::vector<AckSample>* g_outstanding = nullptr;
+AckSampler* g_acks = nullptr;
+ConnectionTotals* g_totals = nullptr;
 KeepWarmScheduler* g_keep_warm = nullptr;
 
 // Bounded memory: 128 snapshots of about 3 KiB and 2048 events of about 250 bytes (in .bss,
@@ -134,63 +112,7 @@ std::atomic<WorkerState> g_state{WorkerState::not_started};
 std::atomic<std::uint32_t> g_wake{0};
 pthread_t g_thread;
 
-struct Totals {
-  std::uint64_t connections = 0;
-  telemetry::ConnectionCounters counters;
-  telemetry::LatencyHistogram write_latency;
-  telemetry::LatencyHistogram ack_latency;
-  std::uint64_t ack_samples_untimed = 0;
-  std::uint64_t ack_ns_sum = 0;
-};
-// Index 0: the process; 1: [defaults]; 2 + i: rule i. Touched by the worker only (and by the
-// exiting thread once the worker has stopped).
-std::vector<Totals>* g_totals = nullptr;
 std::uint64_t g_dropped_total = 0;
-
-// The counts of connections whose conn_close record could not be queued (the snapshot pool or
-// the ring was full): the closing thread adds them here, lock-free, and the worker moves them
-// into its totals. Such a connection loses its record and its histograms, never its counts.
-struct UnrecordedCounts {
-  std::atomic<std::uint64_t> connections{0};
-  telemetry::AtomicConnectionCounters counters;
-};
-UnrecordedCounts* g_unrecorded = nullptr;  // indexed like g_totals, from index 1
-std::atomic<bool> g_unrecorded_pending{false};
-
-UnrecordedCounts* unrecorded_for(std::int16_t rule_index) noexcept {
-  const auto index = static_cast<std::size_t>(rule_index + 2);
-  return g_unrecorded != nullptr && index < g_totals->size() ? &g_unrecorded[index] : nullptr;
-}
-
-void count_unrecorded(const SocketSlot& slot) noexcept {
-  UnrecordedCounts* found = unrecorded_for(slot.rule_index.load(std::memory_order_relaxed));
-  if (found == nullptr) {
-    return;
-  }
-  found->connections.fetch_add(1, std::memory_order_relaxed);
-  found->counters.add(slot.stats.counters.load());
-  g_unrecorded_pending.store(true, std::memory_order_release);
-}
-
-// Worker: the unrecorded counts join the process's and their rule's totals.
-void absorb_unrecorded() {
-  if (g_unrecorded == nullptr || !g_unrecorded_pending.exchange(false, std::memory_order_acq_rel)) {
-    return;
-  }
-  for (std::size_t i = 1; i < g_totals->size(); ++i) {
-    const std::uint64_t connections = g_unrecorded[i].connections.exchange(0, std::memory_order_relaxed);
-    const telemetry::ConnectionCounters counters = g_unrecorded[i].counters.take();
-    for (Totals* totals : {&(*g_totals)[0], &(*g_totals)[i]}) {
-      totals->connections += connections;
-      totals->counters += counters;
-    }
-  }
-}
-
-Totals* rule_totals(std::int16_t rule_index) {
-  const auto index = static_cast<std::size_t>(rule_index + 2);
-  return index < g_totals->size() ? &(*g_totals)[index] : nullptr;
-}
 
 void handle_idle_restart(const IdleRestart& idle, const Runtime& runtime) {
   telemetry::Record record("idle_restart");
@@ -206,107 +128,22 @@ void handle_idle_restart(const IdleRestart& idle, const Runtime& runtime) {
   log_record(LogLevel::info, record);  // counted from the connection's own count, at its close
 }
 
-void add_to(Totals& totals, const ConnectionSnapshot& snapshot) {
-  ++totals.connections;
-  totals.counters += snapshot.counters;
-  totals.write_latency.merge(snapshot.write_latency);
-}
-
-std::string ack_json(const telemetry::LatencyHistogram& histogram, std::uint64_t untimed) {
-  return latency_object_us(histogram)
+std::string ack_json(const AckLatency& acks) {
+  return latency_object_us(acks.histogram)
       .field("resolution_us", static_cast<std::uint64_t>(kAckPollNs / 1000))
-      .field("acked_before_first_poll", untimed)
+      .field("acked_before_first_poll", acks.acked_before_first_poll)
       .str();
 }
 
 void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
   telemetry::Record record = conn_close_record(snapshot, *runtime.policy);
-  telemetry::LatencyHistogram acks;
-  std::uint64_t untimed = 0;
-  std::uint64_t ack_sum_ns = 0;
-  if (const auto found = g_acks->find({snapshot.fd, snapshot.generation}); found != g_acks->end()) {
-    for (const auto& [bucket, count] : found->second.buckets) {
-      acks.add(bucket, count);
-    }
-    acks.observe_range(0, found->second.max_ns);
-    untimed = found->second.acked_before_first_poll;
-    ack_sum_ns = found->second.sum_ns;
-    g_acks->erase(found);
-  }
-  record.add_json("ack_latency_us", ack_json(acks, untimed), latency_text_us(acks))
-      .add_json_section("ack_latency_hist", histogram_buckets_json(acks), "");
+  const AckLatency acks = g_acks->take(snapshot.fd, snapshot.generation);
+  record.add_json("ack_latency_us", ack_json(acks), latency_text_us(acks.histogram))
+      .add_json_section("ack_latency_hist", histogram_buckets_json(acks.histogram), "");
   if (runtime.policy->log.summary) {
     log_record(LogLevel::info, record);
   }
-  for (Totals* totals : {&(*g_totals)[0], rule_totals(snapshot.rule_index)}) {
-    if (totals != nullptr) {
-      add_to(*totals, snapshot);
-      totals->ack_latency.merge(acks);
-      totals->ack_samples_untimed += untimed;
-      totals->ack_ns_sum += ack_sum_ns;
-    }
-  }
-}
-
-// One poll of the outstanding samples: ioctl(SIOCOUTQ) gives the bytes written and not yet
-// acknowledged, so the bytes acknowledged are the bytes written minus that.
-void poll_acks(std::int64_t now_ns) {
-  auto& outstanding = *g_outstanding;
-  for (std::size_t i = 0; i < outstanding.size();) {
-    AckSample& sample = outstanding[i];
-    SocketSlot* slot = fd_table().find(sample.fd);
-    bool done = slot == nullptr || slot->generation.load(std::memory_order_acquire) != sample.generation;
-    if (!done) {
-      const std::uint64_t written = slot->stats.counters.bytes.load(std::memory_order_acquire);  // before the ioctl
-      int unacked = 0;
-      if (ioctl(sample.fd, SIOCOUTQ, &unacked) != 0 ||
-          slot->generation.load(std::memory_order_acquire) != sample.generation) {
-        done = true;  // closed (or reused) meanwhile: no sample
-      } else if (written - static_cast<std::uint64_t>(unacked) >= sample.bytes_after) {
-        AckStats& stats = (*g_acks)[{sample.fd, sample.generation}];
-        if (!sample.seen_unacked) {
-          ++stats.acked_before_first_poll;
-        } else {
-          // Clamped: the write's end came from the write clock, which may lead by microseconds.
-          const auto latency = static_cast<std::uint64_t>(std::max<std::int64_t>(now_ns - sample.write_end_ns, 0));
-          ++stats.buckets[telemetry::HistogramLayout::bucket_of(latency)];
-          ++stats.samples;
-          stats.max_ns = std::max(stats.max_ns, latency);
-          stats.sum_ns += latency;
-        }
-        done = true;
-      } else {
-        sample.seen_unacked = true;
-      }
-      if (done) {
-        slot->stats.ack_sample_outstanding.store(false, std::memory_order_release);
-      }
-    }
-    if (done) {
-      outstanding[i] = outstanding.back();
-      outstanding.pop_back();
-    } else {
-      ++i;
-    }
-  }
-}
-
-// How often ack statistics of closed connections are looked for. A connection's conn_close
-// takes them within milliseconds of its close; one whose record was lost never does, so what
-// two sweeps in a row find closed is dropped (memory stays bounded under any close rate).
-constexpr std::int64_t kAckSweepNs = 1'000'000'000;
-
-void sweep_closed_acks() {
-  for (auto entry = g_acks->begin(); entry != g_acks->end();) {
-    const SocketSlot* slot = fd_table().find(entry->first.first);
-    const bool closed = slot == nullptr || slot->generation.load(std::memory_order_acquire) != entry->first.second;
-    if (closed && entry->second.seen_closed) {
-      entry = g_acks->erase(entry);
-    } else {
-      entry->second.seen_closed = closed;
-      ++entry;
-    }
-  }
+  g_totals->add_closed(snapshot, acks);
 }
 
 void report_drops() {
@@ -326,7 +163,7 @@ void drain(const Runtime& runtime) {
       switch (event.kind) {
         case TelemetryEvent::Kind::closed: handle(*event.snapshot, runtime); break;
         case TelemetryEvent::Kind::idle_restart: handle_idle_restart(event.idle, runtime); break;
-        case TelemetryEvent::Kind::ack_sample: g_outstanding->push_back(event.ack); break;
+        case TelemetryEvent::Kind::ack_sample: g_acks->add(event.ack); break;
         case TelemetryEvent::Kind::write: handle_write(event.write, runtime); break;
         case TelemetryEvent::Kind::line: write_deferred_line(event.line->level, event.line->text); break;
         case TelemetryEvent::Kind::keep_warm: g_keep_warm->add(event.warm, monotonic_ns()); break;
@@ -339,7 +176,7 @@ void drain(const Runtime& runtime) {
     }
     delete event.line;
   }
-  absorb_unrecorded();
+  g_totals->absorb_unrecorded();
   report_drops();
 }
 
@@ -350,16 +187,15 @@ void write_prometheus_textfile(const Runtime& runtime) {
   if (pattern.empty()) {
     return;
   }
-  std::vector<MetricsRow> rows(g_totals->size());
+  std::vector<MetricsRow> rows(g_totals->row_count());
   for (std::size_t i = 1; i < rows.size(); ++i) {
-    const Totals& closed = (*g_totals)[i];
+    const Totals& closed = g_totals->row(i);
     MetricsRow& row = rows[i];
     row.rule = config::rule_name(*runtime.policy, static_cast<int>(i) - 2);
     row.connections = closed.connections;
     row.counters = closed.counters;
     row.write_latency.merge(closed.write_latency);
-    row.ack_latency.merge(closed.ack_latency);
-    row.ack_ns_sum = closed.ack_ns_sum;
+    row.acks = closed.acks;
   }
   fd_table().for_each_tcp([&](int fd, const SocketSlot& slot) {
     const auto index = static_cast<std::size_t>(slot.rule_index.load(std::memory_order_relaxed) + 2);
@@ -367,17 +203,10 @@ void write_prometheus_textfile(const Runtime& runtime) {
       return;
     }
     MetricsRow& row = rows[index];
-    const telemetry::ConnectionStats& stats = slot.stats;
     ++row.connections;
-    row.counters += stats.counters.load();
-    stats.write_latency_into(row.write_latency);
-    const auto acks = g_acks->find({fd, slot.generation.load(std::memory_order_acquire)});
-    if (acks != g_acks->end()) {
-      for (const auto& [bucket, count] : acks->second.buckets) {
-        row.ack_latency.add(bucket, count);
-      }
-      row.ack_ns_sum += acks->second.sum_ns;
-    }
+    row.counters += slot.stats.counters.load();
+    slot.stats.write_latency_into(row.write_latency);
+    g_acks->add_open_to(fd, slot.generation.load(std::memory_order_acquire), row.acks);
   });
   std::erase_if(rows, [](const MetricsRow& row) { return row.connections == 0; });
   const std::string error = write_file_atomically(expand_log_path(pattern, runtime.program, getpid()),
@@ -424,7 +253,6 @@ void* worker_main(void* /*unused*/) {
   const Runtime* runtime = active_runtime();
   WriteClockCalibrator write_clock_calibrator(g_write_clock, tsc_trusted());
   std::int64_t next_textfile_ns = 0;
-  std::int64_t next_ack_sweep_ns = 0;
   while (g_state.load(std::memory_order_acquire) == WorkerState::running) {
     const std::uint32_t seen = g_wake.load(std::memory_order_acquire);
     std::int64_t sleep_ns = kIdleSleepNs;
@@ -433,11 +261,8 @@ void* worker_main(void* /*unused*/) {
         drain(*runtime);
         const std::int64_t now = monotonic_ns();
         write_clock_calibrator.tick(now);
-        poll_acks(now);
-        if (now >= next_ack_sweep_ns) {
-          sweep_closed_acks();
-          next_ack_sweep_ns = now + kAckSweepNs;
-        }
+        g_acks->poll(now);
+        g_acks->sweep_closed(now);
         if (now >= next_textfile_ns) {
           write_prometheus_textfile(*runtime);
           next_textfile_ns = now + runtime->policy->log.interval.count();
@@ -447,7 +272,7 @@ void* worker_main(void* /*unused*/) {
       } catch (...) {
       }
     }
-    if (!g_outstanding->empty()) {
+    if (g_acks != nullptr && g_acks->has_outstanding()) {
       sleep_ns = std::min(sleep_ns, kAckPollNs);
     }
     wait_for_wake(seen, sleep_ns);
@@ -456,12 +281,12 @@ void* worker_main(void* /*unused*/) {
 }
 
 telemetry::Record summary_record(const Runtime& runtime) {
-  const Totals& all = (*g_totals)[0];
+  const Totals& all = g_totals->process();
   telemetry::Record record("summary");
   record.add("connections", all.connections);
   add_counters(record, all.counters);
   record.add_json("write_latency_us", latency_json_us(all.write_latency), latency_text_us(all.write_latency))
-      .add_json("ack_latency_us", ack_json(all.ack_latency, all.ack_samples_untimed), latency_text_us(all.ack_latency))
+      .add_json("ack_latency_us", ack_json(all.acks), latency_text_us(all.acks.histogram))
       .add("dropped_records", g_dropped_total);
   if (const unsigned long untuned = untuned_in_signal_handlers(); untuned != 0) {
     record.add("untuned_in_signal_handlers", static_cast<std::uint64_t>(untuned));
@@ -469,8 +294,8 @@ telemetry::Record summary_record(const Runtime& runtime) {
   record.add("write_clock", g_write_clock.uses_tsc() ? "tsc" : "clock_gettime");
   telemetry::JsonArray by_rule;
   std::string text;
-  for (std::size_t i = 1; i < g_totals->size(); ++i) {
-    const Totals& totals = (*g_totals)[i];
+  for (std::size_t i = 1; i < g_totals->row_count(); ++i) {
+    const Totals& totals = g_totals->row(i);
     if (totals.connections == 0) {
       continue;
     }
@@ -506,11 +331,9 @@ void ensure_telemetry_worker() noexcept {
   const Runtime* runtime = active_runtime();
   try {
     if (g_totals == nullptr && runtime != nullptr) {
-      g_totals = new std::vector<Totals>(runtime->policy->rules.size() + 2);
-      g_acks = new std::map<std::pair<int, std::uint32_t>, AckStats>;
-      g_outstanding = new std::vector<AckSample>;
+      g_totals = new ConnectionTotals(runtime->policy->rules.size());
+      g_acks = new AckSampler;
       g_keep_warm = new KeepWarmScheduler;
-      g_unrecorded = new UnrecordedCounts[g_totals->size()];
     }
   } catch (...) {
     g_state.store(WorkerState::stopped, std::memory_order_release);
@@ -536,6 +359,12 @@ void ensure_telemetry_worker() noexcept {
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
+namespace {
+void count_unrecorded(const SocketSlot& slot) noexcept {
+  g_totals->count_unrecorded(slot.rule_index.load(std::memory_order_relaxed), slot.stats.counters.load());
+}
+}  // namespace
+
 void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t generation) noexcept {
   if (g_state.load(std::memory_order_acquire) != WorkerState::running) {
     return;
@@ -557,12 +386,9 @@ void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t genera
 }
 
 void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_t offered, int error) noexcept {
-  UnrecordedCounts* counts = unrecorded_for(rule_index);
-  if (counts == nullptr || g_state.load(std::memory_order_acquire) != WorkerState::running) {
-    return;
+  if (g_state.load(std::memory_order_acquire) == WorkerState::running) {
+    g_totals->count_write_after_close(rule_index, result, offered, error);
   }
-  counts->counters.count_write(result, offered, error);
-  g_unrecorded_pending.store(true, std::memory_order_release);
 }
 
 WriteReporting& write_reporting() noexcept {
@@ -659,18 +485,10 @@ void telemetry_after_fork_in_child() noexcept {
     }
   });
   if (g_totals != nullptr) {
-    for (Totals& totals : *g_totals) {
-      totals = Totals();
-    }
-    for (std::size_t i = 0; i < g_totals->size(); ++i) {
-      g_unrecorded[i].~UnrecordedCounts();
-      new (&g_unrecorded[i]) UnrecordedCounts();
-    }
-    g_unrecorded_pending.store(false, std::memory_order_relaxed);
+    g_totals->reset();
     // Fresh containers: the parent's worker may have been inside these when it forked.
     try {
-      g_acks = new std::map<std::pair<int, std::uint32_t>, AckStats>;
-      g_outstanding = new std::vector<AckSample>;
+      g_acks = new AckSampler;
       g_keep_warm = new KeepWarmScheduler;  // the parent's connections are not kept warm here
     } catch (...) {
       g_state.store(WorkerState::stopped, std::memory_order_release);  // no telemetry in this child
