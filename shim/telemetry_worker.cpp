@@ -1,16 +1,13 @@
 #include "telemetry_worker.hpp"
 
-#include <linux/futex.h>
-#include <pthread.h>
 #include <sched.h>
-#include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <ctime>
+#include <limits>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -31,6 +28,8 @@
 #include "signal_context.hpp"
 #include "snapshot_pool.hpp"
 #include "tcptune/config/rule_matcher.hpp"
+#include "telemetry_records.hpp"
+#include "worker_thread.hpp"
 #include "write_clock.hpp"
 
 namespace tcptune::shim {
@@ -38,18 +37,6 @@ namespace tcptune::shim {
 namespace {
 
 using config::LogLevel;
-
-// One write for a slow_write or write record.
-struct WriteEvent {
-  int fd = -1;
-  std::int16_t rule_index = kRuleDefaults;
-  bool slow = false;
-  std::int64_t duration_ns = 0;
-  std::int64_t result = 0;
-  std::uint64_t offered = 0;
-  int error = 0;
-  CallSite site;  // slow writes on connections with callsite = true
-};
 
 // A log line from an app thread (conn_open, a veto, a warning), already formatted.
 struct DeferredLine {
@@ -72,30 +59,8 @@ struct TelemetryEvent {
 WriteReporting g_write_reporting;
 
 void handle_write(const WriteEvent& write, const Runtime& runtime) {
-  telemetry::Record record(write.slow ? "slow_write" : "write");
-  const char* outcome = "ok";
-  if (write.result < 0) {
-    outcome = write.error == EAGAIN || write.error == EWOULDBLOCK ? "eagain" : "error";
-  } else if (static_cast<std::uint64_t>(write.result) < write.offered) {
-    outcome = "partial";
-  }
-  record.add("fd", write.fd)
-      .add("rule", config::rule_name(*runtime.policy, write.rule_index))
-      .add("duration_us", static_cast<double>(write.duration_ns) / 1000.0)
-      .add("bytes", write.result > 0 ? static_cast<std::uint64_t>(write.result) : std::uint64_t{0})
-      .add("offered", write.offered)
-      .add("outcome", outcome);
-  if (write.result < 0) {
-    record.add("errno", write.error);
-  }
-  if (write.site.depth > 0) {
-    record.add_json("callsite", callsite_json(write.site), callsite_text(write.site));
-  }
-  log_record(write.slow ? LogLevel::warn : LogLevel::info, record);
+  log_record(write.slow ? LogLevel::warn : LogLevel::info, write_record(write, *runtime.policy));
 }
-
-// How long the worker sleeps with nothing to poll: new samples wait at most this long.
-constexpr std::int64_t kIdleSleepNs = 20'000'000;
 
 AckSampler* g_acks = nullptr;
 ConnectionTotals* g_totals = nullptr;
@@ -109,39 +74,19 @@ std::atomic<std::uint64_t> g_pool_exhausted{0};
 
 enum class WorkerState : int { not_started, starting, running, stopped };
 std::atomic<WorkerState> g_state{WorkerState::not_started};
-std::atomic<std::uint32_t> g_wake{0};
-pthread_t g_thread;
+WorkerThread g_thread;
 
 std::uint64_t g_dropped_total = 0;
 
 void handle_idle_restart(const IdleRestart& idle, const Runtime& runtime) {
-  telemetry::Record record("idle_restart");
-  record.add("fd", idle.fd)
-      .add("rule", config::rule_name(*runtime.policy, idle.rule_index))
-      .add("idle_ms", static_cast<std::uint64_t>(idle.idle_ms))
-      .add("rto_ms", static_cast<double>(idle.rto_us) / 1000.0)
-      .add("rtt_ms", static_cast<double>(idle.rtt_us) / 1000.0)
-      .add("cwnd_before", static_cast<std::uint64_t>(idle.cwnd_before))
-      .add("cwnd_after", static_cast<std::uint64_t>(idle.cwnd_after))
-      .add("write_bytes", idle.bytes)
-      .add("extra_round_trips", static_cast<std::uint64_t>(idle.extra_round_trips));
-  log_record(LogLevel::info, record);  // counted from the connection's own count, at its close
-}
-
-std::string ack_json(const AckLatency& acks) {
-  return latency_object_us(acks.histogram)
-      .field("resolution_us", static_cast<std::uint64_t>(kAckPollNs / 1000))
-      .field("acked_before_first_poll", acks.acked_before_first_poll)
-      .str();
+  // Counted from the connection's own count, at its close.
+  log_record(LogLevel::info, idle_restart_record(idle, *runtime.policy));
 }
 
 void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
-  telemetry::Record record = conn_close_record(snapshot, *runtime.policy);
   const AckLatency acks = g_acks->take(snapshot.fd, snapshot.generation);
-  record.add_json("ack_latency_us", ack_json(acks), latency_text_us(acks.histogram))
-      .add_json_section("ack_latency_hist", histogram_buckets_json(acks.histogram), "");
   if (runtime.policy->log.summary) {
-    log_record(LogLevel::info, record);
+    log_record(LogLevel::info, conn_close_record(snapshot, acks, *runtime.policy));
   }
   g_totals->add_closed(snapshot, acks);
 }
@@ -216,28 +161,6 @@ void write_prometheus_textfile(const Runtime& runtime) {
   }
 }
 
-// Set while the worker sleeps with closed connections possibly waiting: the first close
-// after it wakes the worker, so a burst of closes finds snapshots free (one futex wake per
-// sleep at most; async-signal-safe).
-std::atomic<bool> g_worker_sleeping{false};
-
-void wait_for_wake(std::uint32_t seen, std::int64_t ns) {
-  timespec timeout{0, static_cast<long>(ns)};
-  g_worker_sleeping.store(true, std::memory_order_seq_cst);
-  syscall(SYS_futex, &g_wake, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
-  g_worker_sleeping.store(false, std::memory_order_relaxed);
-}
-
-void wake_sleeping_worker() noexcept {
-  if (g_worker_sleeping.load(std::memory_order_relaxed) &&
-      g_worker_sleeping.exchange(false, std::memory_order_acq_rel)) {
-    const int saved = errno;
-    g_wake.fetch_add(1, std::memory_order_release);
-    syscall(SYS_futex, &g_wake, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-    errno = saved;
-  }
-}
-
 bool defer_line(config::LogLevel level, std::string&& text) {
   auto* line = new DeferredLine{level, std::move(text)};
   if (g_state.load(std::memory_order_acquire) == WorkerState::running &&
@@ -248,71 +171,38 @@ bool defer_line(config::LogLevel level, std::string&& text) {
   return false;
 }
 
-void* worker_main(void* /*unused*/) {
-  mark_log_worker_thread();
-  const Runtime* runtime = active_runtime();
-  WriteClockCalibrator write_clock_calibrator(g_write_clock, tsc_trusted());
-  std::int64_t next_textfile_ns = 0;
-  while (g_state.load(std::memory_order_acquire) == WorkerState::running) {
-    const std::uint32_t seen = g_wake.load(std::memory_order_acquire);
-    std::int64_t sleep_ns = kIdleSleepNs;
-    if (runtime != nullptr) {
-      try {
-        drain(*runtime);
-        const std::int64_t now = monotonic_ns();
-        write_clock_calibrator.tick(now);
+// The worker's tasks, in the order they run on each wake-up.
+std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
+  constexpr std::int64_t kWhenWoken = std::numeric_limits<std::int64_t>::max();
+  auto calibrator = std::make_shared<WriteClockCalibrator>(g_write_clock, tsc_trusted());
+  auto next_textfile_ns = std::make_shared<std::int64_t>(0);
+  return {
+      [&runtime](std::int64_t /*now*/) {
+        drain(runtime);
+        return kWhenWoken;
+      },
+      [calibrator](std::int64_t now) {
+        calibrator->tick(now);
+        return kWhenWoken;
+      },
+      [](std::int64_t now) {
         g_acks->poll(now);
         g_acks->sweep_closed(now);
-        if (now >= next_textfile_ns) {
-          write_prometheus_textfile(*runtime);
-          next_textfile_ns = now + runtime->policy->log.interval.count();
+        return g_acks->has_outstanding() ? now + kAckPollNs : kWhenWoken;
+      },
+      [&runtime, next_textfile_ns](std::int64_t now) {
+        if (now >= *next_textfile_ns) {
+          write_prometheus_textfile(runtime);
+          *next_textfile_ns = now + runtime.policy->log.interval.count();
         }
-        const std::int64_t heartbeat_due = g_keep_warm->run_due(now, *runtime->policy);
-        sleep_ns = std::clamp(heartbeat_due - now, std::int64_t{1}, kIdleSleepNs);
-      } catch (...) {
-      }
-    }
-    if (g_acks != nullptr && g_acks->has_outstanding()) {
-      sleep_ns = std::min(sleep_ns, kAckPollNs);
-    }
-    wait_for_wake(seen, sleep_ns);
-  }
-  return nullptr;
+        return kWhenWoken;
+      },
+      [&runtime](std::int64_t now) { return g_keep_warm->run_due(now, *runtime.policy); },
+  };
 }
 
-telemetry::Record summary_record(const Runtime& runtime) {
-  const Totals& all = g_totals->process();
-  telemetry::Record record("summary");
-  record.add("connections", all.connections);
-  add_counters(record, all.counters);
-  record.add_json("write_latency_us", latency_json_us(all.write_latency), latency_text_us(all.write_latency))
-      .add_json("ack_latency_us", ack_json(all.acks), latency_text_us(all.acks.histogram))
-      .add("dropped_records", g_dropped_total);
-  if (const unsigned long untuned = untuned_in_signal_handlers(); untuned != 0) {
-    record.add("untuned_in_signal_handlers", static_cast<std::uint64_t>(untuned));
-  }
-  record.add("write_clock", g_write_clock.uses_tsc() ? "tsc" : "clock_gettime");
-  telemetry::JsonArray by_rule;
-  std::string text;
-  for (std::size_t i = 1; i < g_totals->row_count(); ++i) {
-    const Totals& totals = g_totals->row(i);
-    if (totals.connections == 0) {
-      continue;
-    }
-    const std::string name(config::rule_name(*runtime.policy, static_cast<int>(i) - 2));
-    telemetry::JsonObject entry;
-    entry.field("rule", name).field("connections", totals.connections);
-    for (const telemetry::CounterField& field : telemetry::kCounterFields) {
-      if (field.prometheus_name != nullptr) {
-        entry.field(field.record_field, totals.counters.*field.member);
-      }
-    }
-    by_rule.add_raw(entry.raw("write_latency_us", latency_json_us(totals.write_latency)).str());
-    text += " " + name + ":connections=" + std::to_string(totals.connections) +
-            ",writes=" + std::to_string(totals.counters.writes);
-  }
-  record.add_json_section("by_rule", by_rule.str(), text);
-  return record;
+SummaryContext summary_context() {
+  return {g_dropped_total, untuned_in_signal_handlers(), g_write_clock.uses_tsc()};
 }
 
 }  // namespace
@@ -344,19 +234,19 @@ void ensure_telemetry_worker() noexcept {
     g_write_reporting.slow_write_ns.store(log.slow_write ? log.slow_write->count() : 0, std::memory_order_relaxed);
     g_write_reporting.trace_writes.store(log.trace_writes, std::memory_order_relaxed);
   }
-  // The worker takes none of the app's signals.
-  sigset_t all;
-  sigset_t previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
   g_state.store(WorkerState::running, std::memory_order_release);
-  if (pthread_create(&g_thread, nullptr, worker_main, nullptr) != 0) {
+  std::vector<WorkerThread::Task> tasks;
+  try {
+    if (runtime != nullptr) {
+      tasks = worker_tasks(*runtime);
+    }
+  } catch (...) {
+  }
+  if (!g_thread.start(mark_log_worker_thread, std::move(tasks))) {
     g_state.store(WorkerState::stopped, std::memory_order_release);
   } else {
-    pthread_setname_np(g_thread, "tcptune");
     set_line_deferrer(defer_line);
   }
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
 namespace {
@@ -382,7 +272,7 @@ void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t genera
     count_unrecorded(slot);  // the ring counted the drop
     return;
   }
-  wake_sleeping_worker();
+  g_thread.wake_if_sleeping();
 }
 
 void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_t offered, int error) noexcept {
@@ -444,9 +334,7 @@ void flush_telemetry_at_exit() noexcept {
   }
   const ErrnoSaver saver;
   set_line_deferrer(nullptr);  // from now on lines go straight to the log, after what is queued
-  g_wake.fetch_add(1, std::memory_order_release);
-  syscall(SYS_futex, &g_wake, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-  pthread_join(g_thread, nullptr);
+  g_thread.stop();
   mark_log_worker_thread();  // the exiting thread drains the rest itself
   const Runtime* runtime = active_runtime();
   if (runtime == nullptr || g_totals == nullptr) {
@@ -465,7 +353,7 @@ void flush_telemetry_at_exit() noexcept {
       }
     });
     if (runtime->policy->log.summary) {
-      log_record(LogLevel::info, summary_record(*runtime));
+      log_record(LogLevel::info, summary_record(*g_totals, *runtime->policy, summary_context()));
     }
   } catch (...) {
   }
@@ -473,7 +361,8 @@ void flush_telemetry_at_exit() noexcept {
 
 void telemetry_after_fork_in_child() noexcept {
   set_line_deferrer(nullptr);  // no worker in the child until its first connection
-  g_write_clock.reset();       // until the child's worker calibrates it again
+  g_thread.forget_in_child();
+  g_write_clock.reset();  // until the child's worker calibrates it again
   g_ring.reset_in_child();
   g_pool.reset_in_child();
   g_pool_exhausted.store(0, std::memory_order_relaxed);
