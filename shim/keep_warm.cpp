@@ -20,7 +20,7 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
   if (!tuning.keep_warm) {
     return std::nullopt;
   }
-  OptionReport report{"keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off", ""};
+  OptionReport report{"keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off", "", OptionStatus::left_alone};
   if (role == SocketRole::listener) {
     report.effective = "-";
     report.note = "applies to the accepted connections";
@@ -76,6 +76,7 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
     return report;
   }
   report.effective = "on";
+  report.status = OptionStatus::applied;
   if (slot.keep_warm_gate.nagle()) {
     report.note = "Nagle is on: the message after a heartbeat is pushed (TCP_NODELAY set and cleared)";
   }
