@@ -28,14 +28,7 @@ void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, Connection
   out.open_at_exit = open_at_exit;
   out.opened_ns = stats.opened_ns.load(std::memory_order_relaxed);
   out.closed_ns = monotonic_ns();
-  out.writes = stats.writes.load(std::memory_order_relaxed);
-  out.bytes = stats.bytes.load(std::memory_order_relaxed);
-  out.partial_writes = stats.partial_writes.load(std::memory_order_relaxed);
-  out.would_block = stats.would_block.load(std::memory_order_relaxed);
-  out.errors = stats.errors.load(std::memory_order_relaxed);
-  out.idle_restarts = stats.idle_restarts.load(std::memory_order_relaxed);
-  out.heartbeats = stats.heartbeats.load(std::memory_order_relaxed);
-  out.heartbeat_bytes = stats.heartbeat_bytes.load(std::memory_order_relaxed);
+  out.counters = stats.counters.load();
   out.histogram_lost_carries = stats.carries.lost();
   out.write_latency = telemetry::LatencyHistogram();
   stats.write_latency_into(out.write_latency);
@@ -80,6 +73,12 @@ std::string histogram_buckets_json(const telemetry::LatencyHistogram& histogram)
   return buckets.str();
 }
 
+void add_counters(telemetry::Record& record, const telemetry::ConnectionCounters& counters) {
+  for (const telemetry::CounterField& field : telemetry::kCounterFields) {
+    record.add(field.record_field, counters.*field.member);
+  }
+}
+
 telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const config::Policy& policy) {
   telemetry::Record record("conn_close");
   record.add("fd", snapshot.fd)
@@ -92,16 +91,9 @@ telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const co
     record.add("peer", config::format_endpoint(snapshot.peer));
   }
   record.add("open_at_exit", snapshot.open_at_exit)
-      .add("duration_s", static_cast<double>(snapshot.closed_ns - snapshot.opened_ns) / 1e9)
-      .add("writes", snapshot.writes)
-      .add("bytes", snapshot.bytes)
-      .add("partial_writes", snapshot.partial_writes)
-      .add("eagain", snapshot.would_block)
-      .add("write_errors", snapshot.errors)
-      .add("idle_restarts", snapshot.idle_restarts)
-      .add("heartbeats", snapshot.heartbeats)
-      .add("heartbeat_bytes", snapshot.heartbeat_bytes)
-      .add_json("write_latency_us", latency_json_us(snapshot.write_latency), latency_text_us(snapshot.write_latency))
+      .add("duration_s", static_cast<double>(snapshot.closed_ns - snapshot.opened_ns) / 1e9);
+  add_counters(record, snapshot.counters);
+  record.add_json("write_latency_us", latency_json_us(snapshot.write_latency), latency_text_us(snapshot.write_latency))
       .add_json_section("write_latency_hist", histogram_buckets_json(snapshot.write_latency), "");
   if (snapshot.histogram_lost_carries != 0) {
     record.add("write_latency_undercounted", static_cast<std::uint64_t>(snapshot.histogram_lost_carries) *

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "connection_counters.hpp"
 #include "json_writer.hpp"
 #include "latency_histogram.hpp"
 #include "monotonic_clock.hpp"
@@ -27,14 +28,7 @@ struct ConnectionSnapshot {
   bool open_at_exit = false;
   std::int64_t opened_ns = 0;
   std::int64_t closed_ns = 0;
-  std::uint64_t writes = 0;
-  std::uint64_t bytes = 0;
-  std::uint64_t partial_writes = 0;
-  std::uint64_t would_block = 0;
-  std::uint64_t errors = 0;
-  std::uint64_t idle_restarts = 0;
-  std::uint64_t heartbeats = 0;
-  std::uint64_t heartbeat_bytes = 0;
+  telemetry::ConnectionCounters counters;
   std::uint32_t histogram_lost_carries = 0;
   telemetry::LatencyHistogram write_latency;
   std::optional<TcpInfoSummary> tcp_info;
@@ -52,6 +46,9 @@ std::string latency_text_us(const telemetry::LatencyHistogram& histogram);
 // [[lower_ns, upper_ns, count], ...] for the non-empty buckets: enough for a reader to merge
 // connections' histograms exactly (tcptune report does).
 std::string histogram_buckets_json(const telemetry::LatencyHistogram& histogram);
+
+// Every counter, under its record field name, in kCounterFields order.
+void add_counters(telemetry::Record& record, const telemetry::ConnectionCounters& counters);
 
 telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const config::Policy& policy);
 

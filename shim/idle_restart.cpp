@@ -63,7 +63,7 @@ void report_idle_restart(int fd, SocketSlot& slot, const IdleCheck& check, ssize
   if (!after || after->snd_cwnd >= check.before.snd_cwnd) {
     return;
   }
-  slot.stats.idle_restarts.fetch_add(1, std::memory_order_relaxed);
+  slot.stats.counters.idle_restarts.fetch_add(1, std::memory_order_relaxed);
   IdleRestart event;
   event.fd = fd;
   event.rule_index = slot.rule_index.load(std::memory_order_relaxed);

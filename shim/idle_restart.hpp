@@ -19,6 +19,20 @@ namespace tcptune::shim {
 // comparison and no system call.
 inline constexpr std::int64_t kShortestRestartGapNs = 200'000'000;
 
+// A write found the congestion window restarted after idle: an idle_restart record.
+struct IdleRestart {
+  int fd = -1;
+  std::int16_t rule_index = kRuleDefaults;
+  std::uint32_t idle_ms = 0;
+  std::uint32_t rto_us = 0;
+  std::uint32_t rtt_us = 0;
+  std::uint32_t cwnd_before = 0;
+  std::uint32_t cwnd_after = 0;
+  std::uint32_t mss = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t extra_round_trips = 0;
+};
+
 struct IdleCheck {
   bool armed = false;
   std::uint32_t idle_ms = 0;

@@ -11,8 +11,8 @@
 
 #include "errno_saver.hpp"
 #include "json_writer.hpp"
-#include "next_symbols.hpp"
 #include "process_runtime.hpp"
+#include "socket_calls.hpp"
 #include "socket_probe.hpp"
 #include "tcptune/config/buffer_plan.hpp"
 #include "tcptune/config/units.hpp"
@@ -26,13 +26,19 @@ std::string effective_int(int fd, int level, int name) {
   return value.has_value() ? std::to_string(*value) : "?";
 }
 
-// setsockopt with an int; empty string on success, the reason otherwise.
-std::string set_int(int fd, int level, int name, int value) {
-  if (next::setsockopt(fd, level, name, &value, sizeof value) == 0) {
-    return {};
-  }
-  // strerror's text without its buffer, which the app's threads may be using too.
-  return "refused: " + std::generic_category().message(errno);
+// setsockopt with an int: 0, or the errno it failed with.
+int set_int(int fd, int level, int name, int value) {
+  return core_setsockopt(fd, level, name, &value, sizeof value) == 0 ? 0 : errno;
+}
+
+// strerror's text without its buffer, which the app's threads may be using too.
+std::string refusal_text(int error) {
+  return "refused: " + std::generic_category().message(error);
+}
+
+// The note and status of one call's outcome.
+std::string note_of(int error) {
+  return error == 0 ? std::string() : refusal_text(error);
 }
 
 constexpr const char* kInheritedNote =
@@ -51,11 +57,21 @@ class Applier {
   ApplyReport take() { return std::move(report_); }
 
   bool app_set(AppOption option) const { return (app_options_ & option) != 0; }
-  void add(std::string name, std::string requested, std::string effective, std::string note = {}) {
-    report_.options.push_back({std::move(name), std::move(requested), std::move(effective), std::move(note)});
+  void add(std::string name, std::string requested, std::string effective, std::string note = {},
+           OptionStatus status = OptionStatus::applied, int error = 0) {
+    report_.options.push_back(
+        {std::move(name), std::move(requested), std::move(effective), std::move(note), status, error});
+  }
+  // A setsockopt's outcome: applied, or refused with its errno.
+  void add_result(std::string name, std::string requested, std::string effective, int error) {
+    add(std::move(name), std::move(requested), std::move(effective), note_of(error),
+        error == 0 ? OptionStatus::applied : OptionStatus::refused, error);
+  }
+  void left_alone(std::string name, std::string requested, std::string effective, std::string note) {
+    add(std::move(name), std::move(requested), std::move(effective), std::move(note), OptionStatus::left_alone);
   }
   void skip_app_owned(const char* name, const std::string& requested, int level, int option) {
-    add(name, requested, effective_int(fd_, level, option), "the app set it itself; left alone");
+    left_alone(name, requested, effective_int(fd_, level, option), "the app set it itself; left alone");
   }
 
   void nodelay(config::NodelayMode mode) {
@@ -66,7 +82,7 @@ class Applier {
     const char* requested = mode == NodelayMode::on ? "on" : mode == NodelayMode::force ? "force" : "off";
     if (phase_ == ApplyPhase::inherited_connected) {
       // Setting TCP_NODELAY pushes out what the other owner holds back (MSG_MORE, Nagle).
-      add("nodelay", requested, effective_int(fd_, IPPROTO_TCP, TCP_NODELAY), kInheritedNote);
+      left_alone("nodelay", requested, effective_int(fd_, IPPROTO_TCP, TCP_NODELAY), kInheritedNote);
       return;
     }
     if (mode == NodelayMode::force) {
@@ -75,8 +91,8 @@ class Applier {
       skip_app_owned("nodelay", requested, IPPROTO_TCP, TCP_NODELAY);
       return;
     }
-    const std::string error = set_int(fd_, IPPROTO_TCP, TCP_NODELAY, mode == NodelayMode::off ? 0 : 1);
-    add("nodelay", requested, effective_int(fd_, IPPROTO_TCP, TCP_NODELAY), error);
+    const int error = set_int(fd_, IPPROTO_TCP, TCP_NODELAY, mode == NodelayMode::off ? 0 : 1);
+    add_result("nodelay", requested, effective_int(fd_, IPPROTO_TCP, TCP_NODELAY), error);
   }
 
   void buffers(const config::Tuning& tuning) {
@@ -87,7 +103,7 @@ class Applier {
     const config::BufferSpec spec = tuning.buffers.value_or(config::BufferSpec{});
     if (phase_ == ApplyPhase::accepted_inherited) {
       if (tuning.buffers.has_value()) {
-        add("rcvbuf", "inherited", effective_int(fd_, SOL_SOCKET, SO_RCVBUF), "set on the listener");
+        left_alone("rcvbuf", "inherited", effective_int(fd_, SOL_SOCKET, SO_RCVBUF), "set on the listener");
       }
       return;
     }
@@ -114,26 +130,30 @@ class Applier {
            const config::BufferLimits& limits, bool cap_net_admin) {
     config::BufferDecision decision = config::plan_buffer(target, explicit_size, limits, cap_net_admin, name);
     std::string note = decision.reason;
+    int first_error = 0;
     if (decision.action == config::BufferAction::pin_forced) {
-      const std::string error = set_int(fd_, SOL_SOCKET, force_option, static_cast<int>(decision.value));
-      if (error.empty()) {
+      first_error = set_int(fd_, SOL_SOCKET, force_option, static_cast<int>(decision.value));
+      if (first_error == 0) {
         add(name, config::format_size(target), effective_int(fd_, SOL_SOCKET, option), note);
         return;
       }
       decision = config::plan_buffer(target, explicit_size, limits, false, name);
-      note = std::string(option == SO_RCVBUF ? "SO_RCVBUFFORCE " : "SO_SNDBUFFORCE ") + error + "; " + decision.reason;
+      note = std::string(option == SO_RCVBUF ? "SO_RCVBUFFORCE " : "SO_SNDBUFFORCE ") + refusal_text(first_error) +
+             "; " + decision.reason;
     }
     if (decision.action == config::BufferAction::pin) {
-      const std::string error = set_int(fd_, SOL_SOCKET, option, static_cast<int>(decision.value));
-      if (!error.empty()) {
-        note += "; " + error;
+      const int error = set_int(fd_, SOL_SOCKET, option, static_cast<int>(decision.value));
+      if (error != 0) {
+        note += "; " + refusal_text(error);
+        first_error = first_error == 0 ? error : first_error;
       }
     }
     if (option == SO_RCVBUF && (phase_ == ApplyPhase::adopted_connected || phase_ == ApplyPhase::accepted ||
                                 phase_ == ApplyPhase::adopted_listener || phase_ == ApplyPhase::inherited_connected)) {
       note += "; applied too late for the window scale, which was chosen at the handshake";
     }
-    add(name, config::format_size(target), effective_int(fd_, SOL_SOCKET, option), note);
+    add(name, config::format_size(target), effective_int(fd_, SOL_SOCKET, option), note,
+        first_error == 0 ? OptionStatus::applied : OptionStatus::refused, first_error);
   }
 
   void direction(const char* name, int option, int force_option, std::atomic<std::int32_t>& held,
@@ -165,34 +185,40 @@ class Applier {
                           : "the app's value was dropped (override_app_buffers); autotuning stays on");
       return true;
     }
-    const std::string error = set_int(fd_, SOL_SOCKET, option, app_value);
+    const int error = set_int(fd_, SOL_SOCKET, option, app_value);
     add(name, requested, effective_int(fd_, SOL_SOCKET, option),
-        error.empty() ? "the app's own value, applied before the handshake" : error);
+        error == 0 ? "the app's own value, applied before the handshake" : refusal_text(error),
+        error == 0 ? OptionStatus::applied : OptionStatus::refused, error);
     return false;
   }
 
   void congestion(const std::string& algorithm) {
     if (app_set(app_congestion)) {
-      add("congestion", algorithm, get_congestion(fd_), "the app set it itself; left alone");
+      left_alone("congestion", algorithm, get_congestion(fd_), "the app set it itself; left alone");
       return;
     }
     std::string note;
-    if (next::setsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, algorithm.data(),
-                         static_cast<socklen_t>(algorithm.size())) != 0) {
-      const int error = errno;
+    OptionStatus status = OptionStatus::applied;
+    int error = 0;
+    if (core_setsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, algorithm.data(), static_cast<socklen_t>(algorithm.size())) !=
+        0) {
+      error = errno;
       const std::string current = get_congestion(fd_);
       if (error == EPERM) {
+        status = OptionStatus::not_permitted;
         note = algorithm +
                " is not in net.ipv4.tcp_allowed_congestion_control and this process lacks "
                "CAP_NET_ADMIN; keeping " +
                current;
       } else if (error == ENOENT) {
+        status = OptionStatus::unavailable;
         note = algorithm + " is not available in this kernel (module not loaded); keeping " + current;
       } else {
-        note = "refused: " + std::generic_category().message(error) + "; keeping " + current;
+        status = OptionStatus::refused;
+        note = refusal_text(error) + "; keeping " + current;
       }
     }
-    add("congestion", algorithm, get_congestion(fd_), note);
+    add("congestion", algorithm, get_congestion(fd_), note, status, error);
   }
 
   void keepalive(const config::Keepalive& keepalive) {
@@ -201,11 +227,13 @@ class Applier {
       skip_app_owned("keepalive", requested, SOL_SOCKET, SO_KEEPALIVE);
       return;
     }
-    std::string note = set_int(fd_, SOL_SOCKET, SO_KEEPALIVE, 1);
+    int first_error = set_int(fd_, SOL_SOCKET, SO_KEEPALIVE, 1);
+    std::string note = note_of(first_error);
     auto also = [&](int option, int value) {
-      const std::string error = set_int(fd_, IPPROTO_TCP, option, value);
-      if (!error.empty()) {
-        note += (note.empty() ? "" : "; ") + error;
+      const int error = set_int(fd_, IPPROTO_TCP, option, value);
+      if (error != 0) {
+        note += (note.empty() ? "" : "; ") + refusal_text(error);
+        first_error = first_error == 0 ? error : first_error;
       }
     };
     also(TCP_KEEPIDLE, seconds_rounded_up(keepalive.idle));
@@ -222,7 +250,7 @@ class Applier {
         "on=" + effective_int(fd_, SOL_SOCKET, SO_KEEPALIVE) +
             " idle=" + effective_int(fd_, IPPROTO_TCP, TCP_KEEPIDLE) + "s interval=" +
             effective_int(fd_, IPPROTO_TCP, TCP_KEEPINTVL) + "s count=" + effective_int(fd_, IPPROTO_TCP, TCP_KEEPCNT),
-        note);
+        note, first_error == 0 ? OptionStatus::applied : OptionStatus::refused, first_error);
   }
 
   void int_option(const char* name, AppOption owner, int level, int option, int value, std::string requested) {
@@ -230,8 +258,8 @@ class Applier {
       skip_app_owned(name, requested, level, option);
       return;
     }
-    const std::string error = set_int(fd_, level, option, value);
-    add(name, std::move(requested), effective_int(fd_, level, option), error);
+    const int error = set_int(fd_, level, option, value);
+    add_result(name, std::move(requested), effective_int(fd_, level, option), error);
   }
 
   void tos(int value) {
@@ -248,11 +276,11 @@ class Applier {
   void raw(const config::RawSockopt& opt) {
     if (phase_ == ApplyPhase::inherited_connected && opt.level == IPPROTO_TCP &&
         (opt.name == TCP_NODELAY || opt.name == TCP_CORK)) {
-      add(opt.option_name, std::to_string(opt.value), effective_int(fd_, opt.level, opt.name), kInheritedNote);
+      left_alone(opt.option_name, std::to_string(opt.value), effective_int(fd_, opt.level, opt.name), kInheritedNote);
       return;
     }
-    const std::string error = set_int(fd_, opt.level, opt.name, opt.value);
-    add(opt.option_name, std::to_string(opt.value), effective_int(fd_, opt.level, opt.name), error);
+    const int error = set_int(fd_, opt.level, opt.name, opt.value);
+    add_result(opt.option_name, std::to_string(opt.value), effective_int(fd_, opt.level, opt.name), error);
   }
 
  private:
@@ -264,6 +292,17 @@ class Applier {
 };
 
 }  // namespace
+
+const char* status_name(OptionStatus status) {
+  switch (status) {
+    case OptionStatus::applied: return "applied";
+    case OptionStatus::left_alone: return "left_alone";
+    case OptionStatus::refused: return "refused";
+    case OptionStatus::not_permitted: return "not_permitted";
+    case OptionStatus::unavailable: return "unavailable";
+  }
+  return "?";
+}
 
 const char* phase_name(ApplyPhase phase) {
   switch (phase) {

@@ -2,6 +2,7 @@
 // and reports requested and effective values for the log.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,15 +20,33 @@ enum class ApplyPhase {
   // Connected when this program started (inherited across exec): another process may hold
   // it too, mid-message, so nothing that changes how queued bytes go out is touched.
   inherited_connected,
-  adopted_listener,    // listening before we saw it (inherited, socket activation)
+  adopted_listener,  // listening before we saw it (inherited, socket activation)
 };
 const char* phase_name(ApplyPhase phase);
+
+// What became of one option: decided by the applier, so that callers act on it (a refusal is
+// warned about once per rule) without reading the note.
+enum class OptionStatus : std::uint8_t {
+  applied,        // set; the effective value may still differ (the kernel rounds and clamps)
+  left_alone,     // the app set it itself, another process may own the socket, or not needed
+  refused,        // the kernel refused a call (error holds errno)
+  not_permitted,  // needs a privilege or a sysctl this process lacks (EPERM)
+  unavailable,    // not in this kernel (ENOENT: a module not loaded)
+};
+const char* status_name(OptionStatus status);
 
 struct OptionReport {
   std::string name;
   std::string requested;
   std::string effective;
   std::string note;  // plain words: why it differs, why it was skipped
+  OptionStatus status = OptionStatus::applied;
+  int error = 0;  // errno of the first refused call, 0 if none
+
+  [[nodiscard]] bool refused() const noexcept {
+    return status == OptionStatus::refused || status == OptionStatus::not_permitted ||
+           status == OptionStatus::unavailable;
+  }
 };
 
 struct ApplyReport {

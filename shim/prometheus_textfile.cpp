@@ -43,7 +43,7 @@ void header(std::string& out, const char* name, const char* type, const char* he
 
 void histogram(std::string& out, const std::string& name, const std::string& labels,
                const telemetry::LatencyHistogram& values, std::uint64_t sum_ns) {
-  // Every 12th bucket of the layout starts at a power of two: cumulative counts there are exact.
+  // Every kBucketsPerOctave-th bucket of the layout starts at a power of two: cumulative counts there are exact.
   std::uint64_t cumulative = 0;
   int bucket = 0;
   for (int octave = kFirstBucketOctave; octave <= kLastBucketOctave; ++octave) {
@@ -70,24 +70,18 @@ std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::st
   std::string out;
   const std::string program_label = "program=\"" + label_value(program) + "\"";
   auto labels = [&](const MetricsRow& row) { return program_label + ",rule=\"" + label_value(row.rule) + "\""; };
-  struct Counter {
-    const char* name;
-    const char* help;
-    std::uint64_t MetricsRow::*field;
-  };
-  static constexpr Counter kCounters[] = {
-      {"tcptune_connections_total", "TCP connections measured by the shim (open and closed).",
-       &MetricsRow::connections},
-      {"tcptune_writes_total", "Write-family calls on measured TCP connections.", &MetricsRow::writes},
-      {"tcptune_write_bytes_total", "Bytes accepted by those calls.", &MetricsRow::bytes},
-      {"tcptune_idle_restarts_total", "Writes that found the congestion window restarted after idle.",
-       &MetricsRow::idle_restarts},
-      {"tcptune_heartbeats_total", "Keep-warm heartbeats sent on idle connections.", &MetricsRow::heartbeats},
-  };
-  for (const Counter& counter : kCounters) {
-    header(out, counter.name, "counter", counter.help);
+  header(out, "tcptune_connections_total", "counter", "TCP connections measured by the shim (open and closed).");
+  for (const MetricsRow& row : rows) {
+    out += "tcptune_connections_total{" + labels(row) + "} " + std::to_string(row.connections) + "\n";
+  }
+  for (const telemetry::CounterField& counter : telemetry::kCounterFields) {
+    if (counter.prometheus_name == nullptr) {
+      continue;
+    }
+    header(out, counter.prometheus_name, "counter", counter.help);
     for (const MetricsRow& row : rows) {
-      out += std::string(counter.name) + "{" + labels(row) + "} " + std::to_string(row.*counter.field) + "\n";
+      out += std::string(counter.prometheus_name) + "{" + labels(row) + "} " +
+             std::to_string(row.counters.*counter.member) + "\n";
     }
   }
   header(out, "tcptune_write_latency_seconds", "histogram", "How long write-family calls took.");
@@ -98,7 +92,7 @@ std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::st
   header(out, "tcptune_ack_latency_seconds", "histogram",
          "From a sampled write's return to the peer's acknowledgement of its last byte (1 ms resolution).");
   for (const MetricsRow& row : rows) {
-    histogram(out, "tcptune_ack_latency_seconds", labels(row), row.ack_latency, row.ack_ns_sum);
+    histogram(out, "tcptune_ack_latency_seconds", labels(row), row.acks.histogram, row.acks.sum_ns);
   }
   header(out, "tcptune_dropped_records_total", "counter", "Records lost because the telemetry worker fell behind.");
   out += "tcptune_dropped_records_total{" + program_label + "} " + std::to_string(dropped_records) + "\n";

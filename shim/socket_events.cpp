@@ -35,8 +35,7 @@ using config::LogLevel;
 // A refused option is worth a warning once per rule and option, not once per connection.
 void warn_refusals_once(const config::Policy& policy, int rule, const ApplyReport& report) {
   for (const OptionReport& option : report.options) {
-    if (option.note.find("refused") == std::string::npos && option.note.find("not available") == std::string::npos &&
-        option.note.find("lacks CAP_NET_ADMIN") == std::string::npos) {
+    if (!option.refused()) {
       continue;
     }
     // Not a mutex of our own: the fork handlers do not take it, so a child forked while another

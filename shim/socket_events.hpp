@@ -135,7 +135,7 @@ inline void after_measured_write(int fd, SocketSlot& slot, const WriteStart& sta
   const std::int64_t duration_ns = end_ns > start.ns ? end_ns - start.ns : 0;
   slot.stats.record_write(static_cast<std::uint64_t>(duration_ns), end_ns, result, offered, error);
   if (result > 0) {
-    maybe_sample_ack(fd, slot, slot.stats.bytes.load(std::memory_order_relaxed), end_ns);
+    maybe_sample_ack(fd, slot, slot.stats.counters.bytes.load(std::memory_order_relaxed), end_ns);
   }
   const WriteReporting& reporting = write_reporting();
   const std::int64_t slow_ns = reporting.slow_write_ns.load(std::memory_order_relaxed);

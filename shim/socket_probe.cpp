@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "errno_saver.hpp"
-#include "next_symbols.hpp"
+#include "socket_calls.hpp"
 
 namespace tcptune::shim {
 
@@ -28,7 +28,7 @@ std::optional<int> get_int_option(int fd, int level, int name) noexcept {
   ErrnoSaver saver;
   int value = 0;
   socklen_t len = sizeof value;
-  if (next::getsockopt(fd, level, name, &value, &len) != 0 || len != sizeof value) {
+  if (core_getsockopt(fd, level, name, &value, &len) != 0 || len != sizeof value) {
     return std::nullopt;
   }
   return value;
@@ -38,7 +38,7 @@ FdKind classify_fd(int fd) noexcept {
   ErrnoSaver saver;
   int value = 0;
   socklen_t len = sizeof value;
-  if (next::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &value, &len) != 0) {
+  if (core_getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &value, &len) != 0) {
     return errno == EBADF ? FdKind::unknown : FdKind::other;
   }
   if (value != AF_INET && value != AF_INET6) {
@@ -78,7 +78,7 @@ std::optional<tcp_info> get_tcp_info(int fd) noexcept {
   ErrnoSaver saver;
   tcp_info info{};
   socklen_t len = sizeof info;
-  if (next::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) {
+  if (core_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) {
     return std::nullopt;
   }
   // Older kernels fill a prefix: zero what they did not write.
@@ -93,7 +93,7 @@ std::string get_congestion(int fd) {
   ErrnoSaver saver;
   char name[kCongestionNameMax + 1] = {};
   socklen_t len = kCongestionNameMax;
-  if (next::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) {
+  if (core_getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) {
     return {};
   }
   return std::string(name, strnlen(name, len));

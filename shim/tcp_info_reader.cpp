@@ -6,7 +6,7 @@
 #include <cstddef>
 
 #include "errno_saver.hpp"
-#include "next_symbols.hpp"
+#include "socket_calls.hpp"
 
 namespace tcptune::shim {
 
@@ -14,7 +14,7 @@ std::optional<TcpInfoSummary> read_tcp_info(int fd) noexcept {
   const ErrnoSaver saver;
   tcp_info info{};
   socklen_t length = sizeof info;
-  if (next::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) {
+  if (core_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) {
     return std::nullopt;
   }
   const auto has = [&](std::size_t offset, std::size_t size) { return length >= offset + size; };

@@ -1,30 +1,26 @@
 #include "telemetry_worker.hpp"
 
-#include <linux/futex.h>
-#include <pthread.h>
 #include <sched.h>
-#include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <ctime>
-#include <map>
+#include <limits>
+#include <memory>
 #include <new>
 #include <vector>
 
+#include "ack_sampler.hpp"
 #include "callsite.hpp"
 #include "connection_summary.hpp"
+#include "connection_totals.hpp"
 #include "errno_saver.hpp"
 #include "event_ring.hpp"
 #include "fd_table.hpp"
+#include "idle_restart.hpp"
 #include "json_writer.hpp"
-#include "keep_warm.hpp"
+#include "keep_warm_scheduler.hpp"
 #include "process_runtime.hpp"
 #include "prometheus_textfile.hpp"
 #include "record.hpp"
@@ -32,6 +28,8 @@
 #include "signal_context.hpp"
 #include "snapshot_pool.hpp"
 #include "tcptune/config/rule_matcher.hpp"
+#include "telemetry_records.hpp"
+#include "worker_thread.hpp"
 #include "write_clock.hpp"
 
 namespace tcptune::shim {
@@ -39,27 +37,6 @@ namespace tcptune::shim {
 namespace {
 
 using config::LogLevel;
-
-// A write whose acknowledgement the worker times.
-struct AckSample {
-  int fd = -1;
-  std::uint32_t generation = 0;
-  std::uint64_t bytes_after = 0;  // the connection's bytes written once this write returned
-  std::int64_t write_end_ns = 0;
-  bool seen_unacked = false;  // by a poll: only then is the time to the ack known to 1 poll
-};
-
-// One write for a slow_write or write record.
-struct WriteEvent {
-  int fd = -1;
-  std::int16_t rule_index = kRuleDefaults;
-  bool slow = false;
-  std::int64_t duration_ns = 0;
-  std::int64_t result = 0;
-  std::uint64_t offered = 0;
-  int error = 0;
-  CallSite site;  // slow writes on connections with callsite = true
-};
 
 // A log line from an app thread (conn_open, a veto, a warning), already formatted.
 struct DeferredLine {
@@ -82,44 +59,11 @@ struct TelemetryEvent {
 WriteReporting g_write_reporting;
 
 void handle_write(const WriteEvent& write, const Runtime& runtime) {
-  telemetry::Record record(write.slow ? "slow_write" : "write");
-  const char* outcome = "ok";
-  if (write.result < 0) {
-    outcome = write.error == EAGAIN || write.error == EWOULDBLOCK ? "eagain" : "error";
-  } else if (static_cast<std::uint64_t>(write.result) < write.offered) {
-    outcome = "partial";
-  }
-  record.add("fd", write.fd)
-      .add("rule", config::rule_name(*runtime.policy, write.rule_index))
-      .add("duration_us", static_cast<double>(write.duration_ns) / 1000.0)
-      .add("bytes", write.result > 0 ? static_cast<std::uint64_t>(write.result) : std::uint64_t{0})
-      .add("offered", write.offered)
-      .add("outcome", outcome);
-  if (write.result < 0) {
-    record.add("errno", write.error);
-  }
-  if (write.site.depth > 0) {
-    record.add_json("callsite", callsite_json(write.site), callsite_text(write.site));
-  }
-  log_record(write.slow ? LogLevel::warn : LogLevel::info, record);
+  log_record(write.slow ? LogLevel::warn : LogLevel::info, write_record(write, *runtime.policy));
 }
 
-// How often outstanding ack samples are polled: the ack latency's resolution.
-constexpr std::int64_t kAckPollNs = 1'000'000;
-// How long the worker sleeps with nothing to poll: new samples wait at most this long.
-constexpr std::int64_t kIdleSleepNs = 20'000'000;
-
-// Per connection, on the worker side: sparse, because acks cluster in a few buckets.
-struct AckStats {
-  std::map<int, std::uint64_t> buckets;
-  std::uint64_t samples = 0;
-  std::uint64_t acked_before_first_poll = 0;  // faster than the worker could see: not timed
-  std::uint64_t max_ns = 0;
-  std::uint64_t sum_ns = 0;
-  bool seen_closed = false;  // by the last sweep: the connection had closed
-};
-std::map<std::pair<int, std::uint32_t>, AckStats>* g_acks = nullptr;  // (fd, generation)
-std::vector<AckSample>* g_outstanding = nullptr;
+AckSampler* g_acks = nullptr;
+ConnectionTotals* g_totals = nullptr;
 KeepWarmScheduler* g_keep_warm = nullptr;
 
 // Bounded memory: 128 snapshots of about 3 KiB and 2048 events of about 250 bytes (in .bss,
@@ -130,216 +74,21 @@ std::atomic<std::uint64_t> g_pool_exhausted{0};
 
 enum class WorkerState : int { not_started, starting, running, stopped };
 std::atomic<WorkerState> g_state{WorkerState::not_started};
-std::atomic<std::uint32_t> g_wake{0};
-pthread_t g_thread;
+WorkerThread g_thread;
 
-struct Totals {
-  std::uint64_t connections = 0;
-  std::uint64_t writes = 0;
-  std::uint64_t bytes = 0;
-  std::uint64_t partial_writes = 0;
-  std::uint64_t would_block = 0;
-  std::uint64_t idle_restarts = 0;
-  std::uint64_t heartbeats = 0;
-  telemetry::LatencyHistogram write_latency;
-  telemetry::LatencyHistogram ack_latency;
-  std::uint64_t ack_samples_untimed = 0;
-  std::uint64_t ack_ns_sum = 0;
-};
-// Index 0: the process; 1: [defaults]; 2 + i: rule i. Touched by the worker only (and by the
-// exiting thread once the worker has stopped).
-std::vector<Totals>* g_totals = nullptr;
 std::uint64_t g_dropped_total = 0;
 
-// The counts of connections whose conn_close record could not be queued (the snapshot pool or
-// the ring was full): the closing thread adds them here, lock-free, and the worker moves them
-// into its totals. Such a connection loses its record and its histograms, never its counts.
-struct UnrecordedCounts {
-  std::atomic<std::uint64_t> connections{0};
-  std::atomic<std::uint64_t> writes{0};
-  std::atomic<std::uint64_t> bytes{0};
-  std::atomic<std::uint64_t> partial_writes{0};
-  std::atomic<std::uint64_t> would_block{0};
-  std::atomic<std::uint64_t> idle_restarts{0};
-  std::atomic<std::uint64_t> heartbeats{0};
-};
-UnrecordedCounts* g_unrecorded = nullptr;  // indexed like g_totals, from index 1
-std::atomic<bool> g_unrecorded_pending{false};
-
-UnrecordedCounts* unrecorded_for(std::int16_t rule_index) noexcept {
-  const auto index = static_cast<std::size_t>(rule_index + 2);
-  return g_unrecorded != nullptr && index < g_totals->size() ? &g_unrecorded[index] : nullptr;
-}
-
-void count_unrecorded(const SocketSlot& slot) noexcept {
-  UnrecordedCounts* found = unrecorded_for(slot.rule_index.load(std::memory_order_relaxed));
-  if (found == nullptr) {
-    return;
-  }
-  const telemetry::ConnectionStats& stats = slot.stats;
-  UnrecordedCounts& counts = *found;
-  counts.connections.fetch_add(1, std::memory_order_relaxed);
-  counts.writes.fetch_add(stats.writes.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  counts.bytes.fetch_add(stats.bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  counts.partial_writes.fetch_add(stats.partial_writes.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  counts.would_block.fetch_add(stats.would_block.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  counts.idle_restarts.fetch_add(stats.idle_restarts.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  counts.heartbeats.fetch_add(stats.heartbeats.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  g_unrecorded_pending.store(true, std::memory_order_release);
-}
-
-// Worker: the unrecorded counts join the process's and their rule's totals.
-void absorb_unrecorded() {
-  if (g_unrecorded == nullptr || !g_unrecorded_pending.exchange(false, std::memory_order_acq_rel)) {
-    return;
-  }
-  for (std::size_t i = 1; i < g_totals->size(); ++i) {
-    UnrecordedCounts& counts = g_unrecorded[i];
-    const auto take = [](std::atomic<std::uint64_t>& counter) { return counter.exchange(0, std::memory_order_relaxed); };
-    const std::uint64_t connections = take(counts.connections);
-    const std::uint64_t writes = take(counts.writes);
-    const std::uint64_t bytes = take(counts.bytes);
-    const std::uint64_t partial_writes = take(counts.partial_writes);
-    const std::uint64_t would_block = take(counts.would_block);
-    const std::uint64_t idle_restarts = take(counts.idle_restarts);
-    const std::uint64_t heartbeats = take(counts.heartbeats);
-    for (Totals* totals : {&(*g_totals)[0], &(*g_totals)[i]}) {
-      totals->connections += connections;
-      totals->writes += writes;
-      totals->bytes += bytes;
-      totals->partial_writes += partial_writes;
-      totals->would_block += would_block;
-      totals->idle_restarts += idle_restarts;
-      totals->heartbeats += heartbeats;
-    }
-  }
-}
-
-Totals* rule_totals(std::int16_t rule_index) {
-  const auto index = static_cast<std::size_t>(rule_index + 2);
-  return index < g_totals->size() ? &(*g_totals)[index] : nullptr;
-}
-
 void handle_idle_restart(const IdleRestart& idle, const Runtime& runtime) {
-  telemetry::Record record("idle_restart");
-  record.add("fd", idle.fd)
-      .add("rule", config::rule_name(*runtime.policy, idle.rule_index))
-      .add("idle_ms", static_cast<std::uint64_t>(idle.idle_ms))
-      .add("rto_ms", static_cast<double>(idle.rto_us) / 1000.0)
-      .add("rtt_ms", static_cast<double>(idle.rtt_us) / 1000.0)
-      .add("cwnd_before", static_cast<std::uint64_t>(idle.cwnd_before))
-      .add("cwnd_after", static_cast<std::uint64_t>(idle.cwnd_after))
-      .add("write_bytes", idle.bytes)
-      .add("extra_round_trips", static_cast<std::uint64_t>(idle.extra_round_trips));
-  log_record(LogLevel::info, record);  // counted from the connection's own count, at its close
-}
-
-void add_to(Totals& totals, const ConnectionSnapshot& snapshot) {
-  ++totals.connections;
-  totals.writes += snapshot.writes;
-  totals.bytes += snapshot.bytes;
-  totals.partial_writes += snapshot.partial_writes;
-  totals.would_block += snapshot.would_block;
-  totals.idle_restarts += snapshot.idle_restarts;
-  totals.heartbeats += snapshot.heartbeats;
-  totals.write_latency.merge(snapshot.write_latency);
-}
-
-std::string ack_json(const telemetry::LatencyHistogram& histogram, std::uint64_t untimed) {
-  return latency_object_us(histogram)
-      .field("resolution_us", static_cast<std::uint64_t>(kAckPollNs / 1000))
-      .field("acked_before_first_poll", untimed)
-      .str();
+  // Counted from the connection's own count, at its close.
+  log_record(LogLevel::info, idle_restart_record(idle, *runtime.policy));
 }
 
 void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
-  telemetry::Record record = conn_close_record(snapshot, *runtime.policy);
-  telemetry::LatencyHistogram acks;
-  std::uint64_t untimed = 0;
-  std::uint64_t ack_sum_ns = 0;
-  if (const auto found = g_acks->find({snapshot.fd, snapshot.generation}); found != g_acks->end()) {
-    for (const auto& [bucket, count] : found->second.buckets) {
-      acks.add(bucket, count);
-    }
-    acks.observe_range(0, found->second.max_ns);
-    untimed = found->second.acked_before_first_poll;
-    ack_sum_ns = found->second.sum_ns;
-    g_acks->erase(found);
-  }
-  record.add_json("ack_latency_us", ack_json(acks, untimed), latency_text_us(acks))
-      .add_json_section("ack_latency_hist", histogram_buckets_json(acks), "");
+  const AckLatency acks = g_acks->take(snapshot.fd, snapshot.generation);
   if (runtime.policy->log.summary) {
-    log_record(LogLevel::info, record);
+    log_record(LogLevel::info, conn_close_record(snapshot, acks, *runtime.policy));
   }
-  for (Totals* totals : {&(*g_totals)[0], rule_totals(snapshot.rule_index)}) {
-    if (totals != nullptr) {
-      add_to(*totals, snapshot);
-      totals->ack_latency.merge(acks);
-      totals->ack_samples_untimed += untimed;
-      totals->ack_ns_sum += ack_sum_ns;
-    }
-  }
-}
-
-// One poll of the outstanding samples: ioctl(SIOCOUTQ) gives the bytes written and not yet
-// acknowledged, so the bytes acknowledged are the bytes written minus that.
-void poll_acks(std::int64_t now_ns) {
-  auto& outstanding = *g_outstanding;
-  for (std::size_t i = 0; i < outstanding.size();) {
-    AckSample& sample = outstanding[i];
-    SocketSlot* slot = fd_table().find(sample.fd);
-    bool done = slot == nullptr || slot->generation.load(std::memory_order_acquire) != sample.generation;
-    if (!done) {
-      const std::uint64_t written = slot->stats.bytes.load(std::memory_order_acquire);  // before the ioctl
-      int unacked = 0;
-      if (ioctl(sample.fd, SIOCOUTQ, &unacked) != 0 ||
-          slot->generation.load(std::memory_order_acquire) != sample.generation) {
-        done = true;  // closed (or reused) meanwhile: no sample
-      } else if (written - static_cast<std::uint64_t>(unacked) >= sample.bytes_after) {
-        AckStats& stats = (*g_acks)[{sample.fd, sample.generation}];
-        if (!sample.seen_unacked) {
-          ++stats.acked_before_first_poll;
-        } else {
-          // Clamped: the write's end came from the write clock, which may lead by microseconds.
-          const auto latency = static_cast<std::uint64_t>(std::max<std::int64_t>(now_ns - sample.write_end_ns, 0));
-          ++stats.buckets[telemetry::HistogramLayout::bucket_of(latency)];
-          ++stats.samples;
-          stats.max_ns = std::max(stats.max_ns, latency);
-          stats.sum_ns += latency;
-        }
-        done = true;
-      } else {
-        sample.seen_unacked = true;
-      }
-      if (done) {
-        slot->stats.ack_sample_outstanding.store(false, std::memory_order_release);
-      }
-    }
-    if (done) {
-      outstanding[i] = outstanding.back();
-      outstanding.pop_back();
-    } else {
-      ++i;
-    }
-  }
-}
-
-// How often ack statistics of closed connections are looked for. A connection's conn_close
-// takes them within milliseconds of its close; one whose record was lost never does, so what
-// two sweeps in a row find closed is dropped (memory stays bounded under any close rate).
-constexpr std::int64_t kAckSweepNs = 1'000'000'000;
-
-void sweep_closed_acks() {
-  for (auto entry = g_acks->begin(); entry != g_acks->end();) {
-    const SocketSlot* slot = fd_table().find(entry->first.first);
-    const bool closed = slot == nullptr || slot->generation.load(std::memory_order_acquire) != entry->first.second;
-    if (closed && entry->second.seen_closed) {
-      entry = g_acks->erase(entry);
-    } else {
-      entry->second.seen_closed = closed;
-      ++entry;
-    }
-  }
+  g_totals->add_closed(snapshot, acks);
 }
 
 void report_drops() {
@@ -359,7 +108,7 @@ void drain(const Runtime& runtime) {
       switch (event.kind) {
         case TelemetryEvent::Kind::closed: handle(*event.snapshot, runtime); break;
         case TelemetryEvent::Kind::idle_restart: handle_idle_restart(event.idle, runtime); break;
-        case TelemetryEvent::Kind::ack_sample: g_outstanding->push_back(event.ack); break;
+        case TelemetryEvent::Kind::ack_sample: g_acks->add(event.ack); break;
         case TelemetryEvent::Kind::write: handle_write(event.write, runtime); break;
         case TelemetryEvent::Kind::line: write_deferred_line(event.line->level, event.line->text); break;
         case TelemetryEvent::Kind::keep_warm: g_keep_warm->add(event.warm, monotonic_ns()); break;
@@ -372,7 +121,7 @@ void drain(const Runtime& runtime) {
     }
     delete event.line;
   }
-  absorb_unrecorded();
+  g_totals->absorb_unrecorded();
   report_drops();
 }
 
@@ -383,19 +132,15 @@ void write_prometheus_textfile(const Runtime& runtime) {
   if (pattern.empty()) {
     return;
   }
-  std::vector<MetricsRow> rows(g_totals->size());
+  std::vector<MetricsRow> rows(g_totals->row_count());
   for (std::size_t i = 1; i < rows.size(); ++i) {
-    const Totals& closed = (*g_totals)[i];
+    const Totals& closed = g_totals->row(i);
     MetricsRow& row = rows[i];
     row.rule = config::rule_name(*runtime.policy, static_cast<int>(i) - 2);
     row.connections = closed.connections;
-    row.writes = closed.writes;
-    row.bytes = closed.bytes;
-    row.idle_restarts = closed.idle_restarts;
-    row.heartbeats = closed.heartbeats;
+    row.counters = closed.counters;
     row.write_latency.merge(closed.write_latency);
-    row.ack_latency.merge(closed.ack_latency);
-    row.ack_ns_sum = closed.ack_ns_sum;
+    row.acks = closed.acks;
   }
   fd_table().for_each_tcp([&](int fd, const SocketSlot& slot) {
     const auto index = static_cast<std::size_t>(slot.rule_index.load(std::memory_order_relaxed) + 2);
@@ -403,48 +148,16 @@ void write_prometheus_textfile(const Runtime& runtime) {
       return;
     }
     MetricsRow& row = rows[index];
-    const telemetry::ConnectionStats& stats = slot.stats;
     ++row.connections;
-    row.writes += stats.writes.load(std::memory_order_relaxed);
-    row.bytes += stats.bytes.load(std::memory_order_relaxed);
-    row.idle_restarts += stats.idle_restarts.load(std::memory_order_relaxed);
-    row.heartbeats += stats.heartbeats.load(std::memory_order_relaxed);
-    stats.write_latency_into(row.write_latency);
-    const auto acks = g_acks->find({fd, slot.generation.load(std::memory_order_acquire)});
-    if (acks != g_acks->end()) {
-      for (const auto& [bucket, count] : acks->second.buckets) {
-        row.ack_latency.add(bucket, count);
-      }
-      row.ack_ns_sum += acks->second.sum_ns;
-    }
+    row.counters += slot.stats.counters.load();
+    slot.stats.write_latency_into(row.write_latency);
+    g_acks->add_open_to(fd, slot.generation.load(std::memory_order_acquire), row.acks);
   });
   std::erase_if(rows, [](const MetricsRow& row) { return row.connections == 0; });
   const std::string error = write_file_atomically(expand_log_path(pattern, runtime.program, getpid()),
                                                   render_prometheus(rows, runtime.program, g_dropped_total));
   if (!error.empty() && log_first_time("prometheus_textfile")) {
     log_message(LogLevel::warn, error + " (logged once)");
-  }
-}
-
-// Set while the worker sleeps with closed connections possibly waiting: the first close
-// after it wakes the worker, so a burst of closes finds snapshots free (one futex wake per
-// sleep at most; async-signal-safe).
-std::atomic<bool> g_worker_sleeping{false};
-
-void wait_for_wake(std::uint32_t seen, std::int64_t ns) {
-  timespec timeout{0, static_cast<long>(ns)};
-  g_worker_sleeping.store(true, std::memory_order_seq_cst);
-  syscall(SYS_futex, &g_wake, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
-  g_worker_sleeping.store(false, std::memory_order_relaxed);
-}
-
-void wake_sleeping_worker() noexcept {
-  if (g_worker_sleeping.load(std::memory_order_relaxed) &&
-      g_worker_sleeping.exchange(false, std::memory_order_acq_rel)) {
-    const int saved = errno;
-    g_wake.fetch_add(1, std::memory_order_release);
-    syscall(SYS_futex, &g_wake, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-    errno = saved;
   }
 }
 
@@ -458,82 +171,38 @@ bool defer_line(config::LogLevel level, std::string&& text) {
   return false;
 }
 
-void* worker_main(void* /*unused*/) {
-  mark_log_worker_thread();
-  const Runtime* runtime = active_runtime();
-  WriteClockCalibrator write_clock_calibrator(g_write_clock, tsc_trusted());
-  std::int64_t next_textfile_ns = 0;
-  std::int64_t next_ack_sweep_ns = 0;
-  while (g_state.load(std::memory_order_acquire) == WorkerState::running) {
-    const std::uint32_t seen = g_wake.load(std::memory_order_acquire);
-    std::int64_t sleep_ns = kIdleSleepNs;
-    if (runtime != nullptr) {
-      try {
-        drain(*runtime);
-        const std::int64_t now = monotonic_ns();
-        write_clock_calibrator.tick(now);
-        poll_acks(now);
-        if (now >= next_ack_sweep_ns) {
-          sweep_closed_acks();
-          next_ack_sweep_ns = now + kAckSweepNs;
+// The worker's tasks, in the order they run on each wake-up.
+std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
+  constexpr std::int64_t kWhenWoken = std::numeric_limits<std::int64_t>::max();
+  auto calibrator = std::make_shared<WriteClockCalibrator>(g_write_clock, tsc_trusted());
+  auto next_textfile_ns = std::make_shared<std::int64_t>(0);
+  return {
+      [&runtime](std::int64_t /*now*/) {
+        drain(runtime);
+        return kWhenWoken;
+      },
+      [calibrator](std::int64_t now) {
+        calibrator->tick(now);
+        return kWhenWoken;
+      },
+      [](std::int64_t now) {
+        g_acks->poll(now);
+        g_acks->sweep_closed(now);
+        return g_acks->has_outstanding() ? now + kAckPollNs : kWhenWoken;
+      },
+      [&runtime, next_textfile_ns](std::int64_t now) {
+        if (now >= *next_textfile_ns) {
+          write_prometheus_textfile(runtime);
+          *next_textfile_ns = now + runtime.policy->log.interval.count();
         }
-        if (now >= next_textfile_ns) {
-          write_prometheus_textfile(*runtime);
-          next_textfile_ns = now + runtime->policy->log.interval.count();
-        }
-        const std::int64_t heartbeat_due = g_keep_warm->run_due(now, *runtime->policy);
-        sleep_ns = std::clamp(heartbeat_due - now, std::int64_t{1}, kIdleSleepNs);
-      } catch (...) {
-      }
-    }
-    if (!g_outstanding->empty()) {
-      sleep_ns = std::min(sleep_ns, kAckPollNs);
-    }
-    wait_for_wake(seen, sleep_ns);
-  }
-  return nullptr;
+        return kWhenWoken;
+      },
+      [&runtime](std::int64_t now) { return g_keep_warm->run_due(now, *runtime.policy); },
+  };
 }
 
-telemetry::Record summary_record(const Runtime& runtime) {
-  const Totals& all = (*g_totals)[0];
-  telemetry::Record record("summary");
-  record.add("connections", all.connections)
-      .add("writes", all.writes)
-      .add("bytes", all.bytes)
-      .add("partial_writes", all.partial_writes)
-      .add("eagain", all.would_block)
-      .add("idle_restarts", all.idle_restarts)
-      .add("heartbeats", all.heartbeats)
-      .add_json("write_latency_us", latency_json_us(all.write_latency), latency_text_us(all.write_latency))
-      .add_json("ack_latency_us", ack_json(all.ack_latency, all.ack_samples_untimed), latency_text_us(all.ack_latency))
-      .add("dropped_records", g_dropped_total);
-  if (const unsigned long untuned = untuned_in_signal_handlers(); untuned != 0) {
-    record.add("untuned_in_signal_handlers", static_cast<std::uint64_t>(untuned));
-  }
-  record
-      .add("write_clock", g_write_clock.uses_tsc() ? "tsc" : "clock_gettime");
-  telemetry::JsonArray by_rule;
-  std::string text;
-  for (std::size_t i = 1; i < g_totals->size(); ++i) {
-    const Totals& totals = (*g_totals)[i];
-    if (totals.connections == 0) {
-      continue;
-    }
-    const std::string name(config::rule_name(*runtime.policy, static_cast<int>(i) - 2));
-    by_rule.add_raw(telemetry::JsonObject()
-                        .field("rule", name)
-                        .field("connections", totals.connections)
-                        .field("writes", totals.writes)
-                        .field("bytes", totals.bytes)
-                        .field("idle_restarts", totals.idle_restarts)
-                        .field("heartbeats", totals.heartbeats)
-                        .raw("write_latency_us", latency_json_us(totals.write_latency))
-                        .str());
-    text +=
-        " " + name + ":connections=" + std::to_string(totals.connections) + ",writes=" + std::to_string(totals.writes);
-  }
-  record.add_json_section("by_rule", by_rule.str(), text);
-  return record;
+SummaryContext summary_context() {
+  return {g_dropped_total, untuned_in_signal_handlers(), g_write_clock.uses_tsc()};
 }
 
 }  // namespace
@@ -552,11 +221,9 @@ void ensure_telemetry_worker() noexcept {
   const Runtime* runtime = active_runtime();
   try {
     if (g_totals == nullptr && runtime != nullptr) {
-      g_totals = new std::vector<Totals>(runtime->policy->rules.size() + 2);
-      g_acks = new std::map<std::pair<int, std::uint32_t>, AckStats>;
-      g_outstanding = new std::vector<AckSample>;
+      g_totals = new ConnectionTotals(runtime->policy->rules.size());
+      g_acks = new AckSampler;
       g_keep_warm = new KeepWarmScheduler;
-      g_unrecorded = new UnrecordedCounts[g_totals->size()];
     }
   } catch (...) {
     g_state.store(WorkerState::stopped, std::memory_order_release);
@@ -567,20 +234,26 @@ void ensure_telemetry_worker() noexcept {
     g_write_reporting.slow_write_ns.store(log.slow_write ? log.slow_write->count() : 0, std::memory_order_relaxed);
     g_write_reporting.trace_writes.store(log.trace_writes, std::memory_order_relaxed);
   }
-  // The worker takes none of the app's signals.
-  sigset_t all;
-  sigset_t previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
   g_state.store(WorkerState::running, std::memory_order_release);
-  if (pthread_create(&g_thread, nullptr, worker_main, nullptr) != 0) {
+  std::vector<WorkerThread::Task> tasks;
+  try {
+    if (runtime != nullptr) {
+      tasks = worker_tasks(*runtime);
+    }
+  } catch (...) {
+  }
+  if (!g_thread.start(mark_log_worker_thread, std::move(tasks))) {
     g_state.store(WorkerState::stopped, std::memory_order_release);
   } else {
-    pthread_setname_np(g_thread, "tcptune");
     set_line_deferrer(defer_line);
   }
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
+
+namespace {
+void count_unrecorded(const SocketSlot& slot) noexcept {
+  g_totals->count_unrecorded(slot.rule_index.load(std::memory_order_relaxed), slot.stats.counters.load());
+}
+}  // namespace
 
 void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t generation) noexcept {
   if (g_state.load(std::memory_order_acquire) != WorkerState::running) {
@@ -599,24 +272,13 @@ void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t genera
     count_unrecorded(slot);  // the ring counted the drop
     return;
   }
-  wake_sleeping_worker();
+  g_thread.wake_if_sleeping();
 }
 
 void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_t offered, int error) noexcept {
-  UnrecordedCounts* counts = unrecorded_for(rule_index);
-  if (counts == nullptr || g_state.load(std::memory_order_acquire) != WorkerState::running) {
-    return;
+  if (g_state.load(std::memory_order_acquire) == WorkerState::running) {
+    g_totals->count_write_after_close(rule_index, result, offered, error);
   }
-  counts->writes.fetch_add(1, std::memory_order_relaxed);
-  if (result >= 0) {
-    counts->bytes.fetch_add(static_cast<std::uint64_t>(result), std::memory_order_relaxed);
-    if (static_cast<std::size_t>(result) < offered) {
-      counts->partial_writes.fetch_add(1, std::memory_order_relaxed);
-    }
-  } else if (error == EAGAIN || error == EWOULDBLOCK) {
-    counts->would_block.fetch_add(1, std::memory_order_relaxed);
-  }
-  g_unrecorded_pending.store(true, std::memory_order_release);
 }
 
 WriteReporting& write_reporting() noexcept {
@@ -672,9 +334,7 @@ void flush_telemetry_at_exit() noexcept {
   }
   const ErrnoSaver saver;
   set_line_deferrer(nullptr);  // from now on lines go straight to the log, after what is queued
-  g_wake.fetch_add(1, std::memory_order_release);
-  syscall(SYS_futex, &g_wake, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-  pthread_join(g_thread, nullptr);
+  g_thread.stop();
   mark_log_worker_thread();  // the exiting thread drains the rest itself
   const Runtime* runtime = active_runtime();
   if (runtime == nullptr || g_totals == nullptr) {
@@ -693,7 +353,7 @@ void flush_telemetry_at_exit() noexcept {
       }
     });
     if (runtime->policy->log.summary) {
-      log_record(LogLevel::info, summary_record(*runtime));
+      log_record(LogLevel::info, summary_record(*g_totals, *runtime->policy, summary_context()));
     }
   } catch (...) {
   }
@@ -701,7 +361,8 @@ void flush_telemetry_at_exit() noexcept {
 
 void telemetry_after_fork_in_child() noexcept {
   set_line_deferrer(nullptr);  // no worker in the child until its first connection
-  g_write_clock.reset();       // until the child's worker calibrates it again
+  g_thread.forget_in_child();
+  g_write_clock.reset();  // until the child's worker calibrates it again
   g_ring.reset_in_child();
   g_pool.reset_in_child();
   g_pool_exhausted.store(0, std::memory_order_relaxed);
@@ -713,18 +374,10 @@ void telemetry_after_fork_in_child() noexcept {
     }
   });
   if (g_totals != nullptr) {
-    for (Totals& totals : *g_totals) {
-      totals = Totals();
-    }
-    for (std::size_t i = 0; i < g_totals->size(); ++i) {
-      g_unrecorded[i].~UnrecordedCounts();
-      new (&g_unrecorded[i]) UnrecordedCounts();
-    }
-    g_unrecorded_pending.store(false, std::memory_order_relaxed);
+    g_totals->reset();
     // Fresh containers: the parent's worker may have been inside these when it forked.
     try {
-      g_acks = new std::map<std::pair<int, std::uint32_t>, AckStats>;
-      g_outstanding = new std::vector<AckSample>;
+      g_acks = new AckSampler;
       g_keep_warm = new KeepWarmScheduler;  // the parent's connections are not kept warm here
     } catch (...) {
       g_state.store(WorkerState::stopped, std::memory_order_release);  // no telemetry in this child

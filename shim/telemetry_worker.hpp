@@ -22,19 +22,8 @@ void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t genera
 // A measured write that returned after another thread closed its descriptor: counted in its
 // rule's totals, since its connection's record is already taken. Lock-free; async-signal-safe.
 void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_t offered, int error) noexcept;
-// A write found the congestion window restarted after idle (see idle_restart.hpp).
-struct IdleRestart {
-  int fd = -1;
-  std::int16_t rule_index = kRuleDefaults;
-  std::uint32_t idle_ms = 0;
-  std::uint32_t rto_us = 0;
-  std::uint32_t rtt_us = 0;
-  std::uint32_t cwnd_before = 0;
-  std::uint32_t cwnd_after = 0;
-  std::uint32_t mss = 0;
-  std::uint64_t bytes = 0;
-  std::uint32_t extra_round_trips = 0;
-};
+// A write found the congestion window restarted after idle (idle_restart.hpp).
+struct IdleRestart;
 void post_idle_restart(const IdleRestart& event) noexcept;
 // After a measured write that left the connection's byte count at `bytes_after`: unless a
 // sample is already outstanding, the worker times until the peer acknowledges that byte.

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "connection_counters.hpp"
 #include "latency_histogram.hpp"
 
 namespace tcptune::telemetry {
@@ -64,15 +65,8 @@ class HistogramCarries {
 struct ConnectionStats {
   ConnectionWriteHistogram write_latency;
   HistogramCarries carries;
+  AtomicConnectionCounters counters;
   std::atomic<std::int64_t> opened_ns{0};
-  std::atomic<std::uint64_t> writes{0};
-  std::atomic<std::uint64_t> bytes{0};
-  std::atomic<std::uint64_t> partial_writes{0};  // fewer bytes accepted than offered
-  std::atomic<std::uint64_t> would_block{0};     // EAGAIN/EWOULDBLOCK
-  std::atomic<std::uint64_t> errors{0};          // any other failure
-  std::atomic<std::uint64_t> idle_restarts{0};   // writes that found cwnd restarted after idle
-  std::atomic<std::uint64_t> heartbeats{0};      // keep-warm heartbeats the worker sent
-  std::atomic<std::uint64_t> heartbeat_bytes{0};
   std::atomic<std::int64_t> last_write_end_ns{0};
   // Set while one write's ack is being timed by the worker: at most one sample at a time,
   // which makes it at most one per round trip under load and the first after each idle gap.
@@ -82,17 +76,7 @@ struct ConnectionStats {
   // `result` (errno as the call left it).
   void record_write(std::uint64_t duration_ns, std::int64_t end_ns, ssize_t result, std::size_t offered,
                     int error) noexcept {
-    writes.fetch_add(1, std::memory_order_relaxed);
-    if (result >= 0) {
-      bytes.fetch_add(static_cast<std::uint64_t>(result), std::memory_order_relaxed);
-      if (static_cast<std::size_t>(result) < offered) {
-        partial_writes.fetch_add(1, std::memory_order_relaxed);
-      }
-    } else if (error == EAGAIN || error == EWOULDBLOCK) {
-      would_block.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      errors.fetch_add(1, std::memory_order_relaxed);
-    }
+    counters.count_write(result, offered, error);
     last_write_end_ns.store(end_ns, std::memory_order_relaxed);
     const int wrapped = write_latency.record(duration_ns);
     if (wrapped != ConnectionWriteHistogram::kNoCarry) [[unlikely]] {
@@ -110,10 +94,7 @@ struct ConnectionStats {
     write_latency.reset();
     carries.reset();
     opened_ns.store(now_ns, std::memory_order_relaxed);
-    for (auto* counter : {&writes, &bytes, &partial_writes, &would_block, &errors, &idle_restarts, &heartbeats,
-                          &heartbeat_bytes}) {
-      counter->store(0, std::memory_order_relaxed);
-    }
+    counters.reset();
     last_write_end_ns.store(0, std::memory_order_relaxed);
     ack_sample_outstanding.store(false, std::memory_order_relaxed);
   }

@@ -64,14 +64,14 @@ TEST(FdTable, CopyCarriesRuleButNotCounters) {
   source->kind.store(FdKind::tcp);
   source->rule_index.store(2);
   source->set_flag(flag_nodelay_forced);
-  source->stats.writes.store(9);
+  source->stats.counters.writes.store(9);
   table.copy(10, 11);
   const SocketSlot* copy = table.find(11);
   ASSERT_NE(copy, nullptr);
   EXPECT_EQ(copy->kind.load(), FdKind::tcp);
   EXPECT_EQ(copy->rule_index.load(), 2);
   EXPECT_TRUE(copy->has_flag(flag_nodelay_forced));
-  EXPECT_EQ(copy->stats.writes.load(), 0U);
+  EXPECT_EQ(copy->stats.counters.writes.load(), 0U);
 }
 
 TEST(FdTable, CopyOfUnknownLeavesTargetUnknown) {

@@ -1,6 +1,6 @@
 // Keep-warm: the gate that keeps heartbeats and app writes apart, and the decision taken at
 // each check of a connection.
-#include "keep_warm.hpp"
+#include "keep_warm_scheduler.hpp"
 
 #include <netinet/tcp.h>
 

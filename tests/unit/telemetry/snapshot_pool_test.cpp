@@ -59,11 +59,11 @@ TEST(ConnectionStats, CountsOutcomesAndCarriesWrappedBuckets) {
   stats.record_write(1000, 20, 40, 100, 0);       // partial
   stats.record_write(1000, 30, -1, 100, EAGAIN);  // would block
   stats.record_write(1000, 40, -1, 100, EPIPE);   // error
-  EXPECT_EQ(stats.writes.load(), 4U);
-  EXPECT_EQ(stats.bytes.load(), 140U);
-  EXPECT_EQ(stats.partial_writes.load(), 1U);
-  EXPECT_EQ(stats.would_block.load(), 1U);
-  EXPECT_EQ(stats.errors.load(), 1U);
+  EXPECT_EQ(stats.counters.writes.load(), 4U);
+  EXPECT_EQ(stats.counters.bytes.load(), 140U);
+  EXPECT_EQ(stats.counters.partial_writes.load(), 1U);
+  EXPECT_EQ(stats.counters.would_block.load(), 1U);
+  EXPECT_EQ(stats.counters.errors.load(), 1U);
   EXPECT_EQ(stats.last_write_end_ns.load(), 40);
   for (std::uint64_t i = 0; i < 2 * ConnectionWriteHistogram::kCarryUnit; ++i) {
     stats.record_write(5000, 50, 1, 1, 0);

@@ -1,0 +1,160 @@
+// The applier's report for every way an option can end, with setsockopt made to fail on
+// purpose through the socket-call seam: the status and errno callers act on, and the note.
+#include "option_applier.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <string>
+
+#include "socket_calls.hpp"
+#include "tcptune/config/policy_loader.hpp"
+
+namespace tcptune::shim {
+namespace {
+
+// Which (level, name) fails, and how.
+struct Failure {
+  int level = -1;
+  int name = -1;
+  int error = 0;
+};
+Failure g_failure;
+
+int failing_setsockopt(int fd, int level, int name, const void* value, socklen_t length) noexcept {
+  if (level == g_failure.level && name == g_failure.name) {
+    errno = g_failure.error;
+    return -1;
+  }
+  return ::setsockopt(fd, level, name, value, length);
+}
+int plain_getsockopt(int fd, int level, int name, void* value, socklen_t* length) noexcept {
+  return ::getsockopt(fd, level, name, value, length);
+}
+constexpr SocketCalls kFailingCalls{failing_setsockopt, plain_getsockopt};
+
+config::Tuning tuning_of(const char* defaults) {
+  auto loaded = config::load_policy_text(std::string("[defaults]\n") + defaults, "test.toml");
+  EXPECT_TRUE(loaded.ok()) << loaded.error().to_string();
+  return loaded.policy().defaults;
+}
+
+class OptionApplier : public ::testing::Test {
+ protected:
+  void SetUp() override { fd_ = ::socket(AF_INET, SOCK_STREAM, 0); }
+  void TearDown() override {
+    ::close(fd_);
+    g_failure = {};
+  }
+  const OptionReport& only(const ApplyReport& report, const std::string& name) {
+    for (const OptionReport& option : report.options) {
+      if (option.name == name) {
+        return option;
+      }
+    }
+    ADD_FAILURE() << name << " not in the report: " << report.to_string();
+    static const OptionReport none;
+    return none;
+  }
+  int fd_ = -1;
+  SocketSlot slot_;
+};
+
+TEST_F(OptionApplier, AppliedOptionHasNoErrorAndNoNote) {
+  const ApplyReport report = apply_tuning(fd_, slot_, tuning_of("nodelay = \"on\""), ApplyPhase::before_connect);
+  const OptionReport& nodelay = only(report, "nodelay");
+  EXPECT_EQ(nodelay.status, OptionStatus::applied);
+  EXPECT_EQ(nodelay.error, 0);
+  EXPECT_EQ(nodelay.effective, "1");
+  EXPECT_FALSE(nodelay.refused());
+}
+
+TEST_F(OptionApplier, RefusedCallCarriesItsErrno) {
+  g_failure = {IPPROTO_TCP, TCP_NODELAY, EINVAL};
+  const ScopedSocketCalls calls(kFailingCalls);
+  const OptionReport nodelay =
+      only(apply_tuning(fd_, slot_, tuning_of("nodelay = \"on\""), ApplyPhase::before_connect), "nodelay");
+  EXPECT_EQ(nodelay.status, OptionStatus::refused);
+  EXPECT_EQ(nodelay.error, EINVAL);
+  EXPECT_EQ(nodelay.note, "refused: Invalid argument");
+  EXPECT_EQ(nodelay.effective, "0") << "read back from the kernel: not set";
+  EXPECT_TRUE(nodelay.refused());
+}
+
+TEST_F(OptionApplier, CongestionNotPermittedAndNotAvailableAreToldApart) {
+  const ScopedSocketCalls calls(kFailingCalls);
+  g_failure = {IPPROTO_TCP, TCP_CONGESTION, EPERM};
+  OptionReport congestion =
+      only(apply_tuning(fd_, slot_, tuning_of("congestion = \"reno\""), ApplyPhase::before_connect), "congestion");
+  EXPECT_EQ(congestion.status, OptionStatus::not_permitted);
+  EXPECT_EQ(congestion.error, EPERM);
+  EXPECT_NE(congestion.note.find("lacks CAP_NET_ADMIN"), std::string::npos) << congestion.note;
+  g_failure = {IPPROTO_TCP, TCP_CONGESTION, ENOENT};
+  congestion =
+      only(apply_tuning(fd_, slot_, tuning_of("congestion = \"reno\""), ApplyPhase::before_connect), "congestion");
+  EXPECT_EQ(congestion.status, OptionStatus::unavailable);
+  EXPECT_NE(congestion.note.find("not available in this kernel"), std::string::npos) << congestion.note;
+  g_failure = {IPPROTO_TCP, TCP_CONGESTION, EBUSY};
+  congestion =
+      only(apply_tuning(fd_, slot_, tuning_of("congestion = \"reno\""), ApplyPhase::before_connect), "congestion");
+  EXPECT_EQ(congestion.status, OptionStatus::refused);
+  EXPECT_EQ(congestion.note.rfind("refused: ", 0), 0U) << congestion.note;
+}
+
+TEST_F(OptionApplier, KeepaliveReportsTheFirstRefusalAmongItsCalls) {
+  g_failure = {IPPROTO_TCP, TCP_KEEPCNT, EINVAL};
+  const ScopedSocketCalls calls(kFailingCalls);
+  const OptionReport keepalive =
+      only(apply_tuning(fd_, slot_, tuning_of("keepalive = { idle = \"30s\", interval = \"5s\", count = 3 }"),
+                        ApplyPhase::before_connect),
+           "keepalive");
+  EXPECT_EQ(keepalive.status, OptionStatus::refused);
+  EXPECT_EQ(keepalive.error, EINVAL);
+  EXPECT_NE(keepalive.note.find("refused: Invalid argument"), std::string::npos) << keepalive.note;
+}
+
+TEST_F(OptionApplier, ForcedBufferRefusedFallsBackAndSaysSo) {
+  g_failure = {SOL_SOCKET, SO_RCVBUFFORCE, EPERM};
+  const ScopedSocketCalls calls(kFailingCalls);
+  const OptionReport rcvbuf =
+      only(apply_tuning(fd_, slot_, tuning_of("buffers = { rcvbuf = \"512 MiB\" }"),
+                        ApplyPhase::before_connect),
+           "rcvbuf");
+  if (rcvbuf.note.find("SO_RCVBUFFORCE") == std::string::npos) {
+    GTEST_SKIP() << "the plan did not try SO_RCVBUFFORCE here (no CAP_NET_ADMIN, or the limit allows 512 MiB): "
+                 << rcvbuf.note;
+  }
+  EXPECT_EQ(rcvbuf.status, OptionStatus::refused);
+  EXPECT_EQ(rcvbuf.error, EPERM);
+}
+
+TEST_F(OptionApplier, AppOwnedAndInheritedOptionsAreLeftAlone) {
+  slot_.app_options.store(app_nodelay);
+  EXPECT_EQ(only(apply_tuning(fd_, slot_, tuning_of("nodelay = \"on\""), ApplyPhase::before_connect), "nodelay").status,
+            OptionStatus::left_alone);
+  slot_.app_options.store(0);
+  const OptionReport inherited =
+      only(apply_tuning(fd_, slot_, tuning_of("nodelay = \"on\""), ApplyPhase::inherited_connected), "nodelay");
+  EXPECT_EQ(inherited.status, OptionStatus::left_alone);
+  EXPECT_FALSE(inherited.refused());
+}
+
+TEST_F(OptionApplier, RawSockoptRefusalIsStructuredToo) {
+  g_failure = {IPPROTO_TCP, TCP_MAXSEG, EINVAL};
+  const ScopedSocketCalls calls(kFailingCalls);
+  const OptionReport raw =
+      only(apply_tuning(fd_, slot_,
+                        tuning_of("sockopt = [{ level = \"IPPROTO_TCP\", name = \"TCP_MAXSEG\", value = 1200 }]"),
+                        ApplyPhase::before_connect),
+           "TCP_MAXSEG");
+  EXPECT_EQ(raw.status, OptionStatus::refused);
+  EXPECT_EQ(raw.error, EINVAL);
+}
+
+}  // namespace
+}  // namespace tcptune::shim
