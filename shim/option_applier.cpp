@@ -11,7 +11,6 @@
 
 #include "errno_saver.hpp"
 #include "json_writer.hpp"
-#include "process_runtime.hpp"
 #include "socket_calls.hpp"
 #include "socket_probe.hpp"
 #include "tcptune/config/buffer_plan.hpp"
@@ -51,15 +50,16 @@ int seconds_rounded_up(config::Duration d) {
 
 class Applier {
  public:
-  Applier(int fd, SocketSlot& slot, ApplyPhase phase)
-      : fd_(fd), slot_(slot), phase_(phase), app_options_(slot.app_options.load(std::memory_order_relaxed)) {}
+  Applier(int fd, const AppSettings& app, ApplyPhase phase, const HostBufferFacts& host)
+      : fd_(fd), app_(app), phase_(phase), host_(host) {}
 
-  ApplyReport take() { return std::move(report_); }
+  TuningOutcome take() { return std::move(outcome_); }
+  TuningOutcome& outcome() { return outcome_; }
 
-  bool app_set(AppOption option) const { return (app_options_ & option) != 0; }
+  bool app_set(AppOption option) const { return (app_.app_options & option) != 0; }
   void add(std::string name, std::string requested, std::string effective, std::string note = {},
            OptionStatus status = OptionStatus::applied, int error = 0) {
-    report_.options.push_back(
+    outcome_.report.options.push_back(
         {std::move(name), std::move(requested), std::move(effective), std::move(note), status, error});
   }
   // A setsockopt's outcome: applied, or refused with its errno.
@@ -86,7 +86,7 @@ class Applier {
       return;
     }
     if (mode == NodelayMode::force) {
-      slot_.set_flag(flag_nodelay_forced);
+      outcome_.veto_nodelay_off = true;
     } else if (app_set(app_nodelay)) {
       skip_app_owned("nodelay", requested, IPPROTO_TCP, TCP_NODELAY);
       return;
@@ -98,7 +98,7 @@ class Applier {
   void buffers(const config::Tuning& tuning) {
     const bool override_app = tuning.override_app_buffers.value_or(false);
     if (override_app) {
-      slot_.set_flag(flag_override_buffers);
+      outcome_.veto_app_buffers = true;
     }
     const config::BufferSpec spec = tuning.buffers.value_or(config::BufferSpec{});
     if (phase_ == ApplyPhase::accepted_inherited) {
@@ -111,18 +111,17 @@ class Applier {
     if (spec.bandwidth_bytes_per_s.has_value() && spec.rtt.has_value() && !spec.rtt_auto) {
       bdp = config::bdp_target(*spec.bandwidth_bytes_per_s, *spec.rtt);
     }
-    const HostBufferFacts& host = host_buffer_facts();
-    direction("rcvbuf", SO_RCVBUF, SO_RCVBUFFORCE, slot_.held_rcvbuf, spec.rcvbuf, bdp, host.rcvbuf, host.cap_net_admin,
-              override_app);
+    direction("rcvbuf", SO_RCVBUF, SO_RCVBUFFORCE, app_.held_rcvbuf, spec.rcvbuf, bdp, host_.rcvbuf,
+              host_.cap_net_admin, override_app);
     if (spec.rtt_auto && !spec.sndbuf.has_value()) {
-      slot_.set_flag(flag_rtt_auto_pending);
+      outcome_.size_sndbuf_from_rtt = true;
       add("sndbuf", "bandwidth x measured rtt", effective_int(fd_, SOL_SOCKET, SO_SNDBUF),
           "sized once the connection is established");
-      drop_or_apply_held("sndbuf", SO_SNDBUF, slot_.held_sndbuf, override_app, /*policy_sizes_it=*/true);
+      drop_or_apply_held("sndbuf", SO_SNDBUF, app_.held_sndbuf, override_app, /*policy_sizes_it=*/true);
       return;
     }
-    direction("sndbuf", SO_SNDBUF, SO_SNDBUFFORCE, slot_.held_sndbuf, spec.sndbuf, bdp, host.sndbuf, host.cap_net_admin,
-              override_app);
+    direction("sndbuf", SO_SNDBUF, SO_SNDBUFFORCE, app_.held_sndbuf, spec.sndbuf, bdp, host_.sndbuf,
+              host_.cap_net_admin, override_app);
   }
 
   // Pins one direction per config::plan_buffer, trying the FORCE variant when it plans to.
@@ -156,7 +155,7 @@ class Applier {
         first_error == 0 ? OptionStatus::applied : OptionStatus::refused, first_error);
   }
 
-  void direction(const char* name, int option, int force_option, std::atomic<std::int32_t>& held,
+  void direction(const char* name, int option, int force_option, std::int32_t held,
                  std::optional<std::uint64_t> explicit_size, std::optional<std::uint64_t> bdp,
                  const config::BufferLimits& limits, bool cap_net_admin, bool override_app) {
     const bool policy_sizes_it = explicit_size.has_value() || bdp.has_value();
@@ -172,9 +171,8 @@ class Applier {
 
   // The app's held-back SO_*BUF: dropped when the policy overrides it, applied otherwise.
   // Returns whether the policy may size this direction.
-  bool drop_or_apply_held(const char* name, int option, std::atomic<std::int32_t>& held, bool override_app,
+  bool drop_or_apply_held(const char* name, int option, std::int32_t app_value, bool override_app,
                           bool policy_sizes_it) {
-    const std::int32_t app_value = held.exchange(kNoHeldBuffer, std::memory_order_relaxed);
     if (app_value == kNoHeldBuffer) {
       return true;
     }
@@ -285,10 +283,10 @@ class Applier {
 
  private:
   int fd_;
-  SocketSlot& slot_;
+  const AppSettings& app_;
   ApplyPhase phase_;
-  std::uint16_t app_options_;
-  ApplyReport report_;
+  const HostBufferFacts& host_;
+  TuningOutcome outcome_;
 };
 
 }  // namespace
@@ -344,15 +342,15 @@ std::string ApplyReport::to_json() const {
   return array.str();
 }
 
-ApplyReport apply_tuning(int fd, SocketSlot& slot, const config::Tuning& tuning, ApplyPhase phase) {
+TuningOutcome apply_tuning(int fd, const AppSettings& app, const config::Tuning& tuning, ApplyPhase phase,
+                           const HostBufferFacts& host) {
   const ErrnoSaver saver;
-  Applier applier(fd, slot, phase);
+  Applier applier(fd, app, phase, host);
   if (tuning.nodelay.has_value()) {
     applier.nodelay(*tuning.nodelay);
   }
-  if (tuning.buffers.has_value() || tuning.override_app_buffers.value_or(false) ||
-      slot.held_rcvbuf.load(std::memory_order_relaxed) != kNoHeldBuffer ||
-      slot.held_sndbuf.load(std::memory_order_relaxed) != kNoHeldBuffer) {
+  if (tuning.buffers.has_value() || tuning.override_app_buffers.value_or(false) || app.held_rcvbuf != kNoHeldBuffer ||
+      app.held_sndbuf != kNoHeldBuffer) {
     applier.buffers(tuning);
   }
   if (tuning.congestion.has_value()) {
@@ -375,7 +373,7 @@ ApplyReport apply_tuning(int fd, SocketSlot& slot, const config::Tuning& tuning,
                        *tuning.thin_linear_timeouts ? 1 : 0, *tuning.thin_linear_timeouts ? "1" : "0");
   }
   if (tuning.quickack.value_or(false)) {
-    slot.set_flag(flag_quickack);
+    applier.outcome().rearm_quickack = true;
     applier.int_option("quickack", AppOption{}, IPPROTO_TCP, TCP_QUICKACK, 1, "1 (re-armed after each read)");
   }
   if (tuning.tos.has_value()) {
@@ -387,20 +385,19 @@ ApplyReport apply_tuning(int fd, SocketSlot& slot, const config::Tuning& tuning,
   return applier.take();
 }
 
-ApplyReport apply_measured_rtt_sndbuf(int fd, SocketSlot& slot, const config::Tuning& tuning) {
+ApplyReport apply_measured_rtt_sndbuf(int fd, const config::Tuning& tuning, const HostBufferFacts& host) {
   const ErrnoSaver saver;
   const auto info = get_tcp_info(fd);
   if (!info.has_value() || info->tcpi_rtt == 0 || !tuning.buffers.has_value() ||
       !tuning.buffers->bandwidth_bytes_per_s.has_value()) {
     return {};
   }
-  slot.clear_flag(flag_rtt_auto_pending);
   const config::Duration rtt = std::chrono::microseconds(info->tcpi_rtt);
   const std::uint64_t target = config::bdp_target(*tuning.buffers->bandwidth_bytes_per_s, rtt);
-  Applier applier(fd, slot, ApplyPhase::adopted_connected);
-  const HostBufferFacts& host = host_buffer_facts();
+  const AppSettings app;
+  Applier applier(fd, app, ApplyPhase::adopted_connected, host);
   applier.pin("sndbuf", SO_SNDBUF, SO_SNDBUFFORCE, target, false, host.sndbuf, host.cap_net_admin);
-  ApplyReport report = applier.take();
+  ApplyReport report = applier.take().report;
   for (OptionReport& option : report.options) {
     option.note = "measured rtt " + config::format_duration(rtt) + "; " + option.note;
   }

@@ -1,12 +1,15 @@
-// Applies a rule's Tuning to one socket at one moment of its life, reads every option back,
-// and reports requested and effective values for the log.
+// The tuning core: applies a rule's Tuning to one socket at one moment of its life, reads every
+// option back, and reports requested and effective values. It knows nothing of the process
+// around the socket (no hook, fd table, worker or log): what it needs beyond the fd comes in
+// AppSettings and HostBufferFacts, and what the caller must remember goes out in
+// TuningOutcome, so a supervisor can run it on a duplicate of another process's socket.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "socket_slot.hpp"
+#include "app_settings.hpp"
 #include "tcptune/config/policy.hpp"
 
 namespace tcptune::shim {
@@ -57,10 +60,20 @@ struct ApplyReport {
   [[nodiscard]] std::string to_json() const;
 };
 
-ApplyReport apply_tuning(int fd, SocketSlot& slot, const config::Tuning& tuning, ApplyPhase phase);
+// What applying a Tuning leaves for the caller to act on from now on.
+struct TuningOutcome {
+  ApplyReport report;
+  bool veto_nodelay_off = false;      // nodelay = "force": refuse the app's TCP_NODELAY=0 and TCP_CORK=1
+  bool veto_app_buffers = false;      // override_app_buffers: refuse the app's SO_SNDBUF/SO_RCVBUF
+  bool rearm_quickack = false;        // quickack: TCP_QUICKACK again after each read
+  bool size_sndbuf_from_rtt = false;  // rtt = "auto": apply_measured_rtt_sndbuf once established
+};
+
+TuningOutcome apply_tuning(int fd, const AppSettings& app, const config::Tuning& tuning, ApplyPhase phase,
+                           const HostBufferFacts& host);
 
 // rtt = "auto": size the send buffer from the RTT measured on the established connection.
 // Returns an empty report when the RTT is not known yet (call again later).
-ApplyReport apply_measured_rtt_sndbuf(int fd, SocketSlot& slot, const config::Tuning& tuning);
+ApplyReport apply_measured_rtt_sndbuf(int fd, const config::Tuning& tuning, const HostBufferFacts& host);
 
 }  // namespace tcptune::shim

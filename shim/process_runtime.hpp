@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "app_settings.hpp"
 #include "tcptune/config/buffer_plan.hpp"
 #include "tcptune/config/policy.hpp"
 
@@ -22,11 +23,6 @@ void ensure_initialized() noexcept;
 const Runtime* active_runtime() noexcept;
 
 // Host buffer limits, read from /proc/sys once, on the first socket that needs them.
-struct HostBufferFacts {
-  config::BufferLimits rcvbuf;
-  config::BufferLimits sndbuf;
-  bool cap_net_admin = false;
-};
 const HostBufferFacts& host_buffer_facts();
 
 // Initialise from an explicit policy instead of the environment (unit tests of the core).

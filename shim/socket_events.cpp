@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "app_memory.hpp"
 #include "callsite.hpp"
@@ -104,6 +105,25 @@ void end_connection_if_tcp(int fd) noexcept {
   }
 }
 
+// The tuning core on a tracked socket: what the app set comes from the slot (the held buffers
+// are taken: applied or dropped now), and what the hooks must enforce from now on goes back.
+ApplyReport apply_to_slot(int fd, SocketSlot& slot, const config::Tuning& tuning, ApplyPhase phase) {
+  AppSettings app;
+  app.app_options = slot.app_options.load(std::memory_order_relaxed);
+  app.held_sndbuf = slot.held_sndbuf.exchange(kNoHeldBuffer, std::memory_order_relaxed);
+  app.held_rcvbuf = slot.held_rcvbuf.exchange(kNoHeldBuffer, std::memory_order_relaxed);
+  TuningOutcome outcome = apply_tuning(fd, app, tuning, phase, host_buffer_facts());
+  for (const auto& [wanted, flag] :
+       {std::pair{outcome.veto_nodelay_off, flag_nodelay_forced},
+        std::pair{outcome.veto_app_buffers, flag_override_buffers}, std::pair{outcome.rearm_quickack, flag_quickack},
+        std::pair{outcome.size_sndbuf_from_rtt, flag_rtt_auto_pending}}) {
+    if (wanted) {
+      slot.set_flag(flag);
+    }
+  }
+  return std::move(outcome.report);
+}
+
 // Picks the rule for `facts`, records it in the slot, applies it and logs what happened.
 void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::ConnectionFacts facts, SocketRole role,
                       ApplyPhase phase) {
@@ -114,7 +134,7 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   slot.rule_index.store(static_cast<std::int16_t>(rule), std::memory_order_relaxed);
   slot.role.store(role, std::memory_order_relaxed);
   const config::Tuning& tuning = config::tuning_for(*runtime.policy, rule);
-  ApplyReport report = apply_tuning(fd, slot, tuning, phase);
+  ApplyReport report = apply_to_slot(fd, slot, tuning, phase);
   if (std::optional<OptionReport> keep_warm = start_keep_warm(fd, slot, tuning, role, phase)) {
     report.options.push_back(std::move(*keep_warm));
   }
@@ -169,8 +189,10 @@ bool rule_chosen(const SocketSlot& slot) {
 
 void resolve_rtt_auto(int fd, SocketSlot& slot, const Runtime& runtime) {
   const int rule = slot.rule_index.load(std::memory_order_relaxed);
-  const ApplyReport report = apply_measured_rtt_sndbuf(fd, slot, config::tuning_for(*runtime.policy, rule));
+  const ApplyReport report =
+      apply_measured_rtt_sndbuf(fd, config::tuning_for(*runtime.policy, rule), host_buffer_facts());
   if (!report.options.empty()) {
+    slot.clear_flag(flag_rtt_auto_pending);
     log_connection("conn_rtt_auto", fd, slot, *runtime.policy, rule, ApplyPhase::adopted_connected, report);
   }
 }

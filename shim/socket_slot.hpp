@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "app_settings.hpp"
 #include "connection_stats.hpp"
 #include "keep_warm_gate.hpp"
 
@@ -37,18 +38,6 @@ inline constexpr std::int16_t kRuleUnchosen = -2;
 // Rule index meaning "[defaults] applies" (config::match_rule returns -1).
 inline constexpr std::int16_t kRuleDefaults = -1;
 
-// Options the app set itself before the rule was chosen; the policy leaves them alone
-// unless it forces them.
-enum AppOption : std::uint16_t {
-  app_nodelay = 1U << 0,
-  app_keepalive = 1U << 1,
-  app_congestion = 1U << 2,
-  app_user_timeout = 1U << 3,
-  app_notsent_lowat = 1U << 4,
-  app_thin_linear = 1U << 5,
-  app_tos = 1U << 6,
-};
-
 // Per-connection behaviour the hooks consult after the rule is applied.
 enum SlotFlag : std::uint16_t {
   flag_nodelay_forced = 1U << 0,    // veto TCP_NODELAY=0 and TCP_CORK=1
@@ -70,8 +59,6 @@ enum SlotFlag : std::uint16_t {
   // Wrapped in a FILE (fdopen): stdio writes go past the hooks, so the gate cannot see them.
   flag_stdio = 1U << 12,
 };
-
-inline constexpr std::int32_t kNoHeldBuffer = -1;
 
 struct SocketSlot {
   std::atomic<std::uint32_t> generation{0};

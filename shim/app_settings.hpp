@@ -1,0 +1,41 @@
+// What the tuning core is told about a socket beyond what the kernel says: the options the app
+// set itself before the rule was known and the socket buffers it asked for meanwhile, and the
+// host's buffer limits. In the shim these come from the descriptor's SocketSlot and /proc/sys;
+// a supervisor tuning another process's socket fills them from what it saw of that process.
+#pragma once
+
+#include <cstdint>
+
+#include "tcptune/config/buffer_plan.hpp"
+
+namespace tcptune::shim {
+
+// Options the app set itself before the rule was chosen; the policy leaves them alone
+// unless it forces them.
+enum AppOption : std::uint16_t {
+  app_nodelay = 1U << 0,
+  app_keepalive = 1U << 1,
+  app_congestion = 1U << 2,
+  app_user_timeout = 1U << 3,
+  app_notsent_lowat = 1U << 4,
+  app_thin_linear = 1U << 5,
+  app_tos = 1U << 6,
+};
+
+inline constexpr std::int32_t kNoHeldBuffer = -1;
+
+struct AppSettings {
+  std::uint16_t app_options = 0;  // AppOption bits
+  // The app's SO_SNDBUF/SO_RCVBUF held back until the rule is known (kNoHeldBuffer: none).
+  std::int32_t held_sndbuf = kNoHeldBuffer;
+  std::int32_t held_rcvbuf = kNoHeldBuffer;
+};
+
+// The host's buffer limits (/proc/sys) and whether this process may exceed them.
+struct HostBufferFacts {
+  config::BufferLimits rcvbuf;
+  config::BufferLimits sndbuf;
+  bool cap_net_admin = false;
+};
+
+}  // namespace tcptune::shim
