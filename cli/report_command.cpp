@@ -43,34 +43,13 @@ int report_callsites(const std::vector<std::string>& files, bool json) {
   return 0;
 }
 
-int usage() {
-  (void)std::fputs("usage: tcptune report LOG... [--by rule|peer|program|callsite] [--json]\n", stderr);
-  return kExitUsage;
-}
-
 }  // namespace
 
-int report_command(const std::vector<std::string>& args) {
-  std::string by = "rule";
-  bool json = false;
-  std::vector<std::string> files;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--by" && i + 1 < args.size()) {
-      by = args[++i];
-    } else if (args[i] == "--json") {
-      json = true;
-    } else if (args[i].rfind("--", 0) == 0) {
-      (void)std::fprintf(stderr, "tcptune report: unknown option '%s'\n", args[i].c_str());
-      return usage();
-    } else {
-      files.push_back(args[i]);
-    }
-  }
-  if (files.empty() || (by != "rule" && by != "peer" && by != "program" && by != "callsite")) {
-    return usage();
-  }
+int report_command(const ReportOptions& options) {
+  const std::string& by = options.by;
+  const std::vector<std::string>& files = options.logs;
   if (by == "callsite") {
-    return report_callsites(files, json);
+    return report_callsites(files, options.json);
   }
   LogSummary summary;
   std::string error;
@@ -80,7 +59,7 @@ int report_command(const std::vector<std::string>& args) {
   }
   const std::uint64_t records = summary.records;
   const std::uint64_t skipped = summary.skipped_lines;
-  if (json) {
+  if (options.json) {
     std::puts(to_json_line(summary_json(summary, by)).c_str());
     return 0;
   }
