@@ -16,7 +16,7 @@ using ::testing::internal::CaptureStdout;
 using ::testing::internal::GetCapturedStderr;
 using ::testing::internal::GetCapturedStdout;
 
-const std::string kFixture = TCPTUNE_SOURCE_DIR "/tests/cli/fixtures/probe-two-runs.jsonl";
+constexpr const char* kFixture = TCPTUNE_SOURCE_DIR "/tests/cli/fixtures/probe-two-runs.jsonl";
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

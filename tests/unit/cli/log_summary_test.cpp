@@ -10,7 +10,7 @@
 namespace tcptune::cli {
 namespace {
 
-const std::string kFixture = TCPTUNE_SOURCE_DIR "/tests/cli/fixtures/probe-two-runs.jsonl";
+constexpr const char* kFixture = TCPTUNE_SOURCE_DIR "/tests/cli/fixtures/probe-two-runs.jsonl";
 
 TEST(LogSummary, TheRecordedFixture) {
   LogSummary summary;
