@@ -1,11 +1,10 @@
 // tcptune ab [--runs N] [--policy FILE] [--out DIR] -- CMD ARGS...
 // Runs CMD alternately under an observe-only policy (the shim measures, changes nothing) and
 // under the given policy, so both arms are measured the same way; prints both side by side
-// and writes the raw logs, a JSON summary and a write/ack latency CDF plot to DIR.
+// and writes the raw logs and a write/ack latency CDF plot to DIR.
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ab_table.hpp"
 #include "cdf_plot.hpp"
 #include "commands.hpp"
 #include "log_summary.hpp"
@@ -58,58 +58,23 @@ RunResult run_once(const std::string& resolved, std::vector<char*> argv, const s
 using Metric = std::function<double(const RunResult&)>;
 
 void print_metric(const char* name, const Arm& observe, const Arm& tuned, const Metric& metric) {
-  auto stats = [&](const Arm& arm, double& median, double& low, double& high) {
+  auto spread = [&](const Arm& arm) {
     std::vector<double> values;
     for (const RunResult& run : arm.runs) {
       values.push_back(metric(run));
     }
-    std::sort(values.begin(), values.end());
-    median = values.empty() ? 0 : (values[(values.size() - 1) / 2] + values[values.size() / 2]) / 2;
-    low = values.empty() ? 0 : values.front();
-    high = values.empty() ? 0 : values.back();
+    return spread_of(std::move(values));
   };
-  double om = 0, ol = 0, oh = 0, tm = 0, tl = 0, th = 0;
-  stats(observe, om, ol, oh);
-  stats(tuned, tm, tl, th);
-  char ratio[32] = "-";
-  if (om != 0) {
-    (void)std::snprintf(ratio, sizeof ratio, "%.3g", tm / om);
-  }
-  std::printf("%-24s %12.4g [%.4g-%.4g] %12.4g [%.4g-%.4g] %10s\n", name, om, ol, oh, tm, tl, th, ratio);
-}
-
-int usage() {
-  (void)std::fputs("usage: tcptune ab [--runs N] [--policy FILE] [--out DIR] -- CMD ARGS...\n", stderr);
-  return kExitUsage;
+  (void)std::fputs(metric_row(name, spread(observe), spread(tuned)).c_str(), stdout);
 }
 
 }  // namespace
 
-int ab_command(const std::vector<std::string>& args) {
-  int runs = 3;
-  std::string policy;
-  std::string out = "tcptune-ab";
-  std::size_t i = 0;
-  for (; i < args.size(); ++i) {
-    if (args[i] == "--") {
-      ++i;
-      break;
-    }
-    if (i + 1 < args.size() && (args[i] == "--runs" || args[i] == "--policy" || args[i] == "--out")) {
-      const std::string& value = args[++i];
-      if (args[i - 1] == "--runs") {
-        runs = std::atoi(value.c_str());
-      } else {
-        (args[i - 1] == "--policy" ? policy : out) = value;
-      }
-    } else {
-      (void)std::fprintf(stderr, "tcptune ab: unknown option '%s'\n", args[i].c_str());
-      return usage();
-    }
-  }
-  if (i >= args.size() || runs < 1 || runs > 1000) {
-    return usage();
-  }
+int ab_command(const AbOptions& options) {
+  const int runs = options.runs;
+  const std::string& policy = options.policy;
+  std::string out = options.out;
+  const std::vector<std::string>& args = options.command;
   if (!policy.empty()) {
     const config::LoadResult loaded = config::load_policy_file(policy);
     if (!loaded.ok()) {
@@ -124,9 +89,9 @@ int ab_command(const std::vector<std::string>& args) {
     return 1;
   }
   bool found_not_executable = false;
-  const std::string resolved = resolve_command(args[i], found_not_executable);
+  const std::string resolved = resolve_command(args[0], found_not_executable);
   if (resolved.empty()) {
-    (void)std::fprintf(stderr, "tcptune ab: %s: %s\n", args[i].c_str(),
+    (void)std::fprintf(stderr, "tcptune ab: %s: %s\n", args[0].c_str(),
                        found_not_executable ? "permission denied" : "command not found");
     return found_not_executable ? 126 : 127;
   }
@@ -142,8 +107,9 @@ int ab_command(const std::vector<std::string>& args) {
   }
   setenv("LD_PRELOAD", preload_with_shim_first(shim, std::getenv("LD_PRELOAD")).c_str(), 1);
   std::vector<char*> argv;
-  for (std::size_t j = i; j < args.size(); ++j) {
-    argv.push_back(const_cast<char*>(args[j].c_str()));
+  argv.reserve(args.size() + 1);
+  for (const std::string& arg : args) {
+    argv.push_back(const_cast<char*>(arg.c_str()));
   }
   argv.push_back(nullptr);
 

@@ -131,12 +131,8 @@ void warn_about_server_heartbeats(const config::Policy& policy) {
 
 }  // namespace
 
-int check_command(const std::vector<std::string>& args) {
-  if (args.size() != 1) {
-    (void)std::fputs("usage: tcptune check FILE\n", stderr);
-    return kExitUsage;
-  }
-  const config::LoadResult loaded = config::load_policy_file(args[0]);
+int check_command(const CheckOptions& options) {
+  const config::LoadResult loaded = config::load_policy_file(options.policy_file);
   if (!loaded.ok()) {
     (void)std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
     return 1;

@@ -1,19 +1,17 @@
-// The `tcptune` subcommands. Each returns the process exit status.
+// The `tcptune` subcommands, each given its parsed options. Each returns the process exit status.
 #pragma once
 
-#include <string>
-#include <vector>
+#include "command_line.hpp"
 
 namespace tcptune::cli {
 
-int run_command(const std::vector<std::string>& args);
-int check_command(const std::vector<std::string>& args);
-int doctor_command(const std::vector<std::string>& args);
-int report_command(const std::vector<std::string>& args);
-int ab_command(const std::vector<std::string>& args);
+int run_command(const RunOptions& options);
+int check_command(const CheckOptions& options);
+int doctor_command();
+int report_command(const ReportOptions& options);
+int ab_command(const AbOptions& options);
 
-// Exit statuses shared by the commands.
-inline constexpr int kExitUsage = 2;
+// Exit statuses shared by the commands (kExitUsage: command_line.hpp).
 inline constexpr int kExitConfig = 78;  // EX_CONFIG: the policy is invalid
 
 }  // namespace tcptune::cli

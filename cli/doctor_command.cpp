@@ -25,7 +25,7 @@ std::string sysctl(const char* name) {
 
 }  // namespace
 
-int doctor_command(const std::vector<std::string>& /*args*/) {
+int doctor_command() {
   const bool cap = config::has_cap_net_admin();
   const std::string idle = sysctl("net/ipv4/tcp_slow_start_after_idle");
   item("net.ipv4.tcp_slow_start_after_idle", idle,

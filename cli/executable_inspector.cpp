@@ -1,72 +1,110 @@
 #include "executable_inspector.hpp"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 namespace tcptune::cli {
 
 namespace {
 
-struct ElfFacts {
-  bool is_elf = false;
-  bool has_interpreter = false;
-  bool is_go = false;
+// Section names longer than this are no Go section; the table is read only up to it.
+constexpr std::size_t kMaxSectionNames = 1 << 20;
+
+class ElfFile {
+ public:
+  explicit ElfFile(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
+  ~ElfFile() {
+    if (fd_ >= 0) {
+      (void)::close(fd_);
+    }
+  }
+  ElfFile(const ElfFile&) = delete;
+  ElfFile& operator=(const ElfFile&) = delete;
+
+  // `size` bytes at `offset`, or false if the file is shorter (or unreadable).
+  bool read_at(std::uint64_t offset, void* out, std::size_t size) const {
+    auto* bytes = static_cast<char*>(out);
+    std::size_t done = 0;
+    while (done < size) {
+      const ssize_t got = ::pread(fd_, bytes + done, size - done, static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) {
+        continue;
+      }
+      if (got <= 0) {
+        return false;
+      }
+      done += static_cast<std::size_t>(got);
+    }
+    return true;
+  }
+  [[nodiscard]] bool is_open() const { return fd_ >= 0; }
+
+ private:
+  int fd_;
 };
 
-// 64-bit little-endian ELF only, which is what this tool is built for.
+}  // namespace
+
+// 64-bit ELF only, which is what this tool is built for.
 ElfFacts inspect_elf(const std::string& path) {
   ElfFacts facts;
-  std::ifstream file(path, std::ios::binary);
-  const std::string image((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (image.size() < sizeof(Elf64_Ehdr) || std::memcmp(image.data(), ELFMAG, SELFMAG) != 0 ||
-      image[EI_CLASS] != ELFCLASS64) {
+  const ElfFile file(path);
+  Elf64_Ehdr header{};
+  if (!file.is_open() || !file.read_at(0, &header, sizeof header) ||
+      std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64) {
     return facts;
   }
   facts.is_elf = true;
-  Elf64_Ehdr header;
-  std::memcpy(&header, image.data(), sizeof header);
-  for (unsigned i = 0; i < header.e_phnum; ++i) {
-    const std::size_t at = header.e_phoff + static_cast<std::size_t>(i) * header.e_phentsize;
-    if (at + sizeof(Elf64_Phdr) > image.size()) {
+  for (unsigned i = 0; i < header.e_phnum && !facts.has_interpreter; ++i) {
+    Elf64_Phdr program{};
+    if (!file.read_at(header.e_phoff + std::uint64_t{i} * header.e_phentsize, &program, sizeof program)) {
       break;
     }
-    Elf64_Phdr program;
-    std::memcpy(&program, image.data() + at, sizeof program);
-    facts.has_interpreter = facts.has_interpreter || program.p_type == PT_INTERP;
+    facts.has_interpreter = program.p_type == PT_INTERP;
   }
-  if (header.e_shstrndx < header.e_shnum) {
-    Elf64_Shdr names;
-    const std::size_t names_at = header.e_shoff + static_cast<std::size_t>(header.e_shstrndx) * header.e_shentsize;
-    if (names_at + sizeof names <= image.size()) {
-      std::memcpy(&names, image.data() + names_at, sizeof names);
-      for (unsigned i = 0; i < header.e_shnum; ++i) {
-        const std::size_t at = header.e_shoff + static_cast<std::size_t>(i) * header.e_shentsize;
-        if (at + sizeof(Elf64_Shdr) > image.size()) {
-          break;
-        }
-        Elf64_Shdr section;
-        std::memcpy(&section, image.data() + at, sizeof section);
-        const std::size_t name_at = names.sh_offset + section.sh_name;
-        if (name_at < image.size()) {
-          const std::string name(image.c_str() + name_at);
-          facts.is_go = facts.is_go || name == ".go.buildinfo" || name == ".note.go.buildid";
-        }
-      }
+  Elf64_Shdr names{};
+  if (header.e_shstrndx >= header.e_shnum ||
+      !file.read_at(header.e_shoff + std::uint64_t{header.e_shstrndx} * header.e_shentsize, &names, sizeof names)) {
+    return facts;
+  }
+  std::string table(std::min<std::uint64_t>(names.sh_size, kMaxSectionNames), '\0');
+  if (!file.read_at(names.sh_offset, table.data(), table.size())) {
+    return facts;
+  }
+  for (unsigned i = 0; i < header.e_shnum && !facts.is_go; ++i) {
+    Elf64_Shdr section{};
+    if (!file.read_at(header.e_shoff + std::uint64_t{i} * header.e_shentsize, &section, sizeof section)) {
+      break;
+    }
+    if (section.sh_name < table.size()) {
+      const std::string name(table.c_str() + section.sh_name);
+      facts.is_go = name == ".go.buildinfo" || name == ".note.go.buildid";
     }
   }
   return facts;
 }
 
+namespace {
+
+// The most of a "#!" line the kernel reads (BINPRM_BUF_SIZE).
+constexpr std::size_t kMaxShebangLine = 256;
+
 // "#!/usr/bin/python3 -u" -> "/usr/bin/python3"
 std::string script_interpreter(const std::string& path) {
-  std::ifstream file(path);
-  std::string line;
-  std::getline(file, line);
+  std::ifstream file(path, std::ios::binary);
+  std::string line(kMaxShebangLine, '\0');
+  file.read(line.data(), static_cast<std::streamsize>(line.size()));
+  line.resize(static_cast<std::size_t>(file.gcount()));
+  line = line.substr(0, line.find('\n'));
   if (line.rfind("#!", 0) != 0) {
     return {};
   }

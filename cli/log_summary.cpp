@@ -3,32 +3,34 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <optional>
 
+#include <nlohmann/json.hpp>
+
+#include "log_record.hpp"
 #include "tcptune/config/units.hpp"
 
 namespace tcptune::cli {
 
 namespace {
 
-// A count from a record. The shim writes whole numbers from 0; a damaged or hand-edited log may
-// hold anything, and a double outside uint64_t's range does not convert (undefined behaviour).
-std::uint64_t count_of(double value) {
-  return value >= 0 && value < 1.8e19 ? static_cast<std::uint64_t>(value) : 0;
+const nlohmann::json* member(const nlohmann::json& record, const char* key) {
+  const auto found = record.find(key);  // records are objects: parse_log_record returns no other
+  return found == record.end() ? nullptr : &*found;
 }
 
 }  // namespace
 
-void MergedHistogram::add(const JsonValue* buckets_json, const JsonValue* summary_json) {
-  if (summary_json != nullptr) {
-    max_us = std::max(max_us, summary_json->number("max"));
+void MergedHistogram::add(const nlohmann::json* buckets_json, const nlohmann::json* summary_json) {
+  if (summary_json != nullptr && summary_json->is_object()) {
+    max_us = std::max(max_us, number_field(*summary_json, "max"));
   }
-  if (buckets_json == nullptr) {
+  if (buckets_json == nullptr || !buckets_json->is_array()) {
     return;
   }
-  for (const JsonValue& bucket : buckets_json->array()) {
-    const auto& fields = bucket.array();
-    if (fields.size() == 3) {
-      buckets[{fields[0].number_or(0), fields[1].number_or(0)}] += count_of(fields[2].number_or(0));
+  for (const nlohmann::json& bucket : *buckets_json) {
+    if (bucket.is_array() && bucket.size() == 3) {
+      buckets[{as_number(bucket[0]), as_number(bucket[1])}] += as_count(bucket[2]);
     }
   }
 }
@@ -65,16 +67,16 @@ double MergedHistogram::percentile_us(double p) const {
   return max_us;
 }
 
-void ConnectionGroup::add(const JsonValue& record) {
+void ConnectionGroup::add(const nlohmann::json& record) {
   ++connections;
-  writes += count_of(record.number("writes"));
-  bytes += count_of(record.number("bytes"));
-  partial_writes += count_of(record.number("partial_writes"));
-  would_block += count_of(record.number("eagain"));
-  idle_restarts += count_of(record.number("idle_restarts"));
-  heartbeats += count_of(record.number("heartbeats"));
-  write_latency.add(record.get("write_latency_hist"), record.get("write_latency_us"));
-  ack_latency.add(record.get("ack_latency_hist"), record.get("ack_latency_us"));
+  writes += count_field(record, "writes");
+  bytes += count_field(record, "bytes");
+  partial_writes += count_field(record, "partial_writes");
+  would_block += count_field(record, "eagain");
+  idle_restarts += count_field(record, "idle_restarts");
+  heartbeats += count_field(record, "heartbeats");
+  write_latency.add(member(record, "write_latency_hist"), member(record, "write_latency_us"));
+  ack_latency.add(member(record, "ack_latency_hist"), member(record, "ack_latency_us"));
 }
 
 void ConnectionGroup::merge(const ConnectionGroup& other) {
@@ -91,13 +93,13 @@ void ConnectionGroup::merge(const ConnectionGroup& other) {
 
 namespace {
 
-std::string key_of(const JsonValue& record, const std::string& by) {
+std::string key_of(const nlohmann::json& record, const std::string& by) {
   if (by == "peer") {
-    std::string peer = record.string("peer", "(unknown)");
+    std::string peer = string_field(record, "peer", "(unknown)");
     const auto colon = peer.rfind(':');  // the address, without the (ephemeral) port
     return colon == std::string::npos ? peer : peer.substr(0, colon);
   }
-  return record.string(by, "(unknown)");
+  return string_field(record, by, "(unknown)");
 }
 
 }  // namespace
@@ -105,7 +107,7 @@ std::string key_of(const JsonValue& record, const std::string& by) {
 namespace {
 
 // fn(record) for every line of every file; nullptr for a line that is not a JSON object.
-bool for_each_record(const std::vector<std::string>& files, const std::function<void(const JsonValue*)>& fn,
+bool for_each_record(const std::vector<std::string>& files, const std::function<void(const nlohmann::json*)>& fn,
                      std::string& error) {
   for (const std::string& file : files) {
     std::ifstream in(file);
@@ -115,9 +117,8 @@ bool for_each_record(const std::vector<std::string>& files, const std::function<
     }
     std::string line;
     while (std::getline(in, line)) {
-      std::string parse_error;
-      const auto record = parse_json(line, parse_error);
-      fn(record && record->is_object() ? &*record : nullptr);
+      const std::optional<nlohmann::json> record = parse_log_record(line);
+      fn(record.has_value() ? &*record : nullptr);
     }
   }
   return true;
@@ -128,13 +129,13 @@ bool for_each_record(const std::vector<std::string>& files, const std::function<
 bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error) {
   const bool read = for_each_record(
       files,
-      [&](const JsonValue* record) {
+      [&](const nlohmann::json* record) {
         if (record == nullptr) {
           ++out.skipped_lines;
           return;
         }
         ++out.records;
-        if (record->string("event") == "conn_close") {
+        if (string_field(*record, "event") == "conn_close") {
           out.groups[key_of(*record, by)].add(*record);
         }
       },
@@ -149,21 +150,22 @@ bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::
                            std::uint64_t& without_callsite, std::string& error) {
   return for_each_record(
       files,
-      [&](const JsonValue* record) {
-        if (record == nullptr || record->string("event") != "slow_write") {
+      [&](const nlohmann::json* record) {
+        if (record == nullptr || string_field(*record, "event") != "slow_write") {
           return;
         }
-        const JsonValue* frames = record->get("callsite");
-        if (frames == nullptr || frames->array().empty()) {
+        const nlohmann::json* frames = member(*record, "callsite");
+        if (frames == nullptr || !frames->is_array() || frames->empty()) {
           ++without_callsite;
           return;
         }
         std::string key;
-        for (std::size_t i = 0; i < frames->array().size() && i < 3; ++i) {
-          key += (i == 0 ? "" : " < ") + frames->array()[i].string_or("?");
+        for (std::size_t i = 0; i < frames->size() && i < 3; ++i) {
+          const nlohmann::json& frame = (*frames)[i];
+          key += (i == 0 ? "" : " < ") + (frame.is_string() ? frame.get<std::string>() : std::string("?"));
         }
         SlowWriteSite& site = out[key];
-        const double duration = record->number("duration_us");
+        const double duration = number_field(*record, "duration_us");
         ++site.writes;
         site.total_us += duration;
         site.max_us = std::max(site.max_us, duration);

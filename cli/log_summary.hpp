@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "json_value.hpp"
+#include <nlohmann/json_fwd.hpp>
 
 namespace tcptune::cli {
 
@@ -19,7 +19,8 @@ struct MergedHistogram {
   std::map<std::pair<double, double>, std::uint64_t> buckets;
   double max_us = 0;
 
-  void add(const JsonValue* buckets_json, const JsonValue* summary_json);
+  // A record's "*_latency_hist" ([[lower, upper, count], ...]) and "*_latency_us" ({"max": ...}); either may be null.
+  void add(const nlohmann::json* buckets_json, const nlohmann::json* summary_json);
   void merge(const MergedHistogram& other);
   // Nearest rank over the buckets, each reported as the shim reports it (2ab/(a+b)).
   [[nodiscard]] double percentile_us(double p) const;
@@ -36,7 +37,7 @@ struct ConnectionGroup {
   MergedHistogram write_latency;
   MergedHistogram ack_latency;
 
-  void add(const JsonValue& conn_close);
+  void add(const nlohmann::json& conn_close);
   void merge(const ConnectionGroup& other);
 };
 

@@ -1,51 +1,38 @@
 #include <cstdio>
-#include <cstring>
 #include <exception>
+#include <string>
+#include <vector>
 
+#include "command_line.hpp"
 #include "commands.hpp"
 
 namespace {
-constexpr const char* kUsage =
-    "usage: tcptune COMMAND ...\n"
-    "  run [--policy FILE] [--log FILE] [-v] -- CMD ARGS...   run CMD with libtcptune.so preloaded\n"
-    "  check FILE                                           validate a policy and explain it for this host\n"
-    "  doctor                                               this network namespace's TCP settings\n"
-    "  report LOG... [--by rule|peer|program|callsite] [--json]  connections, latency, slow call sites\n"
-    "  ab [--runs N] [--policy FILE] [--out DIR] -- CMD...  CMD observed vs tuned, side by side, with a CDF plot\n"
-    "  --version                                            print the version\n";
+
+int dispatch(const tcptune::cli::CommandLine& line) {
+  using tcptune::cli::Subcommand;
+  switch (*line.subcommand) {
+    case Subcommand::run: return tcptune::cli::run_command(line.run);
+    case Subcommand::check: return tcptune::cli::check_command(line.check);
+    case Subcommand::doctor: return tcptune::cli::doctor_command();
+    case Subcommand::report: return tcptune::cli::report_command(line.report);
+    case Subcommand::ab: return tcptune::cli::ab_command(line.ab);
+  }
+  return tcptune::cli::kExitUsage;
 }
 
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0 ||
-      std::strcmp(argv[1], "-h") == 0) {
-    (void)std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? tcptune::cli::kExitUsage : 0;
-  }
-  if (std::strcmp(argv[1], "--version") == 0) {
-    std::printf("tcptune %s\n", TCPTUNE_VERSION);
-    return 0;
-  }
-  const std::vector<std::string> args(argv + 2, argv + argc);
   try {
-    if (std::strcmp(argv[1], "run") == 0) {
-      return tcptune::cli::run_command(args);
+    const tcptune::cli::CommandLine line =
+        tcptune::cli::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));
+    if (!line.subcommand.has_value()) {
+      (void)std::fputs(line.message.c_str(), line.message_to_stderr ? stderr : stdout);
+      return line.exit_status;
     }
-    if (std::strcmp(argv[1], "check") == 0) {
-      return tcptune::cli::check_command(args);
-    }
-    if (std::strcmp(argv[1], "doctor") == 0) {
-      return tcptune::cli::doctor_command(args);
-    }
-    if (std::strcmp(argv[1], "report") == 0) {
-      return tcptune::cli::report_command(args);
-    }
-    if (std::strcmp(argv[1], "ab") == 0) {
-      return tcptune::cli::ab_command(args);
-    }
+    return dispatch(line);
   } catch (const std::exception& error) {
     (void)std::fprintf(stderr, "tcptune: %s\n", error.what());
     return 1;
   }
-  (void)std::fprintf(stderr, "tcptune: unknown command '%s'\n%s", argv[1], kUsage);
-  return tcptune::cli::kExitUsage;
 }

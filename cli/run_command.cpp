@@ -19,11 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int usage() {
-  (void)std::fputs("usage: tcptune run [--policy FILE] [--log FILE | --no-log] [-q] [-v] -- CMD ARGS...\n", stderr);
-  return kExitUsage;
-}
-
 void print_run_summary(const std::string& log) {
   // The shim writes only to a regular file; reading a FIFO named here would wait for a writer.
   std::error_code error_code;
@@ -42,56 +37,28 @@ void print_run_summary(const std::string& log) {
 
 }  // namespace
 
-int run_command(const std::vector<std::string>& args) {
-  std::string policy;
-  std::string log;
-  bool verbose = false;
-  bool no_log = false;
-  bool quiet = false;
-  std::size_t i = 0;
-  for (; i < args.size(); ++i) {
-    if (args[i] == "--") {
-      ++i;
-      break;
-    }
-    if ((args[i] == "--policy" || args[i] == "--log") && i + 1 < args.size()) {
-      (args[i] == "--policy" ? policy : log) = args[i + 1];
-      ++i;
-    } else if (args[i] == "-v" || args[i] == "--verbose") {
-      verbose = true;
-    } else if (args[i] == "--no-log") {
-      no_log = true;
-    } else if (args[i] == "-q" || args[i] == "--quiet") {
-      quiet = true;
-    } else if (args[i].rfind('-', 0) == 0) {
-      (void)std::fprintf(stderr, "tcptune run: unknown option '%s'\n", args[i].c_str());
-      return usage();
-    } else {
-      break;  // the command itself, without "--"
-    }
-  }
-  if (i >= args.size()) {
-    return usage();
-  }
+int run_command(const RunOptions& options) {
+  const std::vector<std::string>& args = options.command;
+  std::string log = options.log;
   std::string problem;
   const std::string shim = locate_shim(problem);
   if (shim.empty()) {
     (void)std::fprintf(stderr, "tcptune run: %s\n", problem.c_str());
     return 1;
   }
-  if (!policy.empty()) {
-    const config::LoadResult loaded = config::load_policy_file(policy);
+  if (!options.policy.empty()) {
+    const config::LoadResult loaded = config::load_policy_file(options.policy);
     if (!loaded.ok()) {
       (void)std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
       return kExitConfig;
     }
-    setenv("TCPTUNE_POLICY", absolute(policy).c_str(), 1);
+    setenv("TCPTUNE_POLICY", absolute(options.policy).c_str(), 1);
   }
   // A log by default, in jsonl so the summary (and tcptune report) can read it.
   std::string summary_log;
-  if (!no_log) {
+  if (!options.no_log) {
     if (log.empty() && std::getenv("TCPTUNE_LOG") == nullptr) {
-      log = "tcptune-" + fs::path(args[i]).filename().string() + "-" + std::to_string(getpid()) + ".jsonl";
+      log = "tcptune-" + fs::path(args[0]).filename().string() + "-" + std::to_string(getpid()) + ".jsonl";
     }
     if (!log.empty()) {
       setenv("TCPTUNE_LOG", absolute(log).c_str(), 1);
@@ -103,13 +70,13 @@ int run_command(const std::vector<std::string>& args) {
     }
     setenv("TCPTUNE_LOG_FORMAT", "jsonl", 0);
   }
-  if (verbose) {
+  if (options.verbose) {
     setenv("TCPTUNE_LOG_LEVEL", "debug", 1);
   }
   const std::string preload = preload_with_shim_first(shim, std::getenv("LD_PRELOAD"));
   setenv("LD_PRELOAD", preload.c_str(), 1);
 
-  const std::string& command = args[i];
+  const std::string& command = args[0];
   bool found_not_executable = false;
   const std::string resolved = resolve_command(command, found_not_executable);
   if (resolved.empty()) {
@@ -121,11 +88,12 @@ int run_command(const std::vector<std::string>& args) {
     (void)std::fprintf(stderr, "tcptune: warning: %s; it will run untuned\n", reason.c_str());
   }
   std::vector<char*> argv;
-  for (std::size_t j = i; j < args.size(); ++j) {
-    argv.push_back(const_cast<char*>(args[j].c_str()));
+  argv.reserve(args.size() + 1);
+  for (const std::string& arg : args) {
+    argv.push_back(const_cast<char*>(arg.c_str()));
   }
   argv.push_back(nullptr);
-  if (!summary_log.empty() && !quiet) {
+  if (!summary_log.empty() && !options.quiet) {
     const int status = run_child(resolved, argv);
     print_run_summary(summary_log);
     return status;

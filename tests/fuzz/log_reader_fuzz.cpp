@@ -1,7 +1,7 @@
-// Fuzz target: what `tcptune report` and `tcptune run` read, a jsonl log (cli/json_value.cpp,
-// cli/log_summary.cpp). The input is parsed as one JSON value, then read as a log file through
+// Fuzz target: what `tcptune report` and `tcptune run` read, a jsonl log (cli/log_record.cpp,
+// cli/log_summary.cpp). The input is parsed as one record, then read as a log file through
 // summarize_logs (grouped by rule, peer or program) and summarize_slow_writes, and printed as the
-// summary table.
+// summary table and as report --json's object (cli/report_json.cpp).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -14,8 +14,9 @@
 #include <string>
 #include <string_view>
 
-#include "json_value.hpp"
+#include "log_record.hpp"
 #include "log_summary.hpp"
+#include "report_json.hpp"
 
 using namespace tcptune::cli;
 
@@ -36,19 +37,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (log.fd < 0 || log.table_out == nullptr) {
     std::abort();
   }
-  std::string error;
-  (void)parse_json(std::string_view(reinterpret_cast<const char*>(data), size), error);
+  (void)parse_log_record(std::string_view(reinterpret_cast<const char*>(data), size));
 
   if (ftruncate(log.fd, 0) != 0 || pwrite(log.fd, data, size, 0) != static_cast<ssize_t>(size)) {
     std::abort();
   }
   // One grouping per input (the size picks it): each pass rereads the whole log.
   const char* const by = std::array{"rule", "peer", "program"}[size % 3];
+  std::string error;
   LogSummary summary;
   if (!summarize_logs({log.path}, by, summary, error)) {
     std::abort();
   }
   print_summary_table(log.table_out, summary, by);
+  (void)std::fputs(to_json_line(summary_json(summary, by)).c_str(), log.table_out);
   std::map<std::string, SlowWriteSite> sites;
   std::uint64_t without_callsite = 0;
   if (!summarize_slow_writes({log.path}, sites, without_callsite, error)) {

@@ -1,0 +1,169 @@
+#include "command_line.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <string_view>
+
+namespace tcptune::cli {
+
+namespace {
+
+struct SubcommandName {
+  std::string_view name;
+  Subcommand subcommand;
+};
+constexpr std::array<SubcommandName, 5> kSubcommands{{{"run", Subcommand::run},
+                                                      {"check", Subcommand::check},
+                                                      {"doctor", Subcommand::doctor},
+                                                      {"report", Subcommand::report},
+                                                      {"ab", Subcommand::ab}}};
+
+// "3x", "1e3" and " 3" are no run count: the whole text must be the number.
+CLI::Validator whole_number(int low, int high) {
+  const std::string range = std::to_string(low) + " to " + std::to_string(high);
+  return {[low, high, range](const std::string& text) -> std::string {
+            int value = 0;
+            const char* end = text.data() + text.size();
+            const auto [stop, error] = std::from_chars(text.data(), end, value);
+            if (text.empty() || error != std::errc() || stop != end || value < low || value > high) {
+              return "'" + text + "' is not a whole number from " + range;
+            }
+            return {};
+          },
+          "INT in " + range};
+}
+
+// CMD ARGS... after the options: the first positional, or "--", ends option parsing, so the
+// program's own options are never taken for tcptune's.
+CLI::Option* add_program(CLI::App& command, std::vector<std::string>& program) {
+  command.positionals_at_end();
+  command.footer("CMD and its arguments follow the options, after --: tcptune " + command.get_name() +
+                 " [OPTIONS] -- CMD ARGS...");
+  return command.add_option("CMD", program, "the program and its arguments (after --)")->required();
+}
+
+void add_run(CLI::App& app, RunOptions& run) {
+  CLI::App* command =
+      app.add_subcommand("run", "run CMD with libtcptune.so preloaded; a jsonl log and a summary by default");
+  command->add_option("--policy", run.policy, "policy file (validated first; exit 78 if invalid)")->option_text("FILE");
+  command->add_option("--log", run.log, "log file (default: tcptune-CMD-PID.jsonl, or TCPTUNE_LOG)")
+      ->option_text("FILE");
+  command->add_flag("--no-log", run.no_log, "no log and no summary");
+  command->add_flag("-q,--quiet", run.quiet, "a log but no summary");
+  command->add_flag("-v,--verbose", run.verbose, "the shim logs at debug level");
+  add_program(*command, run.command);
+}
+
+void add_check(CLI::App& app, CheckOptions& check) {
+  CLI::App* command = app.add_subcommand("check", "validate a policy and explain it for this host");
+  command->add_option("FILE", check.policy_file, "the policy file")->required();
+}
+
+void add_report(CLI::App& app, ReportOptions& report) {
+  CLI::App* command = app.add_subcommand("report", "connections, latency and slow call sites from jsonl logs");
+  command->add_option("LOG", report.logs, "jsonl logs written by the shim")->required();
+  command->add_option("--by", report.by, "group by (default: rule)")
+      ->check(CLI::IsMember({"rule", "peer", "program", "callsite"}));
+  command->add_flag("--json", report.json, "one JSON object on stdout");
+}
+
+void add_ab(CLI::App& app, AbOptions& ab) {
+  CLI::App* command =
+      app.add_subcommand("ab", "CMD observed vs tuned, interleaved runs side by side, with a latency CDF plot");
+  command->add_option("--runs", ab.runs, "runs per arm, 1 to 1000 (default: 3)")
+      ->option_text("N")
+      ->check(whole_number(1, 1000));
+  command->add_option("--policy", ab.policy, "the tuned arm's policy (default: the built-in default)")
+      ->option_text("FILE");
+  command->add_option("--out", ab.out, "directory for logs, summary and plot (default: tcptune-ab)")
+      ->option_text("DIR");
+  add_program(*command, ab.command);
+}
+
+CommandLine ended(int status, std::string message, bool to_stderr) {
+  CommandLine line;
+  line.exit_status = status;
+  line.message = std::move(message);
+  line.message_to_stderr = to_stderr;
+  return line;
+}
+
+// An ExtrasError names the first argument no option or positional took, as the old parser did.
+std::string unexpected(const CLI::App& app, const CLI::ExtrasError& error) {
+  const std::vector<CLI::App*> chosen = app.get_subcommands();
+  for (const std::string& arg : chosen.empty() ? app.remaining() : chosen.front()->remaining()) {
+    if (arg != "--") {
+      return (arg.rfind('-', 0) == 0 ? "unknown option '" : "unexpected argument '") + arg + "'";
+    }
+  }
+  return error.what();
+}
+
+// "tcptune run: --runs: ..." and where to look for the options.
+CommandLine usage_error(const CLI::App& app, const std::string& what) {
+  const std::vector<CLI::App*> chosen = app.get_subcommands();
+  const std::string name = chosen.empty() ? "tcptune" : "tcptune " + chosen.front()->get_name();
+  return ended(kExitUsage, name + ": " + what + "\nsee '" + name + " --help'\n", true);
+}
+
+}  // namespace
+
+CommandLine parse_command_line(const std::vector<std::string>& args) {
+  CommandLine line;
+  CLI::App app("tcptune: TCP tuning for unmodified programs through an LD_PRELOAD shim", "tcptune");
+  app.set_version_flag("--version", "tcptune " TCPTUNE_VERSION, "print the version");
+  app.require_subcommand(0, 1);
+  add_run(app, line.run);
+  add_check(app, line.check);
+  app.add_subcommand("doctor", "this network namespace's TCP settings and what they mean for tcptune");
+  add_report(app, line.report);
+  add_ab(app, line.ab);
+
+  if (args.empty()) {
+    return ended(kExitUsage, app.help(), true);
+  }
+  if (args.front() == "help") {
+    return ended(0, app.help(), false);
+  }
+  const bool known = std::any_of(kSubcommands.begin(), kSubcommands.end(),
+                                 [&](const SubcommandName& entry) { return entry.name == args.front(); });
+  if (!known && args.front().rfind('-', 0) != 0) {
+    return ended(kExitUsage, "tcptune: unknown command '" + args.front() + "'\n" + app.help(), true);
+  }
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    return ended(0, app.help(), false);
+  } catch (const CLI::CallForAllHelp&) {
+    return ended(0, app.help("", CLI::AppFormatMode::All), false);
+  } catch (const CLI::CallForVersion&) {
+    return ended(0, "tcptune " TCPTUNE_VERSION "\n", false);
+  } catch (const CLI::ExtrasError& error) {
+    return usage_error(app, unexpected(app, error));
+  } catch (const CLI::ParseError& error) {
+    return usage_error(app, error.what());
+  }
+  const std::vector<CLI::App*> chosen = app.get_subcommands();
+  if (chosen.empty()) {
+    return ended(kExitUsage, app.help(), true);
+  }
+  for (const SubcommandName& entry : kSubcommands) {
+    if (entry.name == chosen.front()->get_name()) {
+      line.subcommand = entry.subcommand;
+    }
+  }
+  // ab has always required "--" before CMD (run also takes CMD without it).
+  if (line.subcommand == Subcommand::ab) {
+    const std::vector<std::string> rest = chosen.front()->remaining();
+    if (std::find(rest.begin(), rest.end(), "--") == rest.end()) {
+      return usage_error(app, "CMD must follow --: tcptune ab [OPTIONS] -- CMD ARGS...");
+    }
+  }
+  return line;
+}
+
+}  // namespace tcptune::cli

@@ -1,0 +1,58 @@
+// The `tcptune` command line, parsed by CLI11 into one options struct per subcommand. Parsing
+// does nothing else, so every option's validation is reachable without running a command.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tcptune::cli {
+
+// The exit status of a usage error: an unknown option, a bad value, a missing argument.
+inline constexpr int kExitUsage = 2;
+
+struct RunOptions {
+  std::string policy;
+  std::string log;
+  bool no_log = false;
+  bool quiet = false;
+  bool verbose = false;
+  std::vector<std::string> command;  // CMD ARGS..., never empty after a successful parse
+};
+
+struct CheckOptions {
+  std::string policy_file;
+};
+
+struct ReportOptions {
+  std::vector<std::string> logs;
+  std::string by = "rule";  // rule, peer, program or callsite
+  bool json = false;
+};
+
+struct AbOptions {
+  int runs = 3;
+  std::string policy;
+  std::string out = "tcptune-ab";
+  std::vector<std::string> command;
+};
+
+enum class Subcommand { run, check, doctor, report, ab };
+
+struct CommandLine {
+  std::optional<Subcommand> subcommand;  // unset when parsing alone ends the process
+  RunOptions run;
+  CheckOptions check;
+  ReportOptions report;
+  AbOptions ab;
+  // When parsing alone ends the process (--help, --version, a usage error): the text to print,
+  // where, and the exit status.
+  int exit_status = 0;
+  std::string message;
+  bool message_to_stderr = false;
+};
+
+// `args` are argv[1..]. Usage errors name the offending option or argument (kExitUsage).
+CommandLine parse_command_line(const std::vector<std::string>& args);
+
+}  // namespace tcptune::cli

@@ -1,0 +1,178 @@
+#include "command_line.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tcptune::cli {
+namespace {
+
+using Args = std::vector<std::string>;
+
+// A usage error: nothing to run, exit 2, the message on stderr.
+void expect_usage_error(const CommandLine& line, const std::string& text) {
+  EXPECT_FALSE(line.subcommand.has_value());
+  EXPECT_EQ(line.exit_status, 2);
+  EXPECT_TRUE(line.message_to_stderr);
+  EXPECT_NE(line.message.find(text), std::string::npos) << line.message;
+}
+
+TEST(CommandLine, RunTakesItsOptionsThenTheProgramAfterDoubleDash) {
+  const CommandLine line =
+      parse_command_line({"run", "--policy", "p.toml", "--log", "x.log", "-v", "-q", "--", "prog", "-v", "--log", "y"});
+  ASSERT_EQ(line.subcommand, Subcommand::run);
+  EXPECT_EQ(line.run.policy, "p.toml");
+  EXPECT_EQ(line.run.log, "x.log");
+  EXPECT_TRUE(line.run.verbose);
+  EXPECT_TRUE(line.run.quiet);
+  EXPECT_FALSE(line.run.no_log);
+  EXPECT_EQ(line.run.command, (Args{"prog", "-v", "--log", "y"}));
+}
+
+TEST(CommandLine, RunTakesTheProgramWithoutDoubleDashToo) {
+  const CommandLine line = parse_command_line({"run", "--no-log", "sh", "-c", "echo -- -v"});
+  ASSERT_EQ(line.subcommand, Subcommand::run);
+  EXPECT_TRUE(line.run.no_log);
+  EXPECT_FALSE(line.run.verbose);
+  EXPECT_EQ(line.run.command, (Args{"sh", "-c", "echo -- -v"}));
+}
+
+TEST(CommandLine, ASecondDoubleDashBelongsToTheProgram) {
+  const CommandLine line = parse_command_line({"run", "--", "prog", "--", "x"});
+  ASSERT_EQ(line.subcommand, Subcommand::run);
+  EXPECT_EQ(line.run.command, (Args{"prog", "--", "x"}));
+}
+
+TEST(CommandLine, AProgramStartingWithADashFollowsDoubleDash) {
+  const CommandLine line = parse_command_line({"run", "--", "-v"});
+  ASSERT_EQ(line.subcommand, Subcommand::run);
+  EXPECT_FALSE(line.run.verbose);
+  EXPECT_EQ(line.run.command, (Args{"-v"}));
+}
+
+TEST(CommandLine, RunDefaults) {
+  const CommandLine line = parse_command_line({"run", "--", "true"});
+  ASSERT_EQ(line.subcommand, Subcommand::run);
+  EXPECT_EQ(line.run.policy, "");
+  EXPECT_EQ(line.run.log, "");
+  EXPECT_FALSE(line.run.quiet || line.run.verbose || line.run.no_log);
+}
+
+TEST(CommandLine, RunWithoutAProgramIsAUsageError) {
+  expect_usage_error(parse_command_line({"run"}), "tcptune run: CMD is required");
+  expect_usage_error(parse_command_line({"run", "-v", "--"}), "CMD is required");
+}
+
+TEST(CommandLine, UnknownOptionsAreNamed) {
+  expect_usage_error(parse_command_line({"run", "--bogus", "--", "true"}), "tcptune run: unknown option '--bogus'");
+  expect_usage_error(parse_command_line({"ab", "--verbose", "--", "true"}), "tcptune ab: unknown option '--verbose'");
+  expect_usage_error(parse_command_line({"report", "--html", "x.jsonl"}), "unknown option '--html'");
+  expect_usage_error(parse_command_line({"check", "a.toml", "b.toml"}), "unexpected argument 'b.toml'");
+  expect_usage_error(parse_command_line({"doctor", "now"}), "unexpected argument 'now'");
+}
+
+TEST(CommandLine, AnOptionWithoutItsValueIsAUsageError) {
+  expect_usage_error(parse_command_line({"run", "--policy"}), "--policy");
+  expect_usage_error(parse_command_line({"ab", "--out"}), "--out");
+}
+
+TEST(CommandLine, AbRunsMustBeAWholeNumberFromOneToAThousand) {
+  for (const char* bad : {"3x", "x3", "", "0", "1001", "-1", "1.5", "1e3", " 3"}) {
+    expect_usage_error(parse_command_line({"ab", "--runs", bad, "--", "true"}),
+                       std::string("tcptune ab: --runs: '") + bad + "' is not a whole number from 1 to 1000");
+  }
+  for (const auto& [text, runs] : {std::pair{"1", 1}, std::pair{"1000", 1000}, std::pair{"7", 7}}) {
+    const CommandLine line = parse_command_line({"ab", "--runs", text, "--", "true"});
+    ASSERT_EQ(line.subcommand, Subcommand::ab) << line.message;
+    EXPECT_EQ(line.ab.runs, runs);
+  }
+}
+
+TEST(CommandLine, AbDefaultsAndOptions) {
+  CommandLine line = parse_command_line({"ab", "--", "prog", "--runs", "9"});
+  ASSERT_EQ(line.subcommand, Subcommand::ab) << line.message;
+  EXPECT_EQ(line.ab.runs, 3);
+  EXPECT_EQ(line.ab.out, "tcptune-ab");
+  EXPECT_EQ(line.ab.policy, "");
+  EXPECT_EQ(line.ab.command, (Args{"prog", "--runs", "9"}));
+  line = parse_command_line({"ab", "--out", "d", "--policy", "p.toml", "--runs=2", "--", "prog"});
+  ASSERT_EQ(line.subcommand, Subcommand::ab) << line.message;
+  EXPECT_EQ(line.ab.out, "d");
+  EXPECT_EQ(line.ab.policy, "p.toml");
+  EXPECT_EQ(line.ab.runs, 2);
+}
+
+TEST(CommandLine, AbNeedsDoubleDashBeforeTheProgram) {
+  expect_usage_error(parse_command_line({"ab", "--runs", "2", "prog"}), "CMD must follow --");
+}
+
+TEST(CommandLine, ReportTakesLogsAndOptionsInAnyOrder) {
+  const CommandLine line = parse_command_line({"report", "a.jsonl", "--by", "peer", "b.jsonl", "--json"});
+  ASSERT_EQ(line.subcommand, Subcommand::report) << line.message;
+  EXPECT_EQ(line.report.logs, (Args{"a.jsonl", "b.jsonl"}));
+  EXPECT_EQ(line.report.by, "peer");
+  EXPECT_TRUE(line.report.json);
+  const CommandLine plain = parse_command_line({"report", "a.jsonl"});
+  EXPECT_EQ(plain.report.by, "rule");
+  EXPECT_FALSE(plain.report.json);
+}
+
+TEST(CommandLine, ReportByMustBeAKnownGrouping) {
+  for (const char* by : {"rule", "peer", "program", "callsite"}) {
+    EXPECT_EQ(parse_command_line({"report", "--by", by, "a.jsonl"}).report.by, by);
+  }
+  expect_usage_error(parse_command_line({"report", "--by", "host", "a.jsonl"}), "--by");
+  expect_usage_error(parse_command_line({"report", "--json"}), "LOG is required");
+}
+
+TEST(CommandLine, CheckAndDoctor) {
+  const CommandLine check = parse_command_line({"check", "policy.toml"});
+  ASSERT_EQ(check.subcommand, Subcommand::check);
+  EXPECT_EQ(check.check.policy_file, "policy.toml");
+  expect_usage_error(parse_command_line({"check"}), "FILE is required");
+  EXPECT_EQ(parse_command_line({"doctor"}).subcommand, Subcommand::doctor);
+}
+
+TEST(CommandLine, HelpAndVersionGoToStdoutAndExitZero) {
+  for (const Args& args : {Args{"--help"}, Args{"-h"}, Args{"help"}}) {
+    const CommandLine line = parse_command_line(args);
+    EXPECT_FALSE(line.subcommand.has_value());
+    EXPECT_EQ(line.exit_status, 0);
+    EXPECT_FALSE(line.message_to_stderr);
+    for (const char* name : {"run", "check", "doctor", "report", "ab"}) {
+      EXPECT_NE(line.message.find(name), std::string::npos) << name;
+    }
+  }
+  const CommandLine version = parse_command_line({"--version"});
+  EXPECT_EQ(version.exit_status, 0);
+  EXPECT_EQ(version.message.rfind("tcptune ", 0), 0U) << version.message;
+}
+
+TEST(CommandLine, EachSubcommandHasItsOwnHelp) {
+  const CommandLine run = parse_command_line({"run", "--help"});
+  EXPECT_EQ(run.exit_status, 0);
+  EXPECT_NE(run.message.find("--no-log"), std::string::npos) << run.message;
+  EXPECT_EQ(run.message.find("--runs"), std::string::npos) << run.message;
+  const CommandLine ab = parse_command_line({"ab", "--help"});
+  EXPECT_NE(ab.message.find("--runs"), std::string::npos) << ab.message;
+  EXPECT_NE(ab.message.find("-- CMD ARGS..."), std::string::npos) << ab.message;
+  const CommandLine report = parse_command_line({"report", "-h"});
+  EXPECT_NE(report.message.find("--by"), std::string::npos) << report.message;
+}
+
+TEST(CommandLine, NoArgumentsPrintsUsageOnStderr) {
+  const CommandLine line = parse_command_line({});
+  EXPECT_FALSE(line.subcommand.has_value());
+  EXPECT_EQ(line.exit_status, 2);
+  EXPECT_TRUE(line.message_to_stderr);
+  EXPECT_NE(line.message.find("report"), std::string::npos);
+}
+
+TEST(CommandLine, UnknownCommand) {
+  expect_usage_error(parse_command_line({"bogus"}), "tcptune: unknown command 'bogus'");
+  expect_usage_error(parse_command_line({"--bogus"}), "unknown option '--bogus'");
+}
+
+}  // namespace
+}  // namespace tcptune::cli

@@ -1,0 +1,117 @@
+#include "log_summary.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "log_file.hpp"
+
+namespace tcptune::cli {
+namespace {
+
+constexpr const char* kFixture = TCPTUNE_SOURCE_DIR "/tests/cli/fixtures/probe-two-runs.jsonl";
+
+TEST(LogSummary, TheRecordedFixture) {
+  LogSummary summary;
+  std::string error;
+  ASSERT_TRUE(summarize_logs({kFixture}, "rule", summary, error)) << error;
+  ASSERT_EQ(summary.groups.count("(defaults)"), 1U);
+  EXPECT_EQ(summary.groups["(defaults)"].connections, 3U);
+  EXPECT_EQ(summary.groups["(defaults)"].writes, 407U);
+  EXPECT_EQ(summary.groups["servers"].connections, 3U);
+  EXPECT_EQ(summary.groups["servers"].writes, 0U);
+  EXPECT_EQ(summary.total.connections, 6U);
+  EXPECT_EQ(summary.total.bytes, 661000U);
+  EXPECT_EQ(summary.skipped_lines, 1U);  // the last line, cut as kill -9 leaves it
+}
+
+TEST(LogSummary, GoodAndBadLines) {
+  const TempLog log(
+      R"({"event":"conn_close","rule":"web","peer":"10.0.0.1:443","program":"curl","writes":2,"bytes":100})"
+      "\n"
+      R"({"event":"conn_close","rule":"web","peer":"10.0.0.1:8443","program":"wget","writes":3,"bytes":50})"
+      "\n"
+      R"({"event":"conn_close","rule":"web","writes":+1})"
+      "\n"
+      R"({"event":"conn_open","rule":"web"})"
+      "\n"
+      "2026-12-03 text line\n"
+      "\n"
+      R"({"event":"conn_close","peer":"[::1]:80","writes":01})"
+      "\n");
+  LogSummary by_rule;
+  std::string error;
+  ASSERT_TRUE(summarize_logs({log.path()}, "rule", by_rule, error));
+  EXPECT_EQ(by_rule.records, 3U);  // two conn_close and a conn_open
+  EXPECT_EQ(by_rule.skipped_lines, 4U);
+  ASSERT_EQ(by_rule.groups.size(), 1U);
+  EXPECT_EQ(by_rule.groups["web"].connections, 2U);
+  EXPECT_EQ(by_rule.groups["web"].writes, 5U);
+  EXPECT_EQ(by_rule.total.bytes, 150U);
+
+  LogSummary by_peer;
+  ASSERT_TRUE(summarize_logs({log.path()}, "peer", by_peer, error));
+  ASSERT_EQ(by_peer.groups.size(), 1U);  // the address, without the port
+  EXPECT_EQ(by_peer.groups["10.0.0.1"].connections, 2U);
+
+  LogSummary by_program;
+  ASSERT_TRUE(summarize_logs({log.path(), log.path()}, "program", by_program, error));
+  EXPECT_EQ(by_program.groups["curl"].connections, 2U);
+  EXPECT_EQ(by_program.groups["wget"].writes, 6U);
+}
+
+TEST(LogSummary, AMissingFileIsAnError) {
+  LogSummary summary;
+  std::string error;
+  EXPECT_FALSE(summarize_logs({"/nonexistent/x.jsonl"}, "rule", summary, error));
+  EXPECT_EQ(error, "cannot read /nonexistent/x.jsonl");
+}
+
+TEST(LogSummary, PercentilesMergeTheBuckets) {
+  // Two connections: 90 writes in [1000, 2000) ns, then 10 in [100000, 200000) ns.
+  const TempLog log(
+      R"({"event":"conn_close","writes":90,"write_latency_hist":[[1000,2000,90]],"write_latency_us":{"max":1.9}})"
+      "\n"
+      R"({"event":"conn_close","writes":10,"write_latency_hist":[[100000,200000,10]],"write_latency_us":{"max":150}})"
+      "\n");
+  LogSummary summary;
+  std::string error;
+  ASSERT_TRUE(summarize_logs({log.path()}, "rule", summary, error));
+  const MergedHistogram& merged = summary.total.write_latency;
+  EXPECT_EQ(merged.max_us, 150.0);
+  EXPECT_NEAR(merged.percentile_us(50), 2.0 * 1000 * 2000 / 3000 / 1000, 1e-9);  // 1.333 us
+  EXPECT_NEAR(merged.percentile_us(90), 1.333, 1e-3);
+  EXPECT_NEAR(merged.percentile_us(99), 133.333, 1e-3);
+  EXPECT_NEAR(merged.percentile_us(100), 133.333, 1e-3);
+  EXPECT_EQ(MergedHistogram{}.percentile_us(50), 0.0);
+}
+
+TEST(LogSummary, SlowWritesByCallSite) {
+  const TempLog log(R"({"event":"slow_write","duration_us":5000,"callsite":["a+0x1","b+0x2","c+0x3","d+0x4"]})"
+                    "\n"
+                    R"({"event":"slow_write","duration_us":7000,"callsite":["a+0x1","b+0x2","c+0x3"]})"
+                    "\n"
+                    R"({"event":"slow_write","duration_us":4000})"
+                    "\n"
+                    R"({"event":"slow_write","duration_us":1,"callsite":[]})"
+                    "\n"
+                    R"({"event":"slow_write","duration_us":2,"callsite":[7]})"
+                    "\n"
+                    R"({"event":"slow_write","duration_us":3,"callsite":["x"],})"
+                    "\n");
+  std::map<std::string, SlowWriteSite> sites;
+  std::uint64_t without = 0;
+  std::string error;
+  ASSERT_TRUE(summarize_slow_writes({log.path()}, sites, without, error));
+  EXPECT_EQ(without, 2U);
+  ASSERT_EQ(sites.size(), 2U);
+  const SlowWriteSite& site = sites["a+0x1 < b+0x2 < c+0x3"];  // the first three frames
+  EXPECT_EQ(site.writes, 2U);
+  EXPECT_EQ(site.total_us, 12000.0);
+  EXPECT_EQ(site.max_us, 7000.0);
+  EXPECT_EQ(sites["?"].writes, 1U);  // a frame that is not a string
+}
+
+}  // namespace
+}  // namespace tcptune::cli
