@@ -139,14 +139,14 @@ int ab_command(const AbOptions& options) {
   print_metric("ack p99 (us)", observe, tuned,
                [](const RunResult& r) { return r.summary.total.ack_latency.percentile_us(99); });
   print_metric("throughput (MB/s)", observe, tuned, [](const RunResult& r) {
-    return r.wall_s > 0 ? static_cast<double>(r.summary.total.bytes) / r.wall_s / 1e6 : 0;
+    return r.wall_s > 0 ? static_cast<double>(r.summary.total.counters.bytes) / r.wall_s / 1e6 : 0;
   });
   print_metric("idle restarts", observe, tuned,
-               [](const RunResult& r) { return static_cast<double>(r.summary.total.idle_restarts); });
+               [](const RunResult& r) { return static_cast<double>(r.summary.total.counters.idle_restarts); });
   print_metric("heartbeats", observe, tuned,
-               [](const RunResult& r) { return static_cast<double>(r.summary.total.heartbeats); });
+               [](const RunResult& r) { return static_cast<double>(r.summary.total.counters.heartbeats); });
   print_metric("writes", observe, tuned,
-               [](const RunResult& r) { return static_cast<double>(r.summary.total.writes); });
+               [](const RunResult& r) { return static_cast<double>(r.summary.total.counters.writes); });
   print_metric("connections", observe, tuned,
                [](const RunResult& r) { return static_cast<double>(r.summary.total.connections); });
   const std::string plot = write_cdf_plot(out + "/latency-cdf", {{"write, observe-only", &observe.merged.write_latency},

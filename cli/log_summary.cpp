@@ -69,24 +69,16 @@ double MergedHistogram::percentile_us(double p) const {
 
 void ConnectionGroup::add(const nlohmann::json& record) {
   ++connections;
-  writes += count_field(record, "writes");
-  bytes += count_field(record, "bytes");
-  partial_writes += count_field(record, "partial_writes");
-  would_block += count_field(record, "eagain");
-  idle_restarts += count_field(record, "idle_restarts");
-  heartbeats += count_field(record, "heartbeats");
+  for (const telemetry::CounterField& field : telemetry::kCounterFields) {
+    counters.*field.member += count_field(record, field.record_field);
+  }
   write_latency.add(member(record, "write_latency_hist"), member(record, "write_latency_us"));
   ack_latency.add(member(record, "ack_latency_hist"), member(record, "ack_latency_us"));
 }
 
 void ConnectionGroup::merge(const ConnectionGroup& other) {
   connections += other.connections;
-  writes += other.writes;
-  bytes += other.bytes;
-  partial_writes += other.partial_writes;
-  would_block += other.would_block;
-  idle_restarts += other.idle_restarts;
-  heartbeats += other.heartbeats;
+  counters += other.counters;
   write_latency.merge(other.write_latency);
   ack_latency.merge(other.ack_latency);
 }
@@ -176,13 +168,13 @@ bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::
 namespace {
 
 void print_row(std::FILE* out, const std::string& key, const ConnectionGroup& group) {
-  (void)std::fprintf(out, "%-20s %6llu %8llu %9s %9.1f %9.1f %9.1f %9.1f %9.1f %8llu %8llu\n", key.c_str(),
-                     static_cast<unsigned long long>(group.connections), static_cast<unsigned long long>(group.writes),
-                     config::format_size(group.bytes).c_str(), group.write_latency.percentile_us(50),
-                     group.write_latency.percentile_us(99), group.write_latency.max_us,
-                     group.ack_latency.percentile_us(50), group.ack_latency.percentile_us(99),
-                     static_cast<unsigned long long>(group.idle_restarts),
-                     static_cast<unsigned long long>(group.heartbeats));
+  (void)std::fprintf(
+      out, "%-20s %6llu %8llu %9s %9.1f %9.1f %9.1f %9.1f %9.1f %8llu %8llu\n", key.c_str(),
+      static_cast<unsigned long long>(group.connections), static_cast<unsigned long long>(group.counters.writes),
+      config::format_size(group.counters.bytes).c_str(), group.write_latency.percentile_us(50),
+      group.write_latency.percentile_us(99), group.write_latency.max_us, group.ack_latency.percentile_us(50),
+      group.ack_latency.percentile_us(99), static_cast<unsigned long long>(group.counters.idle_restarts),
+      static_cast<unsigned long long>(group.counters.heartbeats));
 }
 
 }  // namespace

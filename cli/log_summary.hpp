@@ -12,6 +12,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "connection_counters.hpp"
+
 namespace tcptune::cli {
 
 // Histogram buckets as the records carry them: [lower, upper) ns -> count.
@@ -28,12 +30,7 @@ struct MergedHistogram {
 
 struct ConnectionGroup {
   std::uint64_t connections = 0;
-  std::uint64_t writes = 0;
-  std::uint64_t bytes = 0;
-  std::uint64_t partial_writes = 0;
-  std::uint64_t would_block = 0;
-  std::uint64_t idle_restarts = 0;
-  std::uint64_t heartbeats = 0;
+  telemetry::ConnectionCounters counters;  // every counter, read by the name the shim writes
   MergedHistogram write_latency;
   MergedHistogram ack_latency;
 

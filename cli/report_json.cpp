@@ -19,16 +19,13 @@ nlohmann::ordered_json latency_json(const MergedHistogram& histogram) {
 }
 
 nlohmann::ordered_json group_json(const std::string& key, const ConnectionGroup& group) {
-  return {{"key", key},
-          {"connections", group.connections},
-          {"writes", group.writes},
-          {"bytes", group.bytes},
-          {"partial_writes", group.partial_writes},
-          {"eagain", group.would_block},
-          {"idle_restarts", group.idle_restarts},
-          {"heartbeats", group.heartbeats},
-          {"write_latency_us", latency_json(group.write_latency)},
-          {"ack_latency_us", latency_json(group.ack_latency)}};
+  nlohmann::ordered_json json = {{"key", key}, {"connections", group.connections}};
+  for (const telemetry::CounterField& field : telemetry::kCounterFields) {
+    json[field.record_field] = group.counters.*field.member;
+  }
+  json["write_latency_us"] = latency_json(group.write_latency);
+  json["ack_latency_us"] = latency_json(group.ack_latency);
+  return json;
 }
 
 }  // namespace

@@ -18,11 +18,11 @@ TEST(LogSummary, TheRecordedFixture) {
   ASSERT_TRUE(summarize_logs({kFixture}, "rule", summary, error)) << error;
   ASSERT_EQ(summary.groups.count("(defaults)"), 1U);
   EXPECT_EQ(summary.groups["(defaults)"].connections, 3U);
-  EXPECT_EQ(summary.groups["(defaults)"].writes, 407U);
+  EXPECT_EQ(summary.groups["(defaults)"].counters.writes, 407U);
   EXPECT_EQ(summary.groups["servers"].connections, 3U);
-  EXPECT_EQ(summary.groups["servers"].writes, 0U);
+  EXPECT_EQ(summary.groups["servers"].counters.writes, 0U);
   EXPECT_EQ(summary.total.connections, 6U);
-  EXPECT_EQ(summary.total.bytes, 661000U);
+  EXPECT_EQ(summary.total.counters.bytes, 661000U);
   EXPECT_EQ(summary.skipped_lines, 1U);  // the last line, cut as kill -9 leaves it
 }
 
@@ -47,8 +47,8 @@ TEST(LogSummary, GoodAndBadLines) {
   EXPECT_EQ(by_rule.skipped_lines, 4U);
   ASSERT_EQ(by_rule.groups.size(), 1U);
   EXPECT_EQ(by_rule.groups["web"].connections, 2U);
-  EXPECT_EQ(by_rule.groups["web"].writes, 5U);
-  EXPECT_EQ(by_rule.total.bytes, 150U);
+  EXPECT_EQ(by_rule.groups["web"].counters.writes, 5U);
+  EXPECT_EQ(by_rule.total.counters.bytes, 150U);
 
   LogSummary by_peer;
   ASSERT_TRUE(summarize_logs({log.path()}, "peer", by_peer, error));
@@ -58,7 +58,7 @@ TEST(LogSummary, GoodAndBadLines) {
   LogSummary by_program;
   ASSERT_TRUE(summarize_logs({log.path(), log.path()}, "program", by_program, error));
   EXPECT_EQ(by_program.groups["curl"].connections, 2U);
-  EXPECT_EQ(by_program.groups["wget"].writes, 6U);
+  EXPECT_EQ(by_program.groups["wget"].counters.writes, 6U);
 }
 
 TEST(LogSummary, AMissingFileIsAnError) {
