@@ -14,6 +14,9 @@
 
 namespace tcptune::telemetry {
 
+// The macros below take member names, which cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
+
 // X(member, record field, Prometheus counter or nullptr, help). Every counter is in conn_close
 // and summary; those with a Prometheus name are also in each by_rule entry and the textfile.
 #define TCPTUNE_CONNECTION_COUNTERS(X)                                                                      \
@@ -102,5 +105,7 @@ struct AtomicConnectionCounters {
 #undef TCPTUNE_COUNTER_RESET
   }
 };
+
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace tcptune::telemetry
