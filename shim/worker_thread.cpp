@@ -23,9 +23,7 @@ bool WorkerThread::start(std::function<void()> on_start, std::vector<Task> tasks
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   running_.store(true, std::memory_order_release);
   const bool started = pthread_create(&thread_, nullptr, &WorkerThread::run, this) == 0;
-  if (started) {
-    pthread_setname_np(thread_, "tcptune");
-  } else {
+  if (!started) {
     running_.store(false, std::memory_order_release);
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
@@ -34,6 +32,7 @@ bool WorkerThread::start(std::function<void()> on_start, std::vector<Task> tasks
 
 void* WorkerThread::run(void* self) {
   auto& thread = *static_cast<WorkerThread*>(self);
+  pthread_setname_np(pthread_self(), "tcptune");  // before anything runs that may read it
   if (thread.on_start_) {
     thread.on_start_();
   }
