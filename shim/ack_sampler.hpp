@@ -31,6 +31,13 @@ struct AckLatency {
   telemetry::LatencyHistogram histogram;
   std::uint64_t acked_before_first_poll = 0;  // faster than the worker could see: not timed
   std::uint64_t sum_ns = 0;
+
+  AckLatency& operator+=(const AckLatency& other) noexcept {
+    histogram.merge(other.histogram);
+    acked_before_first_poll += other.acked_before_first_poll;
+    sum_ns += other.sum_ns;
+    return *this;
+  }
 };
 
 class AckSampler {

@@ -23,9 +23,7 @@ void ConnectionTotals::add_closed(const ConnectionSnapshot& snapshot, const AckL
     ++totals.connections;
     totals.counters += snapshot.counters;
     totals.write_latency.merge(snapshot.write_latency);
-    totals.acks.histogram.merge(acks.histogram);
-    totals.acks.acked_before_first_poll += acks.acked_before_first_poll;
-    totals.acks.sum_ns += acks.sum_ns;
+    totals.acks += acks;
   };
   add(rows_[0]);
   if (const std::size_t index = row_of(snapshot.rule_index); index >= 1 && index < rows_.size()) {
