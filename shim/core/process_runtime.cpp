@@ -18,6 +18,7 @@
 #include "keep_warm.hpp"
 #include "next_symbols.hpp"
 #include "shim_log.hpp"
+#include "socket_calls.hpp"
 #include "tcptune/config/host_sysctl.hpp"
 #include "tcptune/config/log_names.hpp"
 #include "tcptune/config/policy_loader.hpp"
@@ -104,8 +105,20 @@ void after_fork_in_child() noexcept {
   }
 }
 
+// The tuning core's socket calls, once the next definitions are known (until then they are plain
+// system calls, which is as safe).
+constexpr SocketCalls kNextSocketCalls{
+    [](int fd, int level, int name, const void* value, socklen_t length) noexcept {
+      return next::setsockopt(fd, level, name, value, length);
+    },
+    [](int fd, int level, int name, void* value, socklen_t* length) noexcept {
+      return next::getsockopt(fd, level, name, value, length);
+    },
+};
+
 void initialize() {
   resolve_all_next_symbols();
+  install_socket_calls(kNextSocketCalls);
   auto* runtime = new Runtime;
   runtime->program = program_invocation_short_name != nullptr ? program_invocation_short_name : "";
   const bool secure = getauxval(AT_SECURE) != 0;

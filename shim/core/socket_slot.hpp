@@ -11,14 +11,9 @@
 #include "app_settings.hpp"
 #include "connection_stats.hpp"
 #include "keep_warm_gate.hpp"
+#include "socket_probe.hpp"
 
 namespace tcptune::shim {
-
-enum class FdKind : std::uint8_t {
-  unknown,  // not seen yet, or retired: classified on next use
-  other,    // file, pipe, UDP, unix socket, ...: one lookup per call, nothing else
-  tcp,      // AF_INET/AF_INET6 stream socket
-};
 
 enum class SocketRole : std::uint8_t { unknown, client, listener, server };
 

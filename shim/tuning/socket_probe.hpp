@@ -1,16 +1,22 @@
-// Questions asked of the kernel about a socket, through the next getsockopt so that other
-// interposers see them. All preserve errno.
+// Questions asked of the kernel about a socket, through the socket_calls seam (in the shim, the
+// next getsockopt, so that other interposers see them). All preserve errno.
 #pragma once
 
 #include <netinet/tcp.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
-#include "socket_slot.hpp"
 #include "tcptune/config/cidr.hpp"
 
 namespace tcptune::shim {
+
+enum class FdKind : std::uint8_t {
+  unknown,  // not seen yet, or retired: classified on next use
+  other,    // file, pipe, UDP, unix socket, ...: one lookup per call, nothing else
+  tcp,      // AF_INET/AF_INET6 stream socket
+};
 
 // AF_INET/AF_INET6 stream TCP socket (any state), another kind of fd, or not an fd at all
 // (EBADF: stays unknown).

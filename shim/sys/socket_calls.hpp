@@ -1,11 +1,11 @@
-// The socket calls the tuning core makes (setsockopt, getsockopt), behind one seam. In the shim
-// they are the next definitions (never the shim's own hooks, and other interposers later in
-// the chain see them); unit tests swap in calls that fail on purpose, to reach every refusal.
+// The socket calls the tuning core makes (setsockopt, getsockopt), behind one seam. By default
+// they are plain system calls, which is what a process that does not interpose libc (the
+// supervisor) wants; the preloaded shim installs libc's next definitions instead, so that its
+// own hooks are never re-entered and interposers later in the chain see the calls. Unit tests
+// swap in calls that fail on purpose, to reach every refusal.
 #pragma once
 
 #include <sys/socket.h>
-
-#include <atomic>
 
 namespace tcptune::shim {
 
@@ -16,6 +16,9 @@ struct SocketCalls {
 
 // The calls in force. Lock-free, async-signal-safe.
 const SocketCalls& socket_calls() noexcept;
+
+// From now on `calls` (static storage) are made. For the process's own setup, once.
+void install_socket_calls(const SocketCalls& calls) noexcept;
 
 inline int core_setsockopt(int fd, int level, int name, const void* value, socklen_t length) noexcept {
   return socket_calls().setsockopt(fd, level, name, value, length);
