@@ -1,0 +1,75 @@
+#include "seccomp_filter.hpp"
+
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <sys/syscall.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tcptune::supervisor {
+
+namespace {
+
+#if defined(__x86_64__)
+constexpr std::uint32_t kNativeArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr std::uint32_t kNativeArch = AUDIT_ARCH_AARCH64;
+#else
+#error "the supervisor's filter knows x86_64 and aarch64"
+#endif
+
+constexpr std::uint32_t kArchOffset = offsetof(seccomp_data, arch);
+constexpr std::uint32_t kNrOffset = offsetof(seccomp_data, nr);
+// The low 32 bits of an argument (level and optname are ints; the kernel ignores the rest).
+constexpr std::uint32_t argument_offset(int index) {
+  return static_cast<std::uint32_t>(offsetof(seccomp_data, args) + sizeof(std::uint64_t) * index);
+}
+
+sock_filter statement(std::uint16_t code, std::uint32_t k) {
+  return sock_filter{code, 0, 0, k};
+}
+sock_filter jump_if_equal(std::uint32_t value, std::uint8_t if_true, std::uint8_t if_false) {
+  return sock_filter{BPF_JMP | BPF_JEQ | BPF_K, if_true, if_false, value};
+}
+
+}  // namespace
+
+std::vector<sock_filter> build_filter(const FilterSpec& spec) {
+  std::vector<sock_filter> program;
+  const auto allow = static_cast<std::uint32_t>(SECCOMP_RET_ALLOW);
+  const auto notify = static_cast<std::uint32_t>(SECCOMP_RET_USER_NOTIF);
+  program.push_back(statement(BPF_LD | BPF_W | BPF_ABS, kArchOffset));
+  program.push_back(jump_if_equal(kNativeArch, 1, 0));
+  program.push_back(statement(BPF_RET | BPF_K, allow));
+  program.push_back(statement(BPF_LD | BPF_W | BPF_ABS, kNrOffset));
+  // Each trapped call: "nr == X ? notify : next test", the notify one instruction further on.
+  std::vector<std::uint32_t> notified;
+  if (spec.connect) {
+    notified.push_back(SYS_connect);
+  }
+  if (spec.listen) {
+    notified.push_back(SYS_listen);
+  }
+  for (const std::uint32_t nr : notified) {
+    program.push_back(jump_if_equal(nr, 0, 1));
+    program.push_back(statement(BPF_RET | BPF_K, notify));
+  }
+  if (!spec.setsockopt.empty()) {
+    // nr == setsockopt ? (the pairs) : allow. Each pair: level == L ? (optname == N ? notify :
+    // reload level) : next pair. The accumulator holds the level between pairs.
+    program.push_back(jump_if_equal(SYS_setsockopt, 1, 0));
+    program.push_back(statement(BPF_RET | BPF_K, allow));
+    for (const TrappedSockopt& pair : spec.setsockopt) {
+      program.push_back(statement(BPF_LD | BPF_W | BPF_ABS, argument_offset(1)));
+      program.push_back(jump_if_equal(static_cast<std::uint32_t>(pair.level), 0, 3));
+      program.push_back(statement(BPF_LD | BPF_W | BPF_ABS, argument_offset(2)));
+      program.push_back(jump_if_equal(static_cast<std::uint32_t>(pair.name), 0, 1));
+      program.push_back(statement(BPF_RET | BPF_K, notify));
+    }
+  }
+  program.push_back(statement(BPF_RET | BPF_K, allow));
+  return program;
+}
+
+}  // namespace tcptune::supervisor

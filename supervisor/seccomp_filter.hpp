@@ -1,0 +1,28 @@
+// The seccomp filter a supervised program runs under: the calls the supervisor tunes at (connect,
+// listen, and the setsockopt pairs the policy forces) return SECCOMP_RET_USER_NOTIF, everything
+// else is allowed. Built from the policy, so a program pays a trap only where there is work.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <vector>
+
+namespace tcptune::supervisor {
+
+struct TrappedSockopt {
+  int level = 0;
+  int name = 0;
+  friend bool operator==(const TrappedSockopt&, const TrappedSockopt&) = default;
+};
+
+struct FilterSpec {
+  bool connect = true;
+  bool listen = true;
+  std::vector<TrappedSockopt> setsockopt;  // each (level, optname) pair to trap
+};
+
+// A classic BPF program for seccomp(SECCOMP_SET_MODE_FILTER). A call from another ABI than the
+// native one (i386 or x32 on x86_64) is allowed: it is never trapped, so never harmed.
+std::vector<sock_filter> build_filter(const FilterSpec& spec);
+
+}  // namespace tcptune::supervisor

@@ -1,0 +1,132 @@
+// The filter run by the kernel: a child installs it with a listener and makes calls; the test
+// sees which of them arrive as notifications (and lets each continue).
+#include "seccomp_filter.hpp"
+
+#include <gtest/gtest.h>
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+namespace tcptune::supervisor {
+namespace {
+
+int install_with_listener(const std::vector<sock_filter>& filter) {
+  sock_fprog program{static_cast<unsigned short>(filter.size()), const_cast<sock_filter*>(filter.data())};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return -1;
+  }
+  return static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &program));
+}
+
+// The system call numbers the child's calls notified, in order.
+std::vector<int> notified_calls(const FilterSpec& spec, void (*calls)()) {
+  int channel[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, channel), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    close(channel[0]);
+    const int listener = install_with_listener(build_filter(spec));
+    // The listener exists only in the child once the filter is installed: it crosses by SCM_RIGHTS.
+    char byte = 0;
+    iovec io{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr message{};
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    *reinterpret_cast<int*>(CMSG_DATA(header)) = listener;
+    if (listener < 0 || sendmsg(channel[1], &message, 0) != 1) {
+      _exit(2);
+    }
+    close(listener);
+    calls();
+    _exit(0);
+  }
+  close(channel[1]);
+  char byte = 0;
+  iovec io{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  std::vector<int> numbers;
+  if (recvmsg(channel[0], &message, 0) == 1 && CMSG_FIRSTHDR(&message) != nullptr) {
+    const int listener = *reinterpret_cast<int*>(CMSG_DATA(CMSG_FIRSTHDR(&message)));
+    for (;;) {
+      pollfd ready{listener, POLLIN, 0};
+      if (poll(&ready, 1, 5000) != 1 || (ready.revents & POLLIN) == 0) {
+        break;  // POLLHUP: the child exited
+      }
+      seccomp_notif request{};
+      if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &request) != 0) {
+        continue;
+      }
+      numbers.push_back(request.data.nr);
+      seccomp_notif_resp response{};
+      response.id = request.id;
+      response.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+      (void)ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &response);
+    }
+    close(listener);
+  }
+  close(channel[0]);
+  int status = 0;
+  EXPECT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  return numbers;
+}
+
+void socket_calls() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int on = 1;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &on, sizeof on);
+  (void)listen(fd, 1);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const int client = socket(AF_INET, SOCK_STREAM, 0);
+  (void)connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  close(client);
+  close(fd);
+}
+
+TEST(SeccompFilter, TrapsConnectAndListenOnly) {
+  EXPECT_EQ(notified_calls(FilterSpec{}, socket_calls), (std::vector<int>{SYS_listen, SYS_connect}));
+}
+
+TEST(SeccompFilter, TrapsExactlyTheNamedSockoptPairs) {
+  FilterSpec spec;
+  spec.connect = false;
+  spec.listen = false;
+  spec.setsockopt = {{IPPROTO_TCP, TCP_NODELAY}, {SOL_SOCKET, SO_KEEPALIVE}};
+  EXPECT_EQ(notified_calls(spec, socket_calls), (std::vector<int>{SYS_setsockopt, SYS_setsockopt}));
+}
+
+TEST(SeccompFilter, NothingTrappedAllowsEverything) {
+  FilterSpec spec;
+  spec.connect = false;
+  spec.listen = false;
+  EXPECT_TRUE(notified_calls(spec, socket_calls).empty());
+}
+
+}  // namespace
+}  // namespace tcptune::supervisor
