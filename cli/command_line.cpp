@@ -54,6 +54,8 @@ void add_run(CLI::App& app, RunOptions& run) {
   command->add_flag("--no-log", run.no_log, "no log and no summary");
   command->add_flag("-q,--quiet", run.quiet, "a log but no summary");
   command->add_flag("-v,--verbose", run.verbose, "the shim logs at debug level");
+  command->add_flag("--supervise", run.supervise,
+                    "tune from outside through seccomp user notification, as for static and Go programs");
   add_program(*command, run.command);
 }
 

@@ -17,6 +17,7 @@ struct RunOptions {
   bool no_log = false;
   bool quiet = false;
   bool verbose = false;
+  bool supervise = false;  // tune from outside (seccomp) even when the shim could be preloaded
   std::vector<std::string> command;  // CMD ARGS..., never empty after a successful parse
 };
 

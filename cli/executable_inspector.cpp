@@ -117,33 +117,41 @@ std::string script_interpreter(const std::string& path) {
 
 }  // namespace
 
-std::vector<std::string> preload_obstacles(const std::string& path) {
-  std::vector<std::string> reasons;
+PreloadObstacles preload_obstacles(const std::string& path) {
+  PreloadObstacles obstacles;
+  std::vector<std::string>& reasons = obstacles.reasons;
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) {
-    return reasons;
+    return obstacles;
   }
   if ((info.st_mode & (S_ISUID | S_ISGID)) != 0) {
     reasons.push_back(path + " is setuid/setgid: the dynamic loader ignores LD_PRELOAD for it");
+    obstacles.privileged = true;
   }
   if (getxattr(path.c_str(), "security.capability", nullptr, 0) > 0) {
     reasons.push_back(path + " has file capabilities: the dynamic loader ignores LD_PRELOAD for it");
+    obstacles.privileged = true;
   }
   const ElfFacts elf = inspect_elf(path);
   if (!elf.is_elf) {
     if (const std::string interpreter = script_interpreter(path); !interpreter.empty() && interpreter != path) {
-      for (std::string& reason : preload_obstacles(interpreter)) {
+      PreloadObstacles of_interpreter = preload_obstacles(interpreter);
+      for (std::string& reason : of_interpreter.reasons) {
         reasons.push_back("its interpreter " + reason);
       }
+      obstacles.privileged = obstacles.privileged || of_interpreter.privileged;
+      obstacles.bypasses_loader = of_interpreter.bypasses_loader;
     }
-    return reasons;
+    return obstacles;
   }
   if (elf.is_go) {
     reasons.push_back(path + " is a Go program: Go makes raw system calls, so the shim never sees its sockets");
+    obstacles.bypasses_loader = true;
   } else if (!elf.has_interpreter) {
     reasons.push_back(path + " is statically linked: there is no dynamic loader to preload the shim");
+    obstacles.bypasses_loader = true;
   }
-  return reasons;
+  return obstacles;
 }
 
 }  // namespace tcptune::cli

@@ -16,7 +16,15 @@ struct ElfFacts {
 // Reads the ELF header, the program headers, the section headers and their names only.
 ElfFacts inspect_elf(const std::string& path);
 
-// Plain-words reasons the shim will not load into (or not see the sockets of) `path`.
-std::vector<std::string> preload_obstacles(const std::string& path);
+// Why the shim will not load into (or not see the sockets of) `path`.
+struct PreloadObstacles {
+  std::vector<std::string> reasons;  // plain words, one per obstacle
+  // setuid, setgid or file capabilities (its own or its script interpreter's): the loader
+  // ignores LD_PRELOAD, and supervision would strip the privileges (no_new_privs).
+  bool privileged = false;
+  // statically linked or Go: no shim, but supervision reaches it.
+  bool bypasses_loader = false;
+};
+PreloadObstacles preload_obstacles(const std::string& path);
 
 }  // namespace tcptune::cli

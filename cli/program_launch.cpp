@@ -130,7 +130,7 @@ int exec_command(const std::string& resolved, const std::string& command, std::v
 // tcptune ignores the terminal's SIGINT/SIGQUIT (the child gets them too) and passes SIGTERM
 // and SIGHUP on. Returns the child's exit status, 128+N if signal N ended it.
 
-int run_child(const std::string& resolved, std::vector<char*>& argv) {
+int run_child(const std::string& resolved, std::vector<char*>& argv, const ChildHooks& hooks) {
   const std::string command = argv[0];
   g_child = fork();
   if (g_child < 0) {
@@ -138,6 +138,9 @@ int run_child(const std::string& resolved, std::vector<char*>& argv) {
     return 1;
   }
   if (g_child == 0) {
+    if (hooks.before_exec) {
+      hooks.before_exec();
+    }
     _exit(exec_command(resolved, command, argv));
   }
   (void)std::signal(SIGINT, SIG_IGN);
@@ -145,7 +148,11 @@ int run_child(const std::string& resolved, std::vector<char*>& argv) {
   (void)std::signal(SIGTERM, forward_signal);
   (void)std::signal(SIGHUP, forward_signal);
   int status = 0;
-  while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+  if (hooks.wait) {
+    status = hooks.wait(g_child);
+  } else {
+    while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

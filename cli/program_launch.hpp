@@ -2,6 +2,9 @@
 // the command looked up as execvp would, and run as an exec or as a child (run and ab).
 #pragma once
 
+#include <sys/types.h>
+
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,12 @@ int exec_command(const std::string& resolved, const std::string& command, std::v
 // CMD as a child, as a shell runs a foreground job: the terminal's SIGINT/SIGQUIT are ignored
 // here (the child gets them too), SIGTERM and SIGHUP are passed on. Returns the child's exit
 // status, 128+N if signal N ended it.
-int run_child(const std::string& resolved, std::vector<char*>& argv);
+// `before_exec` runs in the child, `wait` in the parent instead of waitpid (it returns the wait
+// status), for supervision.
+struct ChildHooks {
+  std::function<void()> before_exec;
+  std::function<int(pid_t child)> wait;
+};
+int run_child(const std::string& resolved, std::vector<char*>& argv, const ChildHooks& hooks = {});
 
 }  // namespace tcptune::cli

@@ -11,6 +11,7 @@
 #include "executable_inspector.hpp"
 #include "log_summary.hpp"
 #include "program_launch.hpp"
+#include "supervised_run.hpp"
 #include "tcptune/config/policy_loader.hpp"
 
 namespace tcptune::cli {
@@ -73,9 +74,6 @@ int run_command(const RunOptions& options) {
   if (options.verbose) {
     setenv("TCPTUNE_LOG_LEVEL", "debug", 1);
   }
-  const std::string preload = preload_with_shim_first(shim, std::getenv("LD_PRELOAD"));
-  setenv("LD_PRELOAD", preload.c_str(), 1);
-
   const std::string& command = args[0];
   bool found_not_executable = false;
   const std::string resolved = resolve_command(command, found_not_executable);
@@ -84,8 +82,23 @@ int run_command(const RunOptions& options) {
                        found_not_executable ? "permission denied" : "command not found");
     return found_not_executable ? 126 : 127;
   }
-  for (const std::string& reason : preload_obstacles(resolved)) {
-    (void)std::fprintf(stderr, "tcptune: warning: %s; it will run untuned\n", reason.c_str());
+  // Preloaded where the loader will preload; supervised where it will not (static, Go) or when
+  // asked; untuned where supervision would strip the program's privileges.
+  const PreloadObstacles obstacles = preload_obstacles(resolved);
+  bool supervised = (options.supervise || obstacles.bypasses_loader) && !obstacles.privileged;
+  for (const std::string& reason : obstacles.reasons) {
+    (void)std::fprintf(stderr, supervised ? "tcptune: %s\n" : "tcptune: warning: %s; it will run untuned\n",
+                       reason.c_str());
+  }
+  if (obstacles.privileged && (options.supervise || obstacles.bypasses_loader)) {
+    (void)std::fprintf(stderr, "tcptune: warning: supervision would strip its privileges (no_new_privs): not supervised\n");
+  }
+  if (supervised) {
+    (void)std::fprintf(stderr, "tcptune: tuning %s from outside: supervised mode%s\n", command.c_str(),
+                       options.supervise ? " (--supervise)" : "");
+  } else {
+    const std::string preload = preload_with_shim_first(shim, std::getenv("LD_PRELOAD"));
+    setenv("LD_PRELOAD", preload.c_str(), 1);
   }
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
@@ -93,6 +106,13 @@ int run_command(const RunOptions& options) {
     argv.push_back(const_cast<char*>(arg.c_str()));
   }
   argv.push_back(nullptr);
+  if (supervised) {
+    const int status = run_supervised(resolved, argv);
+    if (!summary_log.empty() && !options.quiet) {
+      print_run_summary(summary_log);
+    }
+    return status;
+  }
   if (!summary_log.empty() && !options.quiet) {
     const int status = run_child(resolved, argv);
     print_run_summary(summary_log);

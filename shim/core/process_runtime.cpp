@@ -20,7 +20,7 @@
 #include "shim_log.hpp"
 #include "socket_calls.hpp"
 #include "tcptune/config/host_sysctl.hpp"
-#include "tcptune/config/log_names.hpp"
+#include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/policy_loader.hpp"
 #include "telemetry_worker.hpp"
 
@@ -41,35 +41,17 @@ const char* env(const char* name, bool secure) {
   return secure ? nullptr : std::getenv(name);
 }
 
-// A TCPTUNE_ variable with a value the shim does not know: one line, and the setting is ignored.
-void report_bad_env(const char* name, const char* value, const char* expected) {
-  (void)std::fprintf(stderr, "tcptune: %s='%s' is not one of %s; ignored\n", name, value, expected);
-}
-
 // The log path as configured, before expansion: a forked child re-expands {pid}.
 std::string* g_log_pattern = nullptr;
 
 void open_configured_log(const config::Policy* policy, const std::string& program, bool secure) {
-  const char* env_path = env("TCPTUNE_LOG", secure);
-  std::string pattern = env_path != nullptr ? env_path : (policy != nullptr ? policy->log.path : "");
-  g_log_pattern = new std::string(pattern);
-  config::LogLevel level = policy != nullptr ? policy->log.level : config::LogLevel::info;
-  if (const char* text = env("TCPTUNE_LOG_LEVEL", secure); text != nullptr) {
-    if (auto from_env = config::log_level_named(text)) {
-      level = *from_env;
-    } else {
-      report_bad_env("TCPTUNE_LOG_LEVEL", text, config::log_level_names("", ", ", ", ").c_str());
-    }
+  const config::LogDestination destination = config::resolve_log_destination(policy, !secure);
+  for (const std::string& problem : destination.problems) {
+    (void)std::fprintf(stderr, "tcptune: %s\n", problem.c_str());
   }
-  config::LogFormat format = policy != nullptr ? policy->log.format : config::LogFormat::text;
-  if (const char* text = env("TCPTUNE_LOG_FORMAT", secure); text != nullptr) {
-    if (auto from_env = config::log_format_named(text)) {
-      format = *from_env;
-    } else {
-      report_bad_env("TCPTUNE_LOG_FORMAT", text, config::log_format_names("", ", ", ", ").c_str());
-    }
-  }
-  const std::string error = open_log(expand_log_path(pattern, program, getpid()), level, format, program);
+  g_log_pattern = new std::string(destination.pattern);
+  const std::string error = open_log(config::expand_log_path(destination.pattern, program, getpid()),
+                                     destination.level, destination.format, program);
   if (policy != nullptr && error.empty()) {
     set_log_rotation(policy->log.rotate_size, policy->log.keep);
   }
@@ -94,7 +76,7 @@ void after_fork_in_child() noexcept {
   }
   try {
     const long parent = getppid();
-    const std::string error = switch_log_file(expand_log_path(*g_log_pattern, g_runtime->program, getpid()));
+    const std::string error = switch_log_file(config::expand_log_path(*g_log_pattern, g_runtime->program, getpid()));
     if (error.empty()) {
       telemetry::Record start("start");
       start.add("forked_from", static_cast<std::int64_t>(parent));
@@ -125,7 +107,7 @@ void initialize() {
 
   const char* strict = env("TCPTUNE_STRICT", secure);
   if (strict != nullptr && std::strcmp(strict, "1") != 0 && std::strcmp(strict, "0") != 0 && *strict != '\0') {
-    report_bad_env("TCPTUNE_STRICT", strict, "1, 0");
+    (void)std::fprintf(stderr, "tcptune: TCPTUNE_STRICT='%s' is not one of 1, 0; ignored\n", strict);
   }
   const config::PolicySource source = config::discover_policy_source(secure);
   config::LoadResult loaded = config::load_discovered(source);
@@ -195,14 +177,7 @@ const Runtime* active_runtime() noexcept {
 }
 
 const HostBufferFacts& host_buffer_facts() {
-  static const HostBufferFacts* facts = [] {
-    const ErrnoSaver saver;
-    auto* read = new HostBufferFacts;
-    read->rcvbuf = config::read_rcvbuf_limits();
-    read->sndbuf = config::read_sndbuf_limits();
-    read->cap_net_admin = config::has_cap_net_admin();
-    return read;
-  }();
+  static const HostBufferFacts* facts = new HostBufferFacts(read_host_buffer_facts());
   return *facts;
 }
 

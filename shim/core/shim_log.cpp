@@ -303,22 +303,6 @@ bool log_first_time(const std::string& key) {
   return seen->insert(key).second;
 }
 
-std::string expand_log_path(std::string_view pattern, std::string_view program, long pid) {
-  std::string out;
-  for (std::size_t i = 0; i < pattern.size();) {
-    if (pattern.substr(i, 9) == "{program}") {
-      out += program;
-      i += 9;
-    } else if (pattern.substr(i, 5) == "{pid}") {
-      out += std::to_string(pid);
-      i += 5;
-    } else {
-      out += pattern[i++];
-    }
-  }
-  return out;
-}
-
 int log_fd() noexcept {
   return g_log_fd.load(std::memory_order_acquire);
 }

@@ -15,6 +15,7 @@
 
 #include "app_memory.hpp"
 #include "callsite.hpp"
+#include "connection_record.hpp"
 #include "errno_saver.hpp"
 #include "idle_restart.hpp"
 #include "keep_warm.hpp"
@@ -55,22 +56,12 @@ void log_connection(const char* event, int fd, const SocketSlot& slot, const con
   if (!log_enabled(LogLevel::info)) {
     return;
   }
-  const SocketRole role = slot.role.load(std::memory_order_relaxed);
-  telemetry::Record record(event);
-  record.add("fd", fd)
-      .add("role", role_name(role))
-      .add("rule", config::rule_name(policy, rule))
-      .add("phase", phase_name(phase));
-  if (const config::Endpoint local = local_endpoint(fd); local.family != 0) {
-    record.add("local", config::format_endpoint(local));
-  }
-  if (const config::Endpoint peer = peer_endpoint(fd); peer.family != 0) {
-    record.add("peer", config::format_endpoint(peer));
-  }
+  telemetry::Record record =
+      connection_record(event, fd, fd, slot.role.load(std::memory_order_relaxed), policy, rule, phase);
   if (site != nullptr && site->depth > 0) {
     record.add_json("callsite", callsite_json(*site), callsite_text(*site));
   }
-  record.add_json_section("options", report.to_json(), report.to_string());
+  add_options(record, report);
   log_record(LogLevel::info, record);
 }
 

@@ -12,21 +12,9 @@
 #include "connection_stats.hpp"
 #include "keep_warm_gate.hpp"
 #include "socket_probe.hpp"
+#include "socket_role.hpp"
 
 namespace tcptune::shim {
-
-enum class SocketRole : std::uint8_t { unknown, client, listener, server };
-
-// The role as the log names it.
-constexpr const char* role_name(SocketRole role) {
-  switch (role) {
-    case SocketRole::client: return "client";
-    case SocketRole::listener: return "listener";
-    case SocketRole::server: return "server";
-    case SocketRole::unknown: return "unknown";
-  }
-  return "unknown";
-}
 
 // Rule index meaning "not chosen yet": the socket has neither connected nor listened.
 inline constexpr std::int16_t kRuleUnchosen = -2;

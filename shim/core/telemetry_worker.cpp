@@ -27,6 +27,7 @@
 #include "shim_log.hpp"
 #include "signal_context.hpp"
 #include "snapshot_pool.hpp"
+#include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 #include "telemetry_records.hpp"
 #include "worker_thread.hpp"
@@ -154,7 +155,7 @@ void write_prometheus_textfile(const Runtime& runtime) {
     g_acks->add_open_to(fd, slot.generation.load(std::memory_order_acquire), row.acks);
   });
   std::erase_if(rows, [](const MetricsRow& row) { return row.connections == 0; });
-  const std::string error = write_file_atomically(expand_log_path(pattern, runtime.program, getpid()),
+  const std::string error = write_file_atomically(config::expand_log_path(pattern, runtime.program, getpid()),
                                                   render_prometheus(rows, runtime.program, g_dropped_total));
   if (!error.empty() && log_first_time("prometheus_textfile")) {
     log_message(LogLevel::warn, error + " (logged once)");

@@ -38,4 +38,7 @@ struct HostBufferFacts {
   bool cap_net_admin = false;
 };
 
+// This network namespace's limits (/proc/sys) and this process's capability. Allocates.
+HostBufferFacts read_host_buffer_facts();
+
 }  // namespace tcptune::shim

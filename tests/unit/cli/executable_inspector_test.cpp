@@ -35,10 +35,12 @@ TEST(ExecutableInspector, AStaticBinaryHasNoInterpreter) {
   EXPECT_TRUE(facts.is_elf);
   EXPECT_FALSE(facts.has_interpreter);
   EXPECT_FALSE(facts.is_go);
-  const std::vector<std::string> reasons = preload_obstacles(TCPTUNE_STATIC_HELLO);
+  const std::vector<std::string> reasons = preload_obstacles(TCPTUNE_STATIC_HELLO).reasons;
   ASSERT_EQ(reasons.size(), 1U);
   EXPECT_EQ(reasons[0], std::string(TCPTUNE_STATIC_HELLO) +
                             " is statically linked: there is no dynamic loader to preload the shim");
+  EXPECT_TRUE(preload_obstacles(TCPTUNE_STATIC_HELLO).bypasses_loader);
+  EXPECT_FALSE(preload_obstacles(TCPTUNE_STATIC_HELLO).privileged);
 }
 
 TEST(ExecutableInspector, ADynamicBinaryHasOne) {
@@ -46,7 +48,8 @@ TEST(ExecutableInspector, ADynamicBinaryHasOne) {
   EXPECT_TRUE(facts.is_elf);
   EXPECT_TRUE(facts.has_interpreter);
   EXPECT_FALSE(facts.is_go);
-  EXPECT_TRUE(preload_obstacles(self()).empty());
+  EXPECT_TRUE(preload_obstacles(self()).reasons.empty());
+  EXPECT_FALSE(preload_obstacles(self()).bypasses_loader);
 }
 
 TEST(ExecutableInspector, AGoSectionMakesAGoProgram) {
@@ -56,16 +59,17 @@ TEST(ExecutableInspector, AGoSectionMakesAGoProgram) {
   ASSERT_EQ(std::system(objcopy.c_str()), 0) << objcopy;
   const ElfFacts facts = inspect_elf(go);
   EXPECT_TRUE(facts.is_go);
-  EXPECT_TRUE(mentions(preload_obstacles(go), "is a Go program"));
+  EXPECT_TRUE(mentions(preload_obstacles(go).reasons, "is a Go program"));
+  EXPECT_TRUE(preload_obstacles(go).bypasses_loader);
   (void)unlink(go.c_str());
 }
 
 TEST(ExecutableInspector, NotElf) {
   const TempLog text("just text\n");
   EXPECT_FALSE(inspect_elf(text.path()).is_elf);
-  EXPECT_TRUE(preload_obstacles(text.path()).empty());
+  EXPECT_TRUE(preload_obstacles(text.path()).reasons.empty());
   EXPECT_FALSE(inspect_elf("/nonexistent/binary").is_elf);
-  EXPECT_TRUE(preload_obstacles("/nonexistent/binary").empty());
+  EXPECT_TRUE(preload_obstacles("/nonexistent/binary").reasons.empty());
   const TempLog short_header(
       "\x7f"
       "ELF\x02");  // the magic and class, and nothing more
@@ -86,19 +90,22 @@ TEST(ExecutableInspector, ATruncatedBinaryIsReadAsFarAsItGoes) {
 
 TEST(ExecutableInspector, AScriptIsJudgedByItsInterpreter) {
   const TempLog script(std::string("#!") + TCPTUNE_STATIC_HELLO + " -x\necho hi\n");
-  const std::vector<std::string> reasons = preload_obstacles(script.path());
+  const std::vector<std::string> reasons = preload_obstacles(script.path()).reasons;
   ASSERT_EQ(reasons.size(), 1U);
   EXPECT_EQ(reasons[0].rfind("its interpreter " + std::string(TCPTUNE_STATIC_HELLO) + " is statically linked", 0), 0U)
       << reasons[0];
+  EXPECT_TRUE(preload_obstacles(script.path()).bypasses_loader);
   const TempLog dynamic("#!" + self() + "\n");
-  EXPECT_TRUE(preload_obstacles(dynamic.path()).empty());
+  EXPECT_TRUE(preload_obstacles(dynamic.path()).reasons.empty());
 }
 
 TEST(ExecutableInspector, Setuid) {
   const std::string copy = "/tmp/tcptune-cli-test-suid-" + std::to_string(getpid());
   fs::copy_file(self(), copy, fs::copy_options::overwrite_existing);
   ASSERT_EQ(chmod(copy.c_str(), 04755), 0);
-  EXPECT_TRUE(mentions(preload_obstacles(copy), "is setuid/setgid"));
+  EXPECT_TRUE(mentions(preload_obstacles(copy).reasons, "is setuid/setgid"));
+  EXPECT_TRUE(preload_obstacles(copy).privileged);
+  EXPECT_FALSE(preload_obstacles(copy).bypasses_loader);
   (void)unlink(copy.c_str());
 }
 

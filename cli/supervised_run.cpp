@@ -1,0 +1,90 @@
+#include "supervised_run.hpp"
+
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "call_tuner.hpp"
+#include "program_launch.hpp"
+#include "seccomp_filter.hpp"
+#include "supervision.hpp"
+#include "supervisor_log.hpp"
+#include "tcptune/config/log_destination.hpp"
+#include "tcptune/config/policy_loader.hpp"
+
+namespace tcptune::cli {
+
+namespace {
+
+int wait_untuned(pid_t child) {
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+}  // namespace
+
+int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
+  const std::string program = std::filesystem::path(argv[0]).filename().string();
+  const config::LoadResult loaded = config::load_discovered(config::discover_policy_source(false));
+  if (!loaded.ok()) {
+    (void)std::fprintf(stderr, "tcptune: %s; running untuned\n", loaded.error().to_string().c_str());
+    return run_child(resolved, argv);
+  }
+  const config::Policy& policy = loaded.policy();
+  const config::LogDestination destination = config::resolve_log_destination(&policy, true);
+  for (const std::string& problem : destination.problems) {
+    (void)std::fprintf(stderr, "tcptune: %s\n", problem.c_str());
+  }
+  const std::vector<sock_filter> filter = supervisor::build_filter(supervisor::FilterSpec{});
+  int channel[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
+    (void)std::fprintf(stderr, "tcptune: cannot supervise %s: socketpair: %s; running untuned\n", program.c_str(),
+                       std::strerror(errno));
+    return run_child(resolved, argv);
+  }
+  supervisor::prepare_to_supervise();
+  ChildHooks hooks;
+  hooks.before_exec = [&] {
+    close(channel[0]);
+    (void)supervisor::install_in_child(channel[1], filter);
+  };
+  hooks.wait = [&](pid_t child) {
+    close(channel[1]);
+    // The supervisor must outlive the program: a call trapped after it is gone fails (ENOSYS).
+    (void)std::signal(SIGPIPE, SIG_IGN);
+    std::string problem;
+    const int listener = supervisor::receive_listener(channel[0], problem);
+    close(channel[0]);
+    if (listener < 0) {
+      (void)std::fprintf(stderr, "tcptune: cannot supervise %s: %s; it runs untuned\n", program.c_str(),
+                         problem.c_str());
+      return wait_untuned(child);
+    }
+    supervisor::SupervisorLog log;
+    if (const std::string error =
+            log.open(config::expand_log_path(destination.pattern, program, child), destination.level,
+                     destination.format);
+        !error.empty()) {
+      (void)std::fprintf(stderr, "tcptune: %s; logging disabled\n", error.c_str());
+    }
+    telemetry::Record start("start");
+    start.add("policy", policy.source)
+        .add("rules", static_cast<std::int64_t>(policy.rules.size()))
+        .add("mode", "supervised");
+    log.write(config::LogLevel::info, child, program, start);
+    supervisor::CallTuner tuner(policy, log);
+    return supervisor::serve(listener, child, tuner);
+  };
+  return run_child(resolved, argv, hooks);
+}
+
+}  // namespace tcptune::cli

@@ -1,0 +1,179 @@
+#include "call_tuner.hpp"
+
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <optional>
+
+#include "connection_record.hpp"
+#include "observed_app_settings.hpp"
+#include "option_applier.hpp"
+#include "socket_probe.hpp"
+#include "tcp_info_reader.hpp"
+#include "tcptune/config/host_sysctl.hpp"
+#include "tcptune/config/rule_matcher.hpp"
+#include "trapped_call.hpp"
+
+namespace tcptune::supervisor {
+
+namespace {
+
+// A descriptor of this process, closed when it goes out of scope.
+class OwnedFd {
+ public:
+  explicit OwnedFd(int fd) noexcept : fd_(fd) {}
+  ~OwnedFd() {
+    if (fd_ >= 0) {
+      close(fd_);
+    }
+  }
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  [[nodiscard]] int get() const noexcept { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// What supervised mode cannot do for a rule, said in the socket's report rather than silently.
+void report_what_supervision_lacks(const config::Tuning& tuning, shim::TuningOutcome& outcome) {
+  auto& options = outcome.report.options;
+  if (tuning.keep_warm.has_value()) {
+    options.push_back({"keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off",
+                       "not in supervised mode: a heartbeat from outside the program could land inside one of its "
+                       "messages; use congestion = \"bbr\" or net.ipv4.tcp_slow_start_after_idle=0 in the namespace",
+                       shim::OptionStatus::left_alone, 0});
+  }
+  if (outcome.rearm_quickack) {
+    options.push_back({"quickack", "on", "once",
+                       "set once before the connection; re-arming it after each read needs the program's reads, which "
+                       "the supervisor does not see",
+                       shim::OptionStatus::left_alone, 0});
+  }
+  if (outcome.size_sndbuf_from_rtt) {
+    options.push_back({"rtt", "auto", "not measured",
+                       "sizing the send buffer from the measured RTT needs the established socket, which the "
+                       "supervisor does not hold; give rtt a value",
+                       shim::OptionStatus::left_alone, 0});
+  }
+}
+
+}  // namespace
+
+CallTuner::CallTuner(const config::Policy& policy, const SupervisorLog& log)
+    : policy_(policy), log_(log), host_(shim::read_host_buffer_facts()) {
+  host_congestion_ = config::read_sysctl("net/ipv4/tcp_congestion_control").value_or("");
+}
+
+void CallTuner::warn_once(const std::string& key, pid_t pid, const std::string& program, const std::string& message) {
+  if (!warned_.insert(key).second) {
+    return;
+  }
+  (void)std::fprintf(stderr, "tcptune: %s\n", message.c_str());
+  telemetry::Record record("supervisor_warning");
+  record.add("message", message);
+  log_.write(config::LogLevel::warn, pid, program, record);
+}
+
+void CallTuner::handle(int listener, const seccomp_notif& request) {
+  ++calls_;
+  const TrappedCall call(listener, request);
+  const seccomp_data& data = call.data();
+  const bool is_connect = data.nr == SYS_connect;
+  if (!is_connect && data.nr != SYS_listen) {
+    call.continue_call();
+    return;
+  }
+  try {
+    const int app_fd = static_cast<int>(data.args[0]);
+    const OwnedFd socket(call.duplicate_fd(app_fd));
+    if (socket.get() < 0) {
+      if (errno == EPERM) {
+        const std::string program = call.program();
+        warn_once("eperm/" + program, call.process(), program,
+                  program + " (pid " + std::to_string(call.process()) +
+                      ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary); its "
+                      "sockets run untuned");
+      }
+      call.continue_call();
+      return;
+    }
+    // Only a TCP socket before its first connect or listen: a second connect (EINPROGRESS
+    // polled again) or a listen to change the backlog is the same connection.
+    const std::optional<shim::TcpInfoSummary> info = shim::read_tcp_info(socket.get());
+    if (shim::classify_fd(socket.get()) != shim::FdKind::tcp || !info.has_value() || info->state != TCP_CLOSE) {
+      call.continue_call();
+      return;
+    }
+    config::ConnectionFacts facts;
+    facts.local_port = shim::local_endpoint(socket.get()).port;
+    if (is_connect) {
+      sockaddr_storage address{};
+      const auto length = std::min<std::uint64_t>(data.args[2], sizeof address);
+      if (length == 0 || !call.read_memory(data.args[1], &address, length)) {
+        call.continue_call();  // the kernel answers EFAULT
+        return;
+      }
+      facts.role = config::Role::client;
+      facts.peer = config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&address),
+                                                  static_cast<socklen_t>(length));
+      if (facts.peer.family == 0) {
+        call.continue_call();  // AF_UNSPEC: a disconnect
+        return;
+      }
+    } else {
+      facts.role = config::Role::server;
+    }
+    // What was read belongs to this call only if it is still waiting: a pid reused by another
+    // process after the thread died would otherwise be tuned by its predecessor's facts.
+    if (!call.still_pending()) {
+      return;
+    }
+    const std::string program = call.program();
+    facts.program = program;
+    const int rule = config::match_rule(policy_, facts, !is_connect);
+    const config::Tuning& tuning = config::tuning_for(policy_, rule);
+    const shim::ApplyPhase phase = is_connect ? shim::ApplyPhase::before_connect : shim::ApplyPhase::before_listen;
+    shim::TuningOutcome outcome = shim::apply_tuning(
+        socket.get(), observe_app_settings(socket.get(), host_, host_congestion_), tuning, phase, host_);
+    report_what_supervision_lacks(tuning, outcome);
+    ++tuned_;
+    // The record's endpoints are read before the call goes on, as the shim reads them: a
+    // client's conn_open has no peer yet.
+    std::optional<telemetry::Record> record;
+    if (log_.enabled(config::LogLevel::info)) {
+      record = shim::connection_record("conn_open", socket.get(), app_fd,
+                                       is_connect ? shim::SocketRole::client : shim::SocketRole::listener, policy_,
+                                       rule, phase);
+    }
+    call.continue_call();
+    // Logged after the answer: the program's call does not wait for the log.
+    const pid_t pid = call.process();
+    for (const shim::OptionReport& option : outcome.report.options) {
+      if (option.refused() || (option.name == "keep_warm" && tuning.keep_warm.has_value())) {
+        const std::string rule_name(config::rule_name(policy_, rule));
+        warn_once(rule_name + "/" + option.name, pid, program,
+                  "rule=\"" + rule_name + "\" " + option.name + ": " + option.note + " (logged once per rule)");
+      }
+    }
+    if (record.has_value()) {
+      record->add("supervised", true);
+      struct stat socket_stat {};
+      if (fstat(socket.get(), &socket_stat) == 0) {
+        record->add("inode", static_cast<std::uint64_t>(socket_stat.st_ino));
+      }
+      shim::add_options(*record, outcome.report);
+      log_.write(config::LogLevel::info, pid, program, *record);
+    }
+  } catch (...) {
+    call.continue_call();  // out of memory: untuned, never stuck
+  }
+}
+
+}  // namespace tcptune::supervisor

@@ -1,0 +1,42 @@
+// What the supervisor does with one trapped call: for a connect or listen of a TCP socket not
+// yet connected or listening, choose the rule exactly as the shim does (peer, port, role,
+// program), apply it with the shim's tuning core on a duplicate of the socket, log conn_open,
+// and let the call go on. Any failure lets the call go on untuned: the program never waits on
+// or fails because of the supervisor.
+#pragma once
+
+#include <linux/seccomp.h>
+
+#include <set>
+#include <string>
+
+#include "app_settings.hpp"
+#include "supervisor_log.hpp"
+#include "tcptune/config/policy.hpp"
+
+namespace tcptune::supervisor {
+
+class CallTuner {
+ public:
+  CallTuner(const config::Policy& policy, const SupervisorLog& log);
+
+  // Handles and answers one notification from `listener`.
+  void handle(int listener, const seccomp_notif& request);
+
+  // Calls answered, and sockets tuned, so far.
+  [[nodiscard]] std::uint64_t calls() const noexcept { return calls_; }
+  [[nodiscard]] std::uint64_t tuned() const noexcept { return tuned_; }
+
+ private:
+  void warn_once(const std::string& key, pid_t pid, const std::string& program, const std::string& message);
+
+  const config::Policy& policy_;
+  const SupervisorLog& log_;
+  shim::HostBufferFacts host_;
+  std::string host_congestion_;
+  std::set<std::string> warned_;
+  std::uint64_t calls_ = 0;
+  std::uint64_t tuned_ = 0;
+};
+
+}  // namespace tcptune::supervisor

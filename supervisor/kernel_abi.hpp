@@ -1,0 +1,28 @@
+// The parts of the seccomp and pidfd ABI newer than Debian 12's kernel headers (6.1), with the
+// values of include/uapi/linux/{seccomp,pidfd}.h. A kernel without one answers EINVAL, and the
+// caller goes on without it.
+#pragma once
+
+#include <fcntl.h>
+#include <linux/seccomp.h>
+
+namespace tcptune::supervisor::kernel {
+
+// pidfd_open(tid, PIDFD_THREAD): a pidfd for a thread that is not the group leader (6.9+).
+inline constexpr unsigned kPidfdThread = O_EXCL;
+
+// SECCOMP_IOCTL_NOTIF_SET_FLAGS with SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (6.6+): the kernel wakes
+// the supervisor on the trapping CPU, about half the round trip of a notification.
+inline constexpr unsigned long kNotifSetFlags = SECCOMP_IOW(4, __u64);
+inline constexpr unsigned long long kSyncWakeUp = 1ULL << 0;
+
+// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (5.19+): once the supervisor has received a
+// notification, only a fatal signal interrupts the trapped call, so a signal the program
+// handles does not withdraw the call half-tuned.
+#ifdef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+inline constexpr unsigned long kWaitKillableRecv = SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
+#else
+inline constexpr unsigned long kWaitKillableRecv = 1UL << 5;
+#endif
+
+}  // namespace tcptune::supervisor::kernel

@@ -1,0 +1,130 @@
+#include "supervision.hpp"
+
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "fd_passing.hpp"
+#include "kernel_abi.hpp"
+
+namespace tcptune::supervisor {
+
+namespace {
+
+int install_filter(const std::vector<sock_filter>& filter, unsigned long flags) noexcept {
+  sock_fprog program{static_cast<unsigned short>(filter.size()), const_cast<sock_filter*>(filter.data())};
+  return static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &program));
+}
+
+// Reaps every exited child (the program and orphans reparented here); true once `child` is.
+bool reap(pid_t child, int& child_status) noexcept {
+  bool child_exited = false;
+  for (;;) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) {
+      return child_exited;
+    }
+    if (pid == child) {
+      child_status = status;
+      child_exited = true;
+    }
+  }
+}
+
+bool has_children() noexcept {
+  return waitid(P_ALL, 0, nullptr, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD;
+}
+
+}  // namespace
+
+void prepare_to_supervise() noexcept {
+  (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
+int install_in_child(int channel, const std::vector<sock_filter>& filter) noexcept {
+  int error = 0;
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    error = errno;
+  }
+  int listener = -1;
+  if (error == 0) {
+    listener = install_filter(filter, SECCOMP_FILTER_FLAG_NEW_LISTENER | kernel::kWaitKillableRecv);
+    if (listener < 0 && errno == EINVAL) {
+      listener = install_filter(filter, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+    }
+    if (listener < 0) {
+      error = errno;
+    }
+  }
+  const int sent = send_status(channel, error, listener);
+  if (listener >= 0) {
+    close(listener);
+  }
+  if (error == 0) {
+    error = sent;
+  }
+  close(channel);
+  return error;
+}
+
+int receive_listener(int channel, std::string& problem) {
+  int error = 0;
+  int listener = -1;
+  if (!receive_status(channel, error, listener)) {
+    problem = "the program ended before supervision started";
+  } else if (listener < 0) {
+    problem = error == EBUSY ? "the program already has a seccomp listener of its own"
+                             : "seccomp: " + std::generic_category().message(error);
+  }
+  return listener;
+}
+
+int serve(int listener, pid_t child, CallTuner& tuner) {
+  seccomp_notif_sizes sizes{};
+  if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
+    (void)ioctl(listener, kernel::kNotifSetFlags, kernel::kSyncWakeUp);  // 6.6+; without, slower
+  }
+  // The kernel's seccomp_notif may be larger than this header's: receive into its size.
+  std::vector<unsigned char> buffer(std::max<std::size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
+  int child_status = 0;
+  bool child_exited = false;
+  bool listening = true;
+  while (true) {
+    child_exited = reap(child, child_status) || child_exited;
+    if (child_exited && (!listening || !has_children())) {
+      break;
+    }
+    // Exits are noticed by polling: the wait is bounded, and orphans are reaped within it.
+    pollfd ready{listening ? listener : -1, POLLIN, 0};
+    if (poll(&ready, 1, 100) <= 0) {
+      continue;  // a timeout or a signal: reap, and look again
+    }
+    if ((ready.revents & POLLIN) != 0) {
+      std::memset(buffer.data(), 0, buffer.size());
+      if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, buffer.data()) == 0) {
+        seccomp_notif request{};
+        std::memcpy(&request, buffer.data(), sizeof request);
+        tuner.handle(listener, request);
+      }
+      continue;  // ENOENT: withdrawn (a signal, or the thread died); EINTR: look again
+    }
+    if ((ready.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
+      listening = false;  // no supervised task is left
+    }
+  }
+  close(listener);
+  return child_status;
+}
+
+}  // namespace tcptune::supervisor

@@ -1,0 +1,33 @@
+// Running a program under supervision: the child installs the seccomp filter and hands its
+// listener over before it execs the program; the parent answers the trapped calls until the
+// program and every process it started are gone. The parent is the program's parent and its
+// descendants' subreaper, so it sees them all end and never leaves a trapped call unanswered
+// (a call trapped after the supervisor is gone would fail with ENOSYS).
+#pragma once
+
+#include <linux/filter.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "call_tuner.hpp"
+
+namespace tcptune::supervisor {
+
+// Before fork: makes this process the subreaper of what the child starts.
+void prepare_to_supervise() noexcept;
+
+// In the child, after fork and before exec: no new privileges, the filter with a listener, the
+// listener sent over `channel`. On failure the errno is sent instead (the program then runs
+// untuned) and returned. Async-signal-safe.
+int install_in_child(int channel, const std::vector<sock_filter>& filter) noexcept;
+
+// In the parent: the child's listener (close-on-exec), or -1 with why there is none in `problem`.
+int receive_listener(int channel, std::string& problem);
+
+// In the parent: every trapped call answered by `tuner` until `child` has exited and nothing
+// supervised is left; orphans are reaped. Returns `child`'s wait status. Closes `listener`.
+int serve(int listener, pid_t child, CallTuner& tuner);
+
+}  // namespace tcptune::supervisor

@@ -1,0 +1,92 @@
+#include "supervisor_log.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "json_writer.hpp"
+
+namespace tcptune::supervisor {
+
+namespace {
+
+const char* level_word(config::LogLevel level) {
+  switch (level) {
+    case config::LogLevel::trace: return "trace";
+    case config::LogLevel::debug: return "debug";
+    case config::LogLevel::info: return "info";
+    case config::LogLevel::warn: return "warning";
+    case config::LogLevel::error: return "error";
+    case config::LogLevel::off: return "off";
+  }
+  return "info";
+}
+
+// 2026-12-03T22:41:07.123456Z in UTC (jsonl), or with the local offset (text), as the shim.
+std::string timestamp(bool utc) {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  tm parts{};
+  if (utc) {
+    gmtime_r(&now.tv_sec, &parts);
+  } else {
+    localtime_r(&now.tv_sec, &parts);
+  }
+  char date[32];
+  (void)std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &parts);
+  char zone[8] = "Z";
+  if (!utc) {
+    (void)std::strftime(zone, sizeof zone, "%z", &parts);
+  }
+  char text[64];
+  (void)std::snprintf(text, sizeof text, "%s.%06ld%s", date, now.tv_nsec / 1000, zone);
+  return text;
+}
+
+}  // namespace
+
+SupervisorLog::~SupervisorLog() {
+  if (fd_ >= 0) {
+    close(fd_);
+  }
+}
+
+std::string SupervisorLog::open(const std::string& path, config::LogLevel level, config::LogFormat format) {
+  if (path.empty() || level == config::LogLevel::off) {
+    return {};
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
+  if (fd < 0) {
+    return "cannot open log file " + path + ": " + std::strerror(errno);
+  }
+  fd_ = fd;
+  level_ = level;
+  format_ = format;
+  return {};
+}
+
+bool SupervisorLog::enabled(config::LogLevel level) const noexcept {
+  return fd_ >= 0 && level >= level_ && level != config::LogLevel::off;
+}
+
+void SupervisorLog::write(config::LogLevel level, pid_t pid, std::string_view program,
+                          const telemetry::Record& record) const {
+  if (!enabled(level)) {
+    return;
+  }
+  std::string line;
+  if (format_ == config::LogFormat::jsonl) {
+    line = "{\"ts\":\"" + timestamp(true) + "\",\"level\":\"" + level_word(level) + "\",\"pid\":" + std::to_string(pid) +
+           ",\"program\":";
+    telemetry::append_json_string(line, program);
+    line += "," + record.json_fields() + "}\n";
+  } else {
+    line = timestamp(false) + " " + level_word(level) + " tcptune[" + std::to_string(pid) + "] " + record.text() + "\n";
+  }
+  (void)::write(fd_, line.data(), line.size());
+}
+
+}  // namespace tcptune::supervisor
