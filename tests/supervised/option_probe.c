@@ -5,12 +5,12 @@
  *     listens on 127.0.0.1:PORT (0: an ephemeral port) and prints
  *       {"side":"server","listening":PORT}
  *     accepts one connection and prints the options of the ACCEPTED socket
- *       {"side":"server","local_port":N,"peer_port":N,"nodelay":N,...}
+ *       {"side":"server","pid":N,"ppid":N,"local_port":N,"peer_port":N,"nodelay":N,...}
  *     then reads until the peer closes, and exits 0.
  *
  *   option_probe client HOST PORT [TIMEOUT_S]
  *     connects (HOST is a numeric IPv4 address), prints the options of its socket
- *       {"side":"client","local_port":N,"peer_port":N,"nodelay":N,...}
+ *       {"side":"client","pid":N,"ppid":N,"local_port":N,"peer_port":N,"nodelay":N,...}
  *     then waits for a line (or end of file) on stdin, closes, and exits 0.
  *
  * Every wait is bounded by TIMEOUT_S (default 20 s); a wait that runs out exits 3 with a
@@ -97,18 +97,20 @@ static void print_options(int fd, const char* side) {
   for (size_t i = 0; i < sizeof congestion; ++i) {
     const char c = congestion[i];
     if (c != '\0' && (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' && c != '-') {
-      congestion[i] = '?';  /* names are [a-z0-9_-]; anything else would break the JSON */
+      congestion[i] = '?'; /* names are [a-z0-9_-]; anything else would break the JSON */
     }
   }
-  printf("{\"side\":\"%s\",\"local_port\":%d,\"peer_port\":%d,\"nodelay\":%d,\"sndbuf\":%d,\"rcvbuf\":%d,"
-         "\"congestion\":\"%s\",\"keepalive\":%d,\"keepidle\":%d,\"keepintvl\":%d,\"keepcnt\":%d,"
-         "\"user_timeout\":%d,\"notsent_lowat\":%d,\"tos\":%d}\n",
-         side, port_of(fd, 0), port_of(fd, 1), get_int(fd, IPPROTO_TCP, TCP_NODELAY),
-         get_int(fd, SOL_SOCKET, SO_SNDBUF), get_int(fd, SOL_SOCKET, SO_RCVBUF), congestion,
-         get_int(fd, SOL_SOCKET, SO_KEEPALIVE), get_int(fd, IPPROTO_TCP, TCP_KEEPIDLE),
-         get_int(fd, IPPROTO_TCP, TCP_KEEPINTVL), get_int(fd, IPPROTO_TCP, TCP_KEEPCNT),
-         get_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), get_int(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT),
-         get_int(fd, IPPROTO_IP, IP_TOS));
+  printf(
+      "{\"side\":\"%s\",\"pid\":%d,\"ppid\":%d,\"local_port\":%d,\"peer_port\":%d,"
+      "\"nodelay\":%d,\"sndbuf\":%d,\"rcvbuf\":%d,"
+      "\"congestion\":\"%s\",\"keepalive\":%d,\"keepidle\":%d,\"keepintvl\":%d,\"keepcnt\":%d,"
+      "\"user_timeout\":%d,\"notsent_lowat\":%d,\"tos\":%d}\n",
+      side, (int)getpid(), (int)getppid(), port_of(fd, 0), port_of(fd, 1), get_int(fd, IPPROTO_TCP, TCP_NODELAY),
+      get_int(fd, SOL_SOCKET, SO_SNDBUF), get_int(fd, SOL_SOCKET, SO_RCVBUF), congestion,
+      get_int(fd, SOL_SOCKET, SO_KEEPALIVE), get_int(fd, IPPROTO_TCP, TCP_KEEPIDLE),
+      get_int(fd, IPPROTO_TCP, TCP_KEEPINTVL), get_int(fd, IPPROTO_TCP, TCP_KEEPCNT),
+      get_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), get_int(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT),
+      get_int(fd, IPPROTO_IP, IP_TOS));
   fflush(stdout);
 }
 
@@ -197,7 +199,8 @@ int main(int argc, char** argv) {
     }
     return client(argv[2], parse_number(argv[3], 1, 65535, "PORT"));
   }
-  fprintf(stderr, "usage: option_probe server PORT [TIMEOUT_S]\n"
-                  "       option_probe client HOST PORT [TIMEOUT_S]\n");
+  fprintf(stderr,
+          "usage: option_probe server PORT [TIMEOUT_S]\n"
+          "       option_probe client HOST PORT [TIMEOUT_S]\n");
   return 2;
 }

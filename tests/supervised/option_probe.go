@@ -85,10 +85,10 @@ func printOptions(conn *net.TCPConn, side string) {
 				clean[i] = '?'
 			}
 		}
-		line = fmt.Sprintf(`{"side":"%s","local_port":%d,"peer_port":%d,"nodelay":%d,"sndbuf":%d,"rcvbuf":%d,`+
+		line = fmt.Sprintf(`{"side":"%s","pid":%d,"ppid":%d,"local_port":%d,"peer_port":%d,"nodelay":%d,"sndbuf":%d,"rcvbuf":%d,`+
 			`"congestion":"%s","keepalive":%d,"keepidle":%d,"keepintvl":%d,"keepcnt":%d,`+
 			`"user_timeout":%d,"notsent_lowat":%d,"tos":%d}`,
-			side, port(conn.LocalAddr()), port(conn.RemoteAddr()),
+			side, os.Getpid(), os.Getppid(), port(conn.LocalAddr()), port(conn.RemoteAddr()),
 			getInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY),
 			getInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF), getInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF),
 			string(clean), getInt(fd, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE),

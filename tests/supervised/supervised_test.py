@@ -8,7 +8,9 @@ line (read with getsockopt from inside); while both ends are open the harness re
 connection from outside with `ss -tmi`; then it closes the client's stdin and both exit. Checked:
 the policy's values inside, congestion, skmem rb/tb and the receive window scale outside, and
 the conn_open records naming the rule in both logs. A control run without tcptune first shows
-that every checked value differs untuned, so each check can fail.
+that every checked value differs untuned, so each check can fail. With --expect untuned the
+tuned run must look like the control: LD_PRELOAD does not reach a static or a Go binary, the
+reason supervised mode exists.
 
 --user unprivileged runs tcptune and the probe as nobody (needs root to drop privileges);
 --via shell runs each probe through `/bin/sh -c`, which forks and execs it."""
@@ -44,6 +46,8 @@ def parse_args():
     p.add_argument("--program", choices=("dynamic", "static", "go"), default="dynamic")
     p.add_argument("--user", choices=("current", "unprivileged"), default="current")
     p.add_argument("--via", choices=("direct", "shell"), default="direct")
+    p.add_argument("--expect", choices=("tuned", "untuned"), default="tuned",
+                   help="untuned: the program is out of the mode's reach (a static or Go binary under preload)")
     p.add_argument("--build-go-only", action="store_true")
     args = p.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
@@ -109,12 +113,24 @@ def build_go(args):
         print(f"FAIL go build of {args.go_source}: {built.stderr.strip()}")
         sys.exit(1)
     os.replace(partial, args.go_probe)  # atomic: concurrent cases each build from the shared cache
-    with open(args.go_probe, "rb") as f:
-        header = f.read(20)
-    if header[:4] != b"\x7fELF":
-        print("FAIL go build did not produce an ELF file")
+    if has_interpreter(args.go_probe):
+        print(f"FAIL {args.go_probe} has a program interpreter: CGO_ENABLED=0 should give a static binary")
         sys.exit(1)
-    print(f"built {args.go_probe} (CGO_ENABLED=0)", flush=True)
+    print(f"built {args.go_probe} (CGO_ENABLED=0, static)", flush=True)
+
+
+def has_interpreter(path):
+    """Whether an ELF64 little-endian file has a PT_INTERP program header (is dynamically linked)."""
+    with open(path, "rb") as f:
+        data = f.read(1 << 16)
+    if data[:6] != b"\x7fELF\x02\x01":
+        print(f"FAIL {path} is not a 64-bit little-endian ELF file")
+        sys.exit(1)
+    phoff = int.from_bytes(data[0x20:0x28], "little")
+    phentsize = int.from_bytes(data[0x36:0x38], "little")
+    phnum = int.from_bytes(data[0x38:0x3a], "little")
+    return any(int.from_bytes(data[phoff + i * phentsize:phoff + i * phentsize + 4], "little") == 3
+               for i in range(phnum))
 
 
 def supervise_available(args):
@@ -255,6 +271,12 @@ def run_pair(args, label, wrap, port):
         inside = {"client": client.json_line(), "server": server.json_line()}
         if not inside["client"] or not inside["server"]:
             return None
+        for side in ("client", "server"):
+            try:
+                with open(f"/proc/{inside[side]['ppid']}/comm", encoding="utf-8") as f:
+                    inside[side]["parent"] = f.read().strip()
+            except OSError:
+                inside[side]["parent"] = None
         client_port = inside["client"]["local_port"]
         outside = {"client": parse_ss(ss_line(client_port, port)), "server": parse_ss(ss_line(port, client_port))}
         for side in ("client", "server"):
@@ -267,7 +289,7 @@ def run_pair(args, label, wrap, port):
             print(f"{label}: exit statuses client {client_rc}, server {server_rc}; "
                   f"stderr: {client.stderr.strip()[-300:]} | {server.stderr.strip()[-300:]}")
             return None
-        return inside, outside
+        return inside, outside, client.stderr + server.stderr
     finally:
         for p in (client, server):
             if p is not None:
@@ -284,6 +306,20 @@ def read_log(path):
                 except json.JSONDecodeError:
                     records.append({"unparsed": line.strip()})
     return records
+
+
+def check_untouched(args, checks, base_inside, inside, tcptune_stderr, logs):
+    """The mode cannot reach this program: it runs exactly as untuned, and tcptune said so."""
+    same = ("nodelay", "sndbuf", "rcvbuf", "congestion", "keepalive", "keepidle", "keepintvl", "keepcnt",
+            "user_timeout", "notsent_lowat", "tos")
+    for side in ("client", "server"):
+        differ = {k: (base_inside[side][k], inside[side][k]) for k in same if base_inside[side][k] != inside[side][k]}
+        checks.check(not differ, f"{side}: every option as untuned (differences: {differ})")
+    warned = ("statically linked" if args.program == "static" else "is a Go program") in tcptune_stderr
+    checks.check(warned, f"tcptune run warned that the shim cannot reach it ({tcptune_stderr.strip()[:300]})")
+    for side in ("client", "server"):
+        opens = [r for r in read_log(logs[side]) if r.get("event") == "conn_open"]
+        checks.check(not opens, f"log {side}: no conn_open record ({len(opens)})")
 
 
 def main():
@@ -342,7 +378,7 @@ def main():
     checks.check(control is not None, "control: the probe pair runs untuned and exits 0")
     if control is None:
         checks.finish()
-    base_inside, base_outside = control
+    base_inside, base_outside, _ = control
     for side in ("client", "server"):
         b = base_inside[side]
         checks.check(b["keepidle"] != KEEPALIVE[0] and b["keepintvl"] != KEEPALIVE[1] and b["keepcnt"] != KEEPALIVE[2],
@@ -373,7 +409,18 @@ def main():
                  " and exits 0")
     if tuned is None:
         checks.finish()
-    inside, outside = tuned
+    inside, outside, tcptune_stderr = tuned
+
+    for side in ("client", "server"):
+        if args.via == "shell":
+            checks.check(inside[side]["parent"] in ("sh", "dash", "bash"),
+                         f"{side}: the probe is the shell's child, forked and exec'd ({inside[side]['parent']})")
+        else:
+            print(f"{side}: the probe's parent is {inside[side]['parent']}")
+
+    if args.expect == "untuned":
+        check_untouched(args, checks, base_inside, inside, tcptune_stderr, logs)
+        checks.finish()
 
     for side in ("client", "server"):
         got, seen = inside[side], outside[side]
