@@ -36,6 +36,11 @@ NOTSENT_LOWAT = 128 * 1024
 TOS = 0x10
 PROBE_TIMEOUT_S = 12  # every wait inside the probe
 WAIT_S = 15  # every wait of the harness for a probe
+DEADLINE = time.monotonic() + 50  # and all of them together, under ctest's 60 s
+
+
+def wait_s():
+    return max(0.5, min(WAIT_S, DEADLINE - time.monotonic()))
 
 
 def parse_args():
@@ -50,6 +55,8 @@ def parse_args():
                    help="untuned: the program is out of the mode's reach (a static or Go binary under preload)")
     p.add_argument("--build-go-only", action="store_true")
     args = p.parse_args()
+    for name in ("tcptune", "shim", "probe_dynamic", "probe_static", "go_source", "go_probe", "work_dir"):
+        setattr(args, name, os.path.abspath(getattr(args, name)))  # the probes run from the work dir
     os.makedirs(args.work_dir, exist_ok=True)
     return args
 
@@ -195,10 +202,11 @@ class Probe:
 
     def json_line(self):
         """The next line as JSON, or None after WAIT_S or at end of output."""
+        wait = wait_s()
         try:
-            line = self.lines.get(timeout=WAIT_S)
+            line = self.lines.get(timeout=wait)
         except queue.Empty:
-            print(f"{self.name}: no line within {WAIT_S} s", flush=True)
+            print(f"{self.name}: no line within {wait:.1f} s", flush=True)
             return None
         if line is None:
             time.sleep(0.2)
@@ -212,10 +220,11 @@ class Probe:
 
     def finish(self):
         """Exit status after at most WAIT_S; the whole process group is killed past that."""
+        wait = wait_s()
         try:
-            return self.proc.wait(timeout=WAIT_S)
+            return self.proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
-            print(f"{self.name}: still running after {WAIT_S} s; killed", flush=True)
+            print(f"{self.name}: still running after {wait:.1f} s; killed", flush=True)
             self.kill()
             return None
 
