@@ -409,13 +409,9 @@ def main():
             print(f"control {side}: Go's own TCP_NODELAY={b['nodelay']}, keepalive={b['keepalive']} "
                   f"idle={b['keepidle']} s")
 
-    def wrap(side):
-        return [args.tcptune, "run", *(["--supervise"] if args.mode == "supervise" else []),
-                "--policy", policy, "--log", logs[side], "-q", "--"]
-
-    tuned = run_pair(args, "tuned", wrap, port)
-    checks.check(tuned is not None, f"tuned: the probe pair runs under tcptune run{' --supervise' * (args.mode == 'supervise')}"
-                 " and exits 0")
+    run = [args.tcptune, "run", *(["--supervise"] if args.mode == "supervise" else [])]
+    tuned = run_pair(args, "tuned", lambda side: [*run, "--policy", policy, "--log", logs[side], "-q", "--"], port)
+    checks.check(tuned is not None, f"tuned: the probe pair runs under tcptune {' '.join(run[1:])} and exits 0")
     if tuned is None:
         checks.finish()
     inside, outside, tcptune_stderr = tuned
@@ -474,7 +470,8 @@ def main():
     program = os.path.basename(args.probe)
     for side, roles in (("client", ("client",)), ("server", ("listener", "server"))):
         records = read_log(logs[side])
-        checks.check(any(r.get("event") == "start" for r in records), f"log {side}: a start record ({len(records)} records)")
+        checks.check(any(r.get("event") == "start" for r in records),
+                     f"log {side}: a start record ({len(records)} records)")
         for role in roles:
             opens = [r for r in records if r.get("event") == "conn_open" and r.get("role") == role]
             ours = [r for r in opens if r.get("rule") == RULE]
