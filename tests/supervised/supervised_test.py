@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import queue
+import random
 import re
 import shutil
 import signal
@@ -173,6 +174,17 @@ def expected_buffer(requested, core_max, autotune_max, privileged):
 
 
 def free_port():
+    """A free port below the ephemeral range, so no client's connect() takes it before the server
+    binds it again (the policy names it, and the control and the tuned run both listen on it)."""
+    low = read_words("/proc/sys/net/ipv4/ip_local_port_range")[0]
+    for _ in range(100):
+        port = random.randrange(10000, max(10001, int(low)))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -189,8 +201,10 @@ class Probe:
                                      start_new_session=True)
         self.lines = queue.Queue()
         self.stderr = ""
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self.readers = [threading.Thread(target=self._read_stdout, daemon=True),
+                        threading.Thread(target=self._read_stderr, daemon=True)]
+        for reader in self.readers:
+            reader.start()
 
     def _read_stdout(self):
         for line in self.proc.stdout:
@@ -209,7 +223,7 @@ class Probe:
             print(f"{self.name}: no line within {wait:.1f} s", flush=True)
             return None
         if line is None:
-            time.sleep(0.2)
+            self.readers[1].join(timeout=2)
             print(f"{self.name}: output ended; stderr: {self.stderr.strip()[-500:]}", flush=True)
             return None
         try:
@@ -222,7 +236,10 @@ class Probe:
         """Exit status after at most WAIT_S; the whole process group is killed past that."""
         wait = wait_s()
         try:
-            return self.proc.wait(timeout=wait)
+            status = self.proc.wait(timeout=wait)
+            for reader in self.readers:  # all of stderr, once the pipes are closed
+                reader.join(timeout=wait_s())
+            return status
         except subprocess.TimeoutExpired:
             print(f"{self.name}: still running after {wait:.1f} s; killed", flush=True)
             self.kill()
@@ -235,6 +252,18 @@ class Probe:
             except ProcessLookupError:
                 pass
             self.proc.wait(timeout=10)
+
+
+def process_uid(pid):
+    """The real uid of a running process, None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 def ss_line(local_port, peer_port):
@@ -286,6 +315,7 @@ def run_pair(args, label, wrap, port):
                     inside[side]["parent"] = f.read().strip()
             except OSError:
                 inside[side]["parent"] = None
+            inside[side]["uid"] = process_uid(inside[side]["pid"])
         client_port = inside["client"]["local_port"]
         outside = {"client": parse_ss(ss_line(client_port, port)), "server": parse_ss(ss_line(port, client_port))}
         for side in ("client", "server"):
@@ -417,6 +447,8 @@ def main():
     inside, outside, tcptune_stderr = tuned
 
     for side in ("client", "server"):
+        if args.drop:
+            checks.check(inside[side]["uid"] == 65534, f"{side}: the probe runs as nobody (uid {inside[side]['uid']})")
         if args.via == "shell":
             checks.check(inside[side]["parent"] in ("sh", "dash", "bash"),
                          f"{side}: the probe is the shell's child, forked and exec'd ({inside[side]['parent']})")
