@@ -118,6 +118,8 @@ def build_go(args):
         print("FAIL go build took more than 50 s")
         sys.exit(1)
     if built.returncode != 0:
+        if os.path.exists(partial):
+            os.remove(partial)
         print(f"FAIL go build of {args.go_source}: {built.stderr.strip()}")
         sys.exit(1)
     os.replace(partial, args.go_probe)  # atomic: concurrent cases each build from the shared cache
@@ -286,7 +288,8 @@ def parse_ss(line):
 
 
 def run_pair(args, label, wrap, port):
-    """Server and client, both through `wrap`; returns ({side: json}, {side: ss}) or None on failure."""
+    """Server and client, both through `wrap`: ({side: json inside}, {side: ss}, both stderrs), or None
+    when either end fails, times out or exits non-zero (both are killed then)."""
     probe = args.probe
     env = clean_env()
 
