@@ -1,0 +1,533 @@
+#!/usr/bin/env python3
+"""A policy's options in effect on a real client and a real accepted server socket, under
+`tcptune run` (--mode preload) or `tcptune run --supervise` (--mode supervise).
+
+option_probe (C, dynamic or static, or Go) runs as server and as client, each under its own
+`tcptune run --policy P --log L`. Both print the options of their connected socket as one JSON
+line (read with getsockopt from inside); while both ends are open the harness reads the same
+connection from outside with `ss -tmi`; then it closes the client's stdin and both exit. Checked:
+the policy's values inside, congestion, skmem rb/tb and the receive window scale outside, and
+the conn_open records naming the rule in both logs. A control run without tcptune first shows
+that every checked value differs untuned, so each check can fail. With --expect untuned the
+tuned run must look like the control: LD_PRELOAD does not reach a static or a Go binary, the
+reason supervised mode exists.
+
+--user unprivileged runs tcptune and the probe as nobody (needs root to drop privileges);
+--via shell runs each probe through `/bin/sh -c`, which forks and execs it."""
+import argparse
+import json
+import os
+import queue
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+SKIP = 77
+RULE = "supervised-probe"
+REQUESTED_BUFFER = 4 * 1024 * 1024  # rcvbuf and sndbuf, "4MiB" in the policy
+KEEPALIVE = (40, 5, 3)  # idle, interval, count: not Go's own 15 s
+USER_TIMEOUT_MS = 20000
+NOTSENT_LOWAT = 128 * 1024
+TOS = 0x10
+PROBE_TIMEOUT_S = 12  # every wait inside the probe
+WAIT_S = 15  # every wait of the harness for a probe
+DEADLINE = time.monotonic() + 50  # and all of them together, under ctest's 60 s
+
+
+def wait_s():
+    return max(0.5, min(WAIT_S, DEADLINE - time.monotonic()))
+
+
+def parse_args():
+    p = argparse.ArgumentParser()
+    for a in ("--tcptune", "--shim", "--probe-dynamic", "--probe-static", "--go-source", "--go-probe", "--work-dir"):
+        p.add_argument(a, required=True)
+    p.add_argument("--mode", choices=("preload", "supervise"), default="preload")
+    p.add_argument("--program", choices=("dynamic", "static", "go"), default="dynamic")
+    p.add_argument("--user", choices=("current", "unprivileged"), default="current")
+    p.add_argument("--via", choices=("direct", "shell"), default="direct")
+    p.add_argument("--expect", choices=("tuned", "untuned"), default="tuned",
+                   help="untuned: the program is out of the mode's reach (a static or Go binary under preload)")
+    p.add_argument("--build-go-only", action="store_true")
+    args = p.parse_args()
+    for name in ("tcptune", "shim", "probe_dynamic", "probe_static", "go_source", "go_probe", "work_dir"):
+        setattr(args, name, os.path.abspath(getattr(args, name)))  # the probes run from the work dir
+    os.makedirs(args.work_dir, exist_ok=True)
+    return args
+
+
+class Checks:
+    def __init__(self):
+        self.failed = 0
+        self.passed = 0
+
+    def check(self, ok, what):
+        print(("ok   " if ok else "FAIL ") + what, flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+
+    def finish(self):
+        print(f"{self.passed} passed, {self.failed} failed")
+        sys.exit(0 if self.failed == 0 and self.passed > 0 else 1)
+
+
+def skip(why):
+    print(f"skipped: {why}", flush=True)
+    sys.exit(SKIP)
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def read_int(path):
+    with open(path, encoding="ascii") as f:
+        return int(f.read().split()[-1])
+
+
+def read_words(path):
+    with open(path, encoding="ascii") as f:
+        return f.read().split()
+
+
+def build_go(args):
+    """go build of option_probe.go into --go-probe; exits 77 without a go toolchain."""
+    go = shutil.which("go")
+    if go is None:
+        skip("go is not installed: the Go cases need it")
+    out_dir = os.path.dirname(os.path.abspath(args.go_probe))
+    for sub in ("cache", "gopath", "home"):
+        os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
+    env = clean_env(GOCACHE=os.path.join(out_dir, "cache"), GOPATH=os.path.join(out_dir, "gopath"),
+                    HOME=os.path.join(out_dir, "home"), GOPROXY="off", GOFLAGS="", CGO_ENABLED="0")
+    partial = f"{args.go_probe}.{os.getpid()}.tmp"
+    try:
+        built = subprocess.run([go, "build", "-o", partial, os.path.abspath(args.go_source)], cwd=out_dir, env=env,
+                               capture_output=True, text=True, timeout=50)
+    except subprocess.TimeoutExpired:
+        print("FAIL go build took more than 50 s")
+        sys.exit(1)
+    if built.returncode != 0:
+        if os.path.exists(partial):
+            os.remove(partial)
+        print(f"FAIL go build of {args.go_source}: {built.stderr.strip()}")
+        sys.exit(1)
+    os.replace(partial, args.go_probe)  # atomic: concurrent cases each build from the shared cache
+    if has_interpreter(args.go_probe):
+        print(f"FAIL {args.go_probe} has a program interpreter: CGO_ENABLED=0 should give a static binary")
+        sys.exit(1)
+    print(f"built {args.go_probe} (CGO_ENABLED=0, static)", flush=True)
+
+
+def has_interpreter(path):
+    """Whether an ELF64 little-endian file has a PT_INTERP program header (is dynamically linked)."""
+    with open(path, "rb") as f:
+        data = f.read(1 << 16)
+    if data[:6] != b"\x7fELF\x02\x01":
+        print(f"FAIL {path} is not a 64-bit little-endian ELF file")
+        sys.exit(1)
+    phoff = int.from_bytes(data[0x20:0x28], "little")
+    phentsize = int.from_bytes(data[0x36:0x38], "little")
+    phnum = int.from_bytes(data[0x38:0x3a], "little")
+    return any(int.from_bytes(data[phoff + i * phentsize:phoff + i * phentsize + 4], "little") == 3
+               for i in range(phnum))
+
+
+def supervise_available(args):
+    """Whether this tcptune accepts `run --supervise` at all."""
+    r = subprocess.run([args.tcptune, "run", "--supervise", "--no-log", "--", "/bin/true"], capture_output=True,
+                       text=True, env=clean_env(), timeout=30)
+    # The command line's answer to an option it does not have: exit 2, "unknown option '--supervise'".
+    if r.returncode == 2 and "--supervise" in r.stderr:
+        print(f"tcptune run --supervise: exit {r.returncode}: {r.stderr.strip()}")
+        return False
+    return True
+
+
+def pick_congestion(privileged):
+    """A congestion control other than the default that this user may set; None if there is none."""
+    default = read_words("/proc/sys/net/ipv4/tcp_congestion_control")[0]
+    available = read_words("/proc/sys/net/ipv4/tcp_available_congestion_control")
+    allowed = read_words("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+    for name in ("reno", "cubic"):
+        if name != default and name in available and (privileged or name in allowed):
+            return name
+    return None
+
+
+def expected_buffer(requested, core_max, autotune_max, privileged):
+    """What SO_RCVBUF/SO_SNDBUF reports after the policy pins `requested` (README, Buffers):
+    the kernel doubles the value it is given; None when the plan leaves autotuning on."""
+    if requested <= core_max or privileged:
+        return 2 * requested
+    if 2 * core_max > autotune_max:
+        return 2 * core_max
+    return None
+
+
+def free_port():
+    """A free port below the ephemeral range, so no client's connect() takes it before the server
+    binds it again (the policy names it, and the control and the tuned run both listen on it)."""
+    low = read_words("/proc/sys/net/ipv4/ip_local_port_range")[0]
+    for _ in range(100):
+        port = random.randrange(10000, max(10001, int(low)))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Probe:
+    """One end, started in its own process group, its stdout read line by line by a thread."""
+
+    def __init__(self, name, argv, cwd, env, stdin=None):
+        self.name = name
+        self.argv = argv
+        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        self.lines = queue.Queue()
+        self.stderr = ""
+        self.readers = [threading.Thread(target=self._read_stdout, daemon=True),
+                        threading.Thread(target=self._read_stderr, daemon=True)]
+        for reader in self.readers:
+            reader.start()
+
+    def _read_stdout(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _read_stderr(self):
+        self.stderr = self.proc.stderr.read()
+
+    def json_line(self):
+        """The next line as JSON, or None after WAIT_S or at end of output."""
+        wait = wait_s()
+        try:
+            line = self.lines.get(timeout=wait)
+        except queue.Empty:
+            print(f"{self.name}: no line within {wait:.1f} s", flush=True)
+            return None
+        if line is None:
+            self.readers[1].join(timeout=2)
+            print(f"{self.name}: output ended; stderr: {self.stderr.strip()[-500:]}", flush=True)
+            return None
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            print(f"{self.name}: not JSON: {line.strip()[:300]}", flush=True)
+            return None
+
+    def finish(self):
+        """Exit status after at most WAIT_S; the whole process group is killed past that."""
+        wait = wait_s()
+        try:
+            status = self.proc.wait(timeout=wait)
+            for reader in self.readers:  # all of stderr, once the pipes are closed
+                reader.join(timeout=wait_s())
+            return status
+        except subprocess.TimeoutExpired:
+            print(f"{self.name}: still running after {wait:.1f} s; killed", flush=True)
+            self.kill()
+            return None
+
+    def kill(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=10)
+
+
+def process_uid(pid):
+    """The real uid of a running process, None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def ss_line(local_port, peer_port):
+    """`ss -tmi` on one established socket, its lines joined."""
+    out = subprocess.run(["ss", "-tmi", "-n", "state", "established",
+                          f"( sport = :{local_port} and dport = :{peer_port} )"],
+                         capture_output=True, text=True, timeout=10).stdout
+    return " ".join(line.strip() for line in out.split("\n")[1:] if line.strip())
+
+
+def parse_ss(line):
+    wscale = re.search(r"\bwscale:(\d+),(\d+)", line)
+    skmem = re.search(r"skmem:\(r\d+,rb(\d+),t\d+,tb(\d+)", line)
+    return {
+        "rcv_wscale": int(wscale.group(2)) if wscale else None,
+        "rb": int(skmem.group(1)) if skmem else None,
+        "tb": int(skmem.group(2)) if skmem else None,
+        "words": line.split(),
+    }
+
+
+def run_pair(args, label, wrap, port):
+    """Server and client, both through `wrap`: ({side: json inside}, {side: ss}, both stderrs), or None
+    when either end fails, times out or exits non-zero (both are killed then)."""
+    probe = args.probe
+    env = clean_env()
+
+    def argv(*probe_args):
+        inner = [probe, *probe_args]
+        if args.via == "shell":
+            # Not the last word of the script, so the shell forks, and the child execs the probe.
+            inner = ["/bin/sh", "-c", '"$0" "$@"; exit $?', *inner]
+        return args.drop + wrap(probe_args[0]) + inner
+
+    server = Probe(f"{label} server", argv("server", str(port), str(PROBE_TIMEOUT_S)), args.work_dir, env)
+    client = None
+    try:
+        listening = server.json_line()
+        if not listening or listening.get("listening") != port:
+            print(f"{label}: the server did not report listening on {port} ({listening})")
+            return None
+        client = Probe(f"{label} client", argv("client", "127.0.0.1", str(port), str(PROBE_TIMEOUT_S)),
+                       args.work_dir, env, stdin=subprocess.PIPE)
+        inside = {"client": client.json_line(), "server": server.json_line()}
+        if not inside["client"] or not inside["server"]:
+            return None
+        for side in ("client", "server"):
+            try:
+                with open(f"/proc/{inside[side]['ppid']}/comm", encoding="utf-8") as f:
+                    inside[side]["parent"] = f.read().strip()
+            except OSError:
+                inside[side]["parent"] = None
+            inside[side]["uid"] = process_uid(inside[side]["pid"])
+        client_port = inside["client"]["local_port"]
+        outside = {"client": parse_ss(ss_line(client_port, port)), "server": parse_ss(ss_line(port, client_port))}
+        for side in ("client", "server"):
+            print(f"{label} {side} inside: {json.dumps(inside[side])}")
+            print(f"{label} {side} ss: {' '.join(outside[side]['words'])}")
+        client.proc.stdin.write("\n")
+        client.proc.stdin.close()
+        client_rc, server_rc = client.finish(), server.finish()
+        if client_rc != 0 or server_rc != 0:
+            print(f"{label}: exit statuses client {client_rc}, server {server_rc}; "
+                  f"stderr: {client.stderr.strip()[-300:]} | {server.stderr.strip()[-300:]}")
+            return None
+        return inside, outside, client.stderr + server.stderr
+    finally:
+        for p in (client, server):
+            if p is not None:
+                p.kill()
+
+
+def read_log(path):
+    records = []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    records.append({"unparsed": line.strip()})
+    return records
+
+
+def check_untouched(args, checks, base_inside, inside, tcptune_stderr, logs):
+    """The mode cannot reach this program: it runs exactly as untuned, and tcptune said so."""
+    same = ("nodelay", "sndbuf", "rcvbuf", "congestion", "keepalive", "keepidle", "keepintvl", "keepcnt",
+            "user_timeout", "notsent_lowat", "tos")
+    for side in ("client", "server"):
+        differ = {k: (base_inside[side][k], inside[side][k]) for k in same if base_inside[side][k] != inside[side][k]}
+        checks.check(not differ, f"{side}: every option as untuned (differences: {differ})")
+    warned = ("statically linked" if args.program == "static" else "is a Go program") in tcptune_stderr
+    checks.check(warned, f"tcptune run warned that the shim cannot reach it ({tcptune_stderr.strip()[:300]})")
+    for side in ("client", "server"):
+        opens = [r for r in read_log(logs[side]) if r.get("event") == "conn_open"]
+        checks.check(not opens, f"log {side}: no conn_open record ({len(opens)})")
+
+
+def main():
+    args = parse_args()
+    if args.build_go_only:
+        build_go(args)
+        sys.exit(0)
+    if shutil.which("ss") is None:
+        skip("ss (iproute2) missing")
+    if args.mode == "supervise" and not supervise_available(args):
+        skip("supervised mode is not built")
+    args.probe = {"dynamic": args.probe_dynamic, "static": args.probe_static, "go": args.go_probe}[args.program]
+    if args.program == "go":
+        build_go(args)
+
+    args.drop = []
+    privileged = os.geteuid() == 0
+    if args.user == "unprivileged" and privileged:
+        if shutil.which("setpriv") is None:
+            skip("setpriv missing: cannot drop privileges")
+        args.drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        privileged = False
+        os.chmod(args.work_dir, 0o1777)  # the logs are written as nobody
+    who = "root" if privileged else f"uid {os.geteuid() if not args.drop else 65534}"
+    print(f"mode {args.mode}, program {args.program} ({args.probe}), as {who}, via {args.via}", flush=True)
+
+    checks = Checks()
+    congestion = pick_congestion(privileged)
+    if congestion is None:
+        print("no congestion control other than the default may be set here: congestion not checked")
+    # read_int takes the last word: tcp_rmem[2] and tcp_wmem[2], autotuning's ceilings.
+    rcvbuf = expected_buffer(REQUESTED_BUFFER, read_int("/proc/sys/net/core/rmem_max"),
+                             read_int("/proc/sys/net/ipv4/tcp_rmem"), privileged)
+    sndbuf = expected_buffer(REQUESTED_BUFFER, read_int("/proc/sys/net/core/wmem_max"),
+                             read_int("/proc/sys/net/ipv4/tcp_wmem"), privileged)
+    unlocked_rcv_space = max(read_int("/proc/sys/net/ipv4/tcp_rmem"), read_int("/proc/sys/net/core/rmem_max"))
+    print(f"expected: congestion {congestion}, SO_RCVBUF {rcvbuf}, SO_SNDBUF {sndbuf} "
+          f"(None: the plan leaves autotuning on here)", flush=True)
+
+    port = free_port()
+    policy = os.path.join(args.work_dir, "policy.toml")
+    with open(policy, "w", encoding="utf-8") as f:
+        f.write(f'version = 1\n[[rule]]\nname = "{RULE}"\nmatch = {{ port = {port} }}\nnodelay = "force"\n'
+                f'buffers = {{ rcvbuf = "4MiB", sndbuf = "4MiB" }}\n'
+                + (f'congestion = "{congestion}"\n' if congestion else "")
+                + f'keepalive = {{ idle = "{KEEPALIVE[0]}s", interval = "{KEEPALIVE[1]}s", count = {KEEPALIVE[2]} }}\n'
+                f'user_timeout = "{USER_TIMEOUT_MS // 1000}s"\nnotsent_lowat = "128KiB"\ntos = "0x10"\n')
+    os.chmod(policy, 0o644)
+    logs = {side: os.path.join(args.work_dir, f"{side}.jsonl") for side in ("client", "server")}
+    for path in logs.values():
+        if os.path.exists(path):
+            os.remove(path)
+
+    # Control: the probe alone, untuned. Every value checked below must differ here.
+    control = run_pair(args, "control", lambda side: [], port)
+    checks.check(control is not None, "control: the probe pair runs untuned and exits 0")
+    if control is None:
+        checks.finish()
+    base_inside, base_outside, _ = control
+    for side in ("client", "server"):
+        b = base_inside[side]
+        checks.check(b["keepidle"] != KEEPALIVE[0] and b["keepintvl"] != KEEPALIVE[1] and b["keepcnt"] != KEEPALIVE[2],
+                     f"control {side}: keepalive idle/interval/count not the policy's "
+                     f"({b['keepalive']} {b['keepidle']}/{b['keepintvl']}/{b['keepcnt']})")
+        checks.check(b["user_timeout"] != USER_TIMEOUT_MS and b["notsent_lowat"] != NOTSENT_LOWAT and b["tos"] != TOS,
+                     f"control {side}: user_timeout, notsent_lowat, tos not the policy's "
+                     f"({b['user_timeout']} {b['notsent_lowat']} {b['tos']})")
+        if congestion:
+            checks.check(b["congestion"] != congestion, f"control {side}: congestion {b['congestion']}")
+        if rcvbuf is not None:
+            checks.check(b["rcvbuf"] != rcvbuf and base_outside[side]["rb"] != rcvbuf,
+                         f"control {side}: SO_RCVBUF {b['rcvbuf']}, rb {base_outside[side]['rb']}")
+        if sndbuf is not None:
+            checks.check(b["sndbuf"] != sndbuf, f"control {side}: SO_SNDBUF {b['sndbuf']}")
+        if args.program != "go":
+            checks.check(b["nodelay"] == 0, f"control {side}: TCP_NODELAY off in a C program")
+        else:
+            print(f"control {side}: Go's own TCP_NODELAY={b['nodelay']}, keepalive={b['keepalive']} "
+                  f"idle={b['keepidle']} s")
+
+    run = [args.tcptune, "run", *(["--supervise"] if args.mode == "supervise" else [])]
+    tuned = run_pair(args, "tuned", lambda side: [*run, "--policy", policy, "--log", logs[side], "-q", "--"], port)
+    checks.check(tuned is not None, f"tuned: the probe pair runs under tcptune {' '.join(run[1:])} and exits 0")
+    if tuned is None:
+        checks.finish()
+    inside, outside, tcptune_stderr = tuned
+
+    for side in ("client", "server"):
+        if args.drop:
+            checks.check(inside[side]["uid"] == 65534, f"{side}: the probe runs as nobody (uid {inside[side]['uid']})")
+        if args.via == "shell":
+            checks.check(inside[side]["parent"] in ("sh", "dash", "bash"),
+                         f"{side}: the probe is the shell's child, forked and exec'd ({inside[side]['parent']})")
+        else:
+            print(f"{side}: the probe's parent is {inside[side]['parent']}")
+
+    if args.expect == "untuned":
+        check_untouched(args, checks, base_inside, inside, tcptune_stderr, logs)
+        checks.finish()
+
+    for side in ("client", "server"):
+        got, seen = inside[side], outside[side]
+        what = "the client socket" if side == "client" else "the accepted socket"
+        # From inside: getsockopt in the program itself.
+        checks.check(got["nodelay"] == 1, f"inside, {what}: TCP_NODELAY 1 ({got['nodelay']})")
+        checks.check((got["keepalive"], got["keepidle"], got["keepintvl"], got["keepcnt"]) == (1, *KEEPALIVE),
+                     f"inside, {what}: keepalive on, idle/interval/count {KEEPALIVE} "
+                     f"({got['keepalive']}, {got['keepidle']}/{got['keepintvl']}/{got['keepcnt']})")
+        checks.check(got["user_timeout"] == USER_TIMEOUT_MS, f"inside, {what}: TCP_USER_TIMEOUT {got['user_timeout']}")
+        checks.check(got["notsent_lowat"] == NOTSENT_LOWAT, f"inside, {what}: TCP_NOTSENT_LOWAT {got['notsent_lowat']}")
+        checks.check(got["tos"] == TOS, f"inside, {what}: IP_TOS {got['tos']:#x}")
+        if congestion:
+            checks.check(got["congestion"] == congestion, f"inside, {what}: TCP_CONGESTION {got['congestion']}")
+        if rcvbuf is not None:
+            checks.check(got["rcvbuf"] == rcvbuf, f"inside, {what}: SO_RCVBUF {got['rcvbuf']} (expected {rcvbuf})")
+        if sndbuf is not None:
+            checks.check(got["sndbuf"] == sndbuf, f"inside, {what}: SO_SNDBUF {got['sndbuf']} (expected {sndbuf})")
+        # From outside: ss on the same connection.
+        checks.check(bool(seen["words"]), f"outside, {what}: ss finds the connection")
+        if congestion:
+            checks.check(congestion in seen["words"], f"outside, {what}: ss shows {congestion}")
+        if rcvbuf is not None:
+            checks.check(seen["rb"] == rcvbuf, f"outside, {what}: skmem rb{seen['rb']} (expected rb{rcvbuf})")
+            # The receive window scale is chosen at the handshake: from the pinned buffer when it
+            # is locked, from max(tcp_rmem[2], rmem_max) when it is not (the control).
+            base = base_outside[side]["rcv_wscale"]
+            tuned_ws = seen["rcv_wscale"]
+            if 2 * rcvbuf <= unlocked_rcv_space:
+                checks.check(tuned_ws is not None and base is not None and tuned_ws < base,
+                             f"outside, {what}: receive wscale {tuned_ws} below the untuned {base} "
+                             f"(a locked {rcvbuf} B buffer under {unlocked_rcv_space} B autotuning)")
+            elif rcvbuf >= 4 * unlocked_rcv_space:
+                checks.check(tuned_ws is not None and base is not None and tuned_ws > base,
+                             f"outside, {what}: receive wscale {tuned_ws} above the untuned {base}")
+            else:
+                print(f"outside, {what}: receive wscale {tuned_ws}, untuned {base} (too close to compare)")
+        if sndbuf is not None:
+            checks.check(seen["tb"] == sndbuf, f"outside, {what}: skmem tb{seen['tb']} (expected tb{sndbuf})")
+
+    # The logs: conn_open records name the rule, for the client, the listener and the accepted socket.
+    program = os.path.basename(args.probe)
+    for side, roles in (("client", ("client",)), ("server", ("listener", "server"))):
+        records = read_log(logs[side])
+        checks.check(any(r.get("event") == "start" for r in records),
+                     f"log {side}: a start record ({len(records)} records)")
+        for role in roles:
+            opens = [r for r in records if r.get("event") == "conn_open" and r.get("role") == role]
+            ours = [r for r in opens if r.get("rule") == RULE]
+            checks.check(bool(ours), f"log {side}: conn_open role={role} names rule {RULE} "
+                         f"({[(r.get('rule'), r.get('phase')) for r in opens]})")
+            if not ours:
+                continue
+            checks.check(ours[0].get("program") in (program, program[:15]),
+                         f"log {side}: the {role} socket is the probe's ({ours[0].get('program')})")
+            if role == "server":
+                continue  # accepted sockets inherit the listener's options; their record may list fewer
+            names = {o.get("name") for o in ours[0].get("options", [])}
+            wanted = {"nodelay", "rcvbuf", "sndbuf", "keepalive", "user_timeout", "notsent_lowat", "tos"}
+            if congestion:
+                wanted.add("congestion")
+            checks.check(wanted <= names, f"log {side}: conn_open role={role} lists {sorted(wanted)} ({sorted(names)})")
+            if congestion:
+                effective = [o.get("effective") for o in ours[0].get("options", []) if o.get("name") == "congestion"]
+                checks.check(effective == [congestion], f"log {side}: congestion effective {effective}")
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main()
