@@ -44,7 +44,7 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
   for (const std::string& problem : destination.problems) {
     (void)std::fprintf(stderr, "tcptune: %s\n", problem.c_str());
   }
-  const std::vector<sock_filter> filter = supervisor::build_filter(supervisor::FilterSpec{});
+  const std::vector<sock_filter> filter = supervisor::build_filter(supervisor::CallTuner::filter_spec(policy));
   int channel[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
     (void)std::fprintf(stderr, "tcptune: cannot supervise %s: socketpair: %s; running untuned\n", program.c_str(),

@@ -1,5 +1,6 @@
 #include "call_tuner.hpp"
 
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -81,16 +82,48 @@ void CallTuner::warn_once(const std::string& key, pid_t pid, const std::string& 
   log_.write(config::LogLevel::warn, pid, program, record);
 }
 
+FilterSpec CallTuner::filter_spec(const config::Policy& policy) {
+  bool force_nodelay = false;
+  bool keepalive = false;
+  for (int rule = -1; rule < static_cast<int>(policy.rules.size()); ++rule) {
+    const config::Tuning& tuning = config::tuning_for(policy, rule);
+    force_nodelay = force_nodelay || tuning.nodelay == config::NodelayMode::force;
+    keepalive = keepalive || tuning.keepalive.has_value();
+  }
+  FilterSpec spec;
+  if (force_nodelay) {
+    spec.setsockopt.push_back({IPPROTO_TCP, TCP_NODELAY});
+    spec.setsockopt.push_back({IPPROTO_TCP, TCP_CORK});
+  }
+  if (keepalive) {
+    spec.setsockopt.push_back({SOL_SOCKET, SO_KEEPALIVE});
+    spec.setsockopt.push_back({IPPROTO_TCP, TCP_KEEPIDLE});
+    spec.setsockopt.push_back({IPPROTO_TCP, TCP_KEEPINTVL});
+    spec.setsockopt.push_back({IPPROTO_TCP, TCP_KEEPCNT});
+  }
+  return spec;
+}
+
 void CallTuner::handle(int listener, const seccomp_notif& request) {
   ++calls_;
   const TrappedCall call(listener, request);
+  try {
+    if (call.data().nr == SYS_connect || call.data().nr == SYS_listen) {
+      tune_connect_or_listen(call);
+    } else if (call.data().nr == SYS_setsockopt) {
+      keep_policy_over_setsockopt(call);
+    } else {
+      call.continue_call();
+    }
+  } catch (...) {
+    call.continue_call();  // out of memory: untuned, never stuck (a second answer is refused)
+  }
+}
+
+void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   const seccomp_data& data = call.data();
   const bool is_connect = data.nr == SYS_connect;
-  if (!is_connect && data.nr != SYS_listen) {
-    call.continue_call();
-    return;
-  }
-  try {
+  {
     const int app_fd = static_cast<int>(data.args[0]);
     const OwnedFd socket(call.duplicate_fd(app_fd));
     if (socket.get() < 0) {
@@ -129,6 +162,7 @@ void CallTuner::handle(int listener, const seccomp_notif& request) {
       }
     } else {
       facts.role = config::Role::server;
+      listening_ports_.insert(facts.local_port);
     }
     // What was read belongs to this call only if it is still waiting: a pid reused by another
     // process after the thread died would otherwise be tuned by its predecessor's facts.
@@ -171,8 +205,74 @@ void CallTuner::handle(int listener, const seccomp_notif& request) {
       shim::add_options(*record, outcome.report);
       log_.write(config::LogLevel::info, pid, program, *record);
     }
-  } catch (...) {
-    call.continue_call();  // out of memory: untuned, never stuck
+  }
+}
+
+void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
+  const seccomp_data& data = call.data();
+  const int level = static_cast<int>(data.args[1]);
+  const int name = static_cast<int>(data.args[2]);
+  int value = 0;
+  if (data.args[4] < sizeof value || !call.read_memory(data.args[3], &value, sizeof value)) {
+    call.continue_call();  // the kernel answers EINVAL or EFAULT
+    return;
+  }
+  const int app_fd = static_cast<int>(data.args[0]);
+  const OwnedFd socket(call.duplicate_fd(app_fd));
+  // Before connect or listen the program's own settings stand, as in the shim: the rule,
+  // chosen then, leaves what the program set alone unless it forces it.
+  const std::optional<shim::TcpInfoSummary> info =
+      socket.get() < 0 ? std::nullopt : shim::read_tcp_info(socket.get());
+  if (!info.has_value() || info->state == TCP_CLOSE || shim::classify_fd(socket.get()) != shim::FdKind::tcp) {
+    call.continue_call();
+    return;
+  }
+  config::ConnectionFacts facts;
+  facts.local_port = shim::local_endpoint(socket.get()).port;
+  const bool is_listener = info->state == TCP_LISTEN;
+  if (!is_listener) {
+    facts.peer = shim::peer_endpoint(socket.get());
+    facts.role = listening_ports_.contains(facts.local_port) ? config::Role::server : config::Role::client;
+  } else {
+    facts.role = config::Role::server;
+  }
+  const std::string program = call.program();
+  facts.program = program;
+  if (!call.still_pending()) {
+    return;
+  }
+  const int rule = config::match_rule(policy_, facts, is_listener);
+  const config::Tuning& tuning = config::tuning_for(policy_, rule);
+  const bool forced = tuning.nodelay == config::NodelayMode::force;
+  const char* option = nullptr;
+  if (level == IPPROTO_TCP && name == TCP_NODELAY && forced && value == 0) {
+    option = "TCP_NODELAY";
+  } else if (level == IPPROTO_TCP && name == TCP_CORK && forced && value != 0) {
+    option = "TCP_CORK";
+  } else if (tuning.keepalive.has_value() && ((level == SOL_SOCKET && name == SO_KEEPALIVE) ||
+                                              (level == IPPROTO_TCP && (name == TCP_KEEPIDLE ||
+                                                                        name == TCP_KEEPINTVL || name == TCP_KEEPCNT)))) {
+    option = level == SOL_SOCKET ? "SO_KEEPALIVE"
+             : name == TCP_KEEPIDLE ? "TCP_KEEPIDLE"
+             : name == TCP_KEEPINTVL ? "TCP_KEEPINTVL"
+                                     : "TCP_KEEPCNT";
+  }
+  if (option == nullptr) {
+    call.continue_call();
+    return;
+  }
+  call.complete_call(0, 0);  // success, unmade: the policy's value stays
+  const std::string rule_name(config::rule_name(policy_, rule));
+  if (log_.enabled(config::LogLevel::info) && vetoes_logged_.insert(rule_name + "/" + option).second) {
+    telemetry::Record record("veto");
+    record.add("fd", app_fd)
+        .add("rule", rule_name)
+        .add("option", option)
+        .add("app_value", value)
+        .add("supervised", true)
+        .add("note", "the program's setsockopt answered without being made: the rule's value stays (logged once per "
+                     "rule and option)");
+    log_.write(config::LogLevel::info, call.process(), program, record);
   }
 }
 

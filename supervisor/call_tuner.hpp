@@ -1,24 +1,33 @@
 // What the supervisor does with one trapped call: for a connect or listen of a TCP socket not
 // yet connected or listening, choose the rule exactly as the shim does (peer, port, role,
 // program), apply it with the shim's tuning core on a duplicate of the socket, log conn_open,
-// and let the call go on. Any failure lets the call go on untuned: the program never waits on
-// or fails because of the supervisor.
+// and let the call go on. For a setsockopt the policy overrides (TCP_NODELAY=0 and TCP_CORK
+// under nodelay = "force", keepalive where the rule sets keepalive) on a connected or listening
+// socket, answer success without making it, so the policy's value stays. Any failure lets the
+// call go on untuned: the program never waits on or fails because of the supervisor.
 #pragma once
 
 #include <linux/seccomp.h>
 
+#include <cstdint>
 #include <set>
 #include <string>
 
 #include "app_settings.hpp"
+#include "seccomp_filter.hpp"
 #include "supervisor_log.hpp"
 #include "tcptune/config/policy.hpp"
 
 namespace tcptune::supervisor {
 
+class TrappedCall;
+
 class CallTuner {
  public:
   CallTuner(const config::Policy& policy, const SupervisorLog& log);
+
+  // The calls to trap for `policy`: connect and listen, and the setsockopt pairs it overrides.
+  static FilterSpec filter_spec(const config::Policy& policy);
 
   // Handles and answers one notification from `listener`.
   void handle(int listener, const seccomp_notif& request);
@@ -28,6 +37,8 @@ class CallTuner {
   [[nodiscard]] std::uint64_t tuned() const noexcept { return tuned_; }
 
  private:
+  void tune_connect_or_listen(const TrappedCall& call);
+  void keep_policy_over_setsockopt(const TrappedCall& call);
   void warn_once(const std::string& key, pid_t pid, const std::string& program, const std::string& message);
 
   const config::Policy& policy_;
@@ -35,6 +46,9 @@ class CallTuner {
   shim::HostBufferFacts host_;
   std::string host_congestion_;
   std::set<std::string> warned_;
+  std::set<std::string> vetoes_logged_;
+  // Ports the program listens on: a connected socket on one of them was accepted (role server).
+  std::set<std::uint16_t> listening_ports_;
   std::uint64_t calls_ = 0;
   std::uint64_t tuned_ = 0;
 };
