@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <optional>
+#include <system_error>
 
 #include "call_tuner.hpp"
 #include "program_launch.hpp"
@@ -48,7 +48,7 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
   int channel[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
     (void)std::fprintf(stderr, "tcptune: cannot supervise %s: socketpair: %s; running untuned\n", program.c_str(),
-                       std::strerror(errno));
+                       std::generic_category().message(errno).c_str());
     return run_child(resolved, argv);
   }
   supervisor::prepare_to_supervise();

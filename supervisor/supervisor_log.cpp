@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <ctime>
+#include <system_error>
 
 #include "json_writer.hpp"
 
@@ -60,7 +60,7 @@ std::string SupervisorLog::open(const std::string& path, config::LogLevel level,
   }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
   if (fd < 0) {
-    return "cannot open log file " + path + ": " + std::strerror(errno);
+    return "cannot open log file " + path + ": " + std::generic_category().message(errno);
   }
   fd_ = fd;
   level_ = level;
