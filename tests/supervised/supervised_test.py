@@ -27,7 +27,9 @@ import sys
 import threading
 import time
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
+from testlib import SKIP, Checks, clean_env  # noqa: E402
+
 RULE = "supervised-probe"
 REQUESTED_BUFFER = 4 * 1024 * 1024  # rcvbuf and sndbuf, "4MiB" in the policy
 KEEPALIVE = (40, 5, 3)  # idle, interval, count: not Go's own 15 s
@@ -60,32 +62,9 @@ def parse_args():
     return args
 
 
-class Checks:
-    def __init__(self):
-        self.failed = 0
-        self.passed = 0
-
-    def check(self, ok, what):
-        print(("ok   " if ok else "FAIL ") + what, flush=True)
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-
-    def finish(self):
-        print(f"{self.passed} passed, {self.failed} failed")
-        sys.exit(0 if self.failed == 0 and self.passed > 0 else 1)
-
-
 def skip(why):
     print(f"skipped: {why}", flush=True)
     sys.exit(SKIP)
-
-
-def clean_env(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
 
 
 def read_int(path):

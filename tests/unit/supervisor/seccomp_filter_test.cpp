@@ -17,6 +17,8 @@
 #include <cerrno>
 #include <vector>
 
+#include "fd_passing.hpp"
+
 namespace tcptune::supervisor {
 namespace {
 
@@ -36,21 +38,7 @@ std::vector<int> notified_calls(const FilterSpec& spec, void (*calls)()) {
   if (child == 0) {
     close(channel[0]);
     const int listener = install_with_listener(build_filter(spec));
-    // The listener exists only in the child once the filter is installed: it crosses by SCM_RIGHTS.
-    char byte = 0;
-    iovec io{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    *reinterpret_cast<int*>(CMSG_DATA(header)) = listener;
-    if (listener < 0 || sendmsg(channel[1], &message, 0) != 1) {
+    if (listener < 0 || send_status(channel[1], 0, listener) != 0) {
       _exit(2);
     }
     close(listener);
@@ -58,17 +46,10 @@ std::vector<int> notified_calls(const FilterSpec& spec, void (*calls)()) {
     _exit(0);
   }
   close(channel[1]);
-  char byte = 0;
-  iovec io{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
   std::vector<int> numbers;
-  if (recvmsg(channel[0], &message, 0) == 1 && CMSG_FIRSTHDR(&message) != nullptr) {
-    const int listener = *reinterpret_cast<int*>(CMSG_DATA(CMSG_FIRSTHDR(&message)));
+  int status = 0;
+  int listener = -1;
+  if (receive_status(channel[0], status, listener) && listener >= 0) {
     for (;;) {
       pollfd ready{listener, POLLIN, 0};
       if (poll(&ready, 1, 5000) != 1 || (ready.revents & POLLIN) == 0) {
@@ -87,7 +68,6 @@ std::vector<int> notified_calls(const FilterSpec& spec, void (*calls)()) {
     close(listener);
   }
   close(channel[0]);
-  int status = 0;
   EXPECT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   return numbers;
