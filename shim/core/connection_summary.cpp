@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "connection_record.hpp"
 #include "errno_saver.hpp"
 #include "json_writer.hpp"
 #include "record.hpp"
@@ -100,23 +101,7 @@ telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const co
                                                  telemetry::ConnectionWriteHistogram::kCarryUnit);
   }
   if (snapshot.tcp_info) {
-    const TcpInfoSummary& info = *snapshot.tcp_info;
-    telemetry::JsonObject json;
-    json.field("rtt_us", info.rtt_us)
-        .field("rttvar_us", info.rttvar_us)
-        .field("cwnd", info.snd_cwnd)
-        .field("mss", info.snd_mss)
-        .field("retransmits", info.total_retrans);
-    if (info.delivery_rate_Bps) {
-      json.field("delivery_rate_bps", *info.delivery_rate_Bps * 8);
-    }
-    if (info.bytes_acked) {
-      json.field("bytes_acked", *info.bytes_acked);
-    }
-    char text[160];
-    (void)std::snprintf(text, sizeof text, "rtt_us=%u,cwnd=%u,retransmits=%u", info.rtt_us, info.snd_cwnd,
-                        info.total_retrans);
-    record.add_json("tcp_info", json.str(), text);
+    add_tcp_info(record, *snapshot.tcp_info);
   }
   return record;
 }

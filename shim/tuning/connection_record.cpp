@@ -1,5 +1,8 @@
 #include "connection_record.hpp"
 
+#include <cstdio>
+
+#include "json_writer.hpp"
 #include "socket_probe.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 
@@ -19,6 +22,25 @@ telemetry::Record connection_record(const char* event, int fd, int app_fd, Socke
     record.add("peer", config::format_endpoint(peer));
   }
   return record;
+}
+
+void add_tcp_info(telemetry::Record& record, const TcpInfoSummary& info) {
+  telemetry::JsonObject json;
+  json.field("rtt_us", info.rtt_us)
+      .field("rttvar_us", info.rttvar_us)
+      .field("cwnd", info.snd_cwnd)
+      .field("mss", info.snd_mss)
+      .field("retransmits", info.total_retrans);
+  if (info.delivery_rate_Bps) {
+    json.field("delivery_rate_bps", *info.delivery_rate_Bps * 8);
+  }
+  if (info.bytes_acked) {
+    json.field("bytes_acked", *info.bytes_acked);
+  }
+  char text[160];
+  (void)std::snprintf(text, sizeof text, "rtt_us=%u,cwnd=%u,retransmits=%u", info.rtt_us, info.snd_cwnd,
+                      info.total_retrans);
+  record.add_json("tcp_info", json.str(), text);
 }
 
 void add_options(telemetry::Record& record, const ApplyReport& report) {

@@ -1,11 +1,13 @@
-// The record of a socket the policy was applied to (conn_open, conn_rtt_auto), the same for the
-// preloaded shim and the supervisor: which rule, at which moment, between which endpoints. The
-// caller adds what only it knows (a callsite) and then the options.
+// The records of a tuned connection that the preloaded shim and the supervisor both write: the
+// socket the policy was applied to (conn_open, conn_rtt_auto: which rule, at which moment,
+// between which endpoints; the caller adds what only it knows, a callsite, then the options),
+// and the TCP_INFO a conn_close reports.
 #pragma once
 
 #include "option_applier.hpp"
 #include "record.hpp"
 #include "socket_role.hpp"
+#include "tcp_info_reader.hpp"
 #include "tcptune/config/policy.hpp"
 
 namespace tcptune::shim {
@@ -14,6 +16,9 @@ namespace tcptune::shim {
 // shim; the supervisor asks a duplicate).
 telemetry::Record connection_record(const char* event, int fd, int app_fd, SocketRole role,
                                     const config::Policy& policy, int rule, ApplyPhase phase);
+
+// A closing connection's last TCP_INFO, as conn_close's "tcp_info" object.
+void add_tcp_info(telemetry::Record& record, const TcpInfoSummary& info);
 
 // The options' section of that record: the report as JSON, and as text after a " | ".
 void add_options(telemetry::Record& record, const ApplyReport& report);
