@@ -24,7 +24,7 @@ namespace {
 
 // The kernel sizes a dump's datagrams by the reader's buffer, up to 32 KiB; twice that leaves room
 // for a kernel that sizes them larger, and MSG_TRUNC still tells if one was cut.
-constexpr std::size_t kReceiveBufferSize = 64 * 1024;
+constexpr std::size_t kReceiveBufferSize = std::size_t{64} * 1024;
 // A dump never waits on the network; a reply this late means something is wrong, not slow.
 constexpr time_t kReceiveTimeoutSeconds = 2;
 

@@ -179,6 +179,28 @@ TEST(SockDiag, FindsAnEstablishedLoopbackConnectionByInodeWithItsTcpInfo) {
   EXPECT_EQ(client->congestion, std::string(name));
 }
 
+// Both read the kernel's tcp_info through decode_tcp_info: on a quiet connection they agree.
+TEST(SockDiag, TcpInfoFromTheDumpMatchesReadTcpInfoOnTheDescriptor) {
+  Loopback loopback;
+  ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  constexpr std::size_t kWritten = 30000;
+  exchange(loopback.client, loopback.accepted, kWritten);
+  std::optional<SockDiag> diag = open_diag();
+  ASSERT_TRUE(diag.has_value());
+  const std::vector<DiagSocket> sockets = dump_or_fail(*diag, kAllTcpStates);
+  const std::optional<shim::TcpInfoSummary> direct = shim::read_tcp_info(loopback.client);
+  const DiagSocket* const client = find_by_inode(sockets, inode_of(loopback.client));
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->info.has_value());
+  ASSERT_TRUE(direct.has_value());
+  EXPECT_EQ(client->info->state, direct->state);
+  EXPECT_EQ(client->info->snd_mss, direct->snd_mss);
+  EXPECT_EQ(client->info->total_retrans, direct->total_retrans);
+  EXPECT_EQ(client->info->bytes_acked, direct->bytes_acked);
+  EXPECT_EQ(client->info->notsent_bytes, direct->notsent_bytes);
+  EXPECT_EQ(client->info->unacked, direct->unacked);
+}
+
 TEST(SockDiag, DumpsOnlyTheStatesAsked) {
   Loopback loopback;
   ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
