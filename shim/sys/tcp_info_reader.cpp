@@ -3,7 +3,9 @@
 #include <linux/tcp.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 
 #include "errno_saver.hpp"
 #include "socket_calls.hpp"
@@ -17,6 +19,17 @@ std::optional<TcpInfoSummary> read_tcp_info(int fd) noexcept {
   if (core_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) {
     return std::nullopt;
   }
+  return decode_tcp_info(&info, length);
+}
+
+std::optional<TcpInfoSummary> decode_tcp_info(const void* bytes, std::size_t length) noexcept {
+  // Every kernel since 2.6 fills at least up to tcpi_total_retrans; less is not a tcp_info.
+  if (bytes == nullptr || length < offsetof(tcp_info, tcpi_total_retrans) + sizeof(tcp_info::tcpi_total_retrans)) {
+    return std::nullopt;
+  }
+  // A newer kernel's longer struct is cut to the one compiled against; the bytes may be unaligned.
+  tcp_info info{};
+  std::memcpy(&info, bytes, std::min(length, sizeof info));
   const auto has = [&](std::size_t offset, std::size_t size) { return length >= offset + size; };
   TcpInfoSummary out;
   out.state = info.tcpi_state;

@@ -3,6 +3,7 @@
 // running kernel does not fill (a short optlen) is reported as absent.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -25,5 +26,10 @@ struct TcpInfoSummary {
 
 // Through the next getsockopt; preserves errno. Async-signal-safe.
 std::optional<TcpInfoSummary> read_tcp_info(int fd) noexcept;
+
+// The kernel's struct tcp_info bytes, as TCP_INFO or sock_diag's INET_DIAG_INFO attribute return
+// them: absent when shorter than the original struct (up to tcpi_total_retrans), each later field
+// absent when the bytes stop before it. Pure; async-signal-safe.
+std::optional<TcpInfoSummary> decode_tcp_info(const void* bytes, std::size_t length) noexcept;
 
 }  // namespace tcptune::shim

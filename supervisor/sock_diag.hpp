@@ -1,0 +1,74 @@
+// The TCP sockets of the caller's network namespace, from sock_diag netlink (inet_diag), with each
+// one's TCP_INFO and congestion control. No privilege is needed, and no descriptor of the sockets:
+// the supervisor closes its duplicates at once (holding one would delay the peer's EOF) and finds
+// the sockets again here by inode.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tcp_info_reader.hpp"
+#include "tcptune/config/cidr.hpp"
+
+namespace tcptune::supervisor {
+
+struct DiagSocket {
+  // sockfs inode, as fstat's st_ino on any descriptor of the socket. 0 once no process holds the
+  // socket (closed and orphaned in FIN_WAIT or LAST_ACK) and for TIME_WAIT and SYN_RECV entries.
+  std::uint64_t inode = 0;
+  std::uint64_t cookie = 0;  // getsockopt(SO_COOKIE): unique in the boot, never reused
+  config::Endpoint local;
+  config::Endpoint peer;
+  std::uint8_t state = 0;  // TCP_ESTABLISHED, TCP_CLOSE_WAIT, ... (<netinet/tcp.h>)
+  std::uint32_t uid = 0;
+  std::optional<shim::TcpInfoSummary> info;  // absent for TIME_WAIT and SYN_RECV entries
+  std::string congestion;                    // "cubic", "bbr", ...; empty where the kernel gave none
+};
+
+// A state set for dump(): one bit per TCP state (TCP_ESTABLISHED, ... in <netinet/tcp.h>, which
+// this header leaves out: it cannot be included with <linux/tcp.h>, which has the kernel's tcp_info).
+constexpr std::uint32_t tcp_state_bit(int state) {
+  return std::uint32_t{1} << state;
+}
+constexpr std::uint32_t kAllTcpStates = 0xfff;
+// The states a socket can be in while a process holds it, connecting or connected (no LISTEN,
+// TIME_WAIT, SYN_RECV): the ones a supervisor polls.
+std::uint32_t connected_tcp_states();
+
+// One NETLINK_SOCK_DIAG socket (close-on-exec). Movable, not copyable; not for two threads at once.
+class SockDiag {
+ public:
+  static std::optional<SockDiag> open(std::string& error);
+
+  SockDiag(SockDiag&& other) noexcept;
+  SockDiag& operator=(SockDiag&& other) noexcept;
+  SockDiag(const SockDiag&) = delete;
+  SockDiag& operator=(const SockDiag&) = delete;
+  ~SockDiag();
+
+  // Every TCP socket (AF_INET, then AF_INET6: a dual-stack socket once, as AF_INET6 with its
+  // v4-mapped addresses made IPv4) in the given states, appended to out. On false, error is one
+  // line and out may hold part of the sockets.
+  bool dump(std::uint32_t states, std::vector<DiagSocket>& out, std::string& error) noexcept;
+
+  int fd() const { return fd_; }
+
+ private:
+  explicit SockDiag(int fd) : fd_(fd) {}
+  bool dump_family(int family, std::uint32_t states, std::vector<DiagSocket>& out, std::string& error);
+
+  int fd_ = -1;
+  std::uint32_t sequence_ = 0;
+  std::vector<unsigned char> buffer_;
+};
+
+// Parses one SOCK_DIAG_BY_FAMILY reply message (inet_diag_msg and its attributes), the whole
+// netlink message from its nlmsghdr. False when it is too short to be one. Pure.
+bool parse_diag_message(const void* message, std::size_t length, DiagSocket& out);
+
+// The socket with this inode, or nullptr (inode 0 is never found: it names no socket).
+const DiagSocket* find_by_inode(const std::vector<DiagSocket>& sockets, std::uint64_t inode);
+
+}  // namespace tcptune::supervisor
