@@ -23,6 +23,10 @@ namespace tcptune::cli {
 
 namespace {
 
+// How often the supervised connections are looked up (sock_diag): a conn_close record's
+// TCP_INFO is at most this old.
+constexpr std::int64_t kConnectionPollNs = 200'000'000;
+
 int wait_untuned(pid_t child) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
@@ -81,8 +85,9 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
         .add("rules", static_cast<std::int64_t>(policy.rules.size()))
         .add("mode", "supervised");
     log.write(config::LogLevel::info, child, program, start);
-    supervisor::CallTuner tuner(policy, log);
-    return supervisor::serve(listener, child, tuner);
+    supervisor::ConnectionWatch watch(policy, log, kConnectionPollNs);
+    supervisor::CallTuner tuner(policy, log, &watch);
+    return supervisor::serve(listener, child, tuner, watch);
   };
   return run_child(resolved, argv, hooks);
 }

@@ -67,8 +67,8 @@ void report_what_supervision_lacks(const config::Tuning& tuning, shim::TuningOut
 
 }  // namespace
 
-CallTuner::CallTuner(const config::Policy& policy, const SupervisorLog& log)
-    : policy_(policy), log_(log), host_(shim::read_host_buffer_facts()) {
+CallTuner::CallTuner(const config::Policy& policy, const SupervisorLog& log, ConnectionWatch* watch)
+    : policy_(policy), log_(log), watch_(watch), host_(shim::read_host_buffer_facts()) {
   host_congestion_ = config::read_sysctl("net/ipv4/tcp_congestion_control").value_or("");
 }
 
@@ -196,11 +196,19 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
                   "rule=\"" + rule_name + "\" " + option.name + ": " + option.note + " (logged once per rule)");
       }
     }
+    struct stat socket_stat {};
+    const std::uint64_t inode = fstat(socket.get(), &socket_stat) == 0 ? socket_stat.st_ino : 0;
+    if (watch_ != nullptr) {
+      if (is_connect) {
+        watch_->watch_connection(inode, app_fd, shim::SocketRole::client, rule, pid, program);
+      } else {
+        watch_->watch_listener(facts.local_port, pid, program);
+      }
+    }
     if (record.has_value()) {
       record->add("supervised", true);
-      struct stat socket_stat {};
-      if (fstat(socket.get(), &socket_stat) == 0) {
-        record->add("inode", static_cast<std::uint64_t>(socket_stat.st_ino));
+      if (inode != 0) {
+        record->add("inode", inode);
       }
       shim::add_options(*record, outcome.report);
       log_.write(config::LogLevel::info, pid, program, *record);
@@ -243,6 +251,12 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   }
   const int rule = config::match_rule(policy_, facts, is_listener);
   const config::Tuning& tuning = config::tuning_for(policy_, rule);
+  if (watch_ != nullptr && facts.role == config::Role::server && !is_listener) {
+    struct stat socket_stat {};
+    if (fstat(socket.get(), &socket_stat) == 0) {
+      watch_->watch_connection(socket_stat.st_ino, app_fd, shim::SocketRole::server, rule, call.process(), program);
+    }
+  }
   const bool forced = tuning.nodelay == config::NodelayMode::force;
   const char* option = nullptr;
   if (level == IPPROTO_TCP && name == TCP_NODELAY && forced && value == 0) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "app_settings.hpp"
+#include "connection_watch.hpp"
 #include "seccomp_filter.hpp"
 #include "supervisor_log.hpp"
 #include "tcptune/config/policy.hpp"
@@ -24,7 +25,8 @@ class TrappedCall;
 
 class CallTuner {
  public:
-  CallTuner(const config::Policy& policy, const SupervisorLog& log);
+  // `watch` (may be null) follows the tuned connections for their conn_close records.
+  CallTuner(const config::Policy& policy, const SupervisorLog& log, ConnectionWatch* watch);
 
   // The calls to trap for `policy`: connect and listen, and the setsockopt pairs it overrides.
   static FilterSpec filter_spec(const config::Policy& policy);
@@ -43,6 +45,7 @@ class CallTuner {
 
   const config::Policy& policy_;
   const SupervisorLog& log_;
+  ConnectionWatch* watch_;
   shim::HostBufferFacts host_;
   std::string host_congestion_;
   std::set<std::string> warned_;

@@ -90,7 +90,7 @@ int receive_listener(int channel, std::string& problem) {
   return listener;
 }
 
-int serve(int listener, pid_t child, CallTuner& tuner) {
+int serve(int listener, pid_t child, CallTuner& tuner, ConnectionWatch& watch) {
   seccomp_notif_sizes sizes{};
   if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
     (void)ioctl(listener, kernel::kNotifSetFlags, kernel::kSyncWakeUp);  // 6.6+; without, slower
@@ -101,6 +101,7 @@ int serve(int listener, pid_t child, CallTuner& tuner) {
   bool child_exited = false;
   bool listening = true;
   while (true) {
+    watch.tick();
     child_exited = reap(child, child_status) || child_exited;
     if (child_exited && (!listening || !has_children())) {
       break;
@@ -124,6 +125,7 @@ int serve(int listener, pid_t child, CallTuner& tuner) {
     }
   }
   close(listener);
+  watch.finish();
   return child_status;
 }
 

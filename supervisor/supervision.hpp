@@ -27,7 +27,8 @@ int install_in_child(int channel, const std::vector<sock_filter>& filter) noexce
 int receive_listener(int channel, std::string& problem);
 
 // In the parent: every trapped call answered by `tuner` until `child` has exited and nothing
-// supervised is left; orphans are reaped. Returns `child`'s wait status. Closes `listener`.
-int serve(int listener, pid_t child, CallTuner& tuner);
+// supervised is left; orphans are reaped; `watch` polled between calls. Returns `child`'s wait
+// status. Closes `listener`.
+int serve(int listener, pid_t child, CallTuner& tuner, ConnectionWatch& watch);
 
 }  // namespace tcptune::supervisor

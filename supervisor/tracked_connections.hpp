@@ -59,6 +59,18 @@ class TrackedConnections {
     return connection;
   }
 
+  // Every connection, no longer tracked, by inode.
+  std::vector<Connection> take_all() {
+    std::vector<Connection> all;
+    all.reserve(connections_.size());
+    for (auto& entry : connections_) {
+      all.push_back(std::move(entry.second));
+    }
+    connections_.clear();
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.inode < b.inode; });
+    return all;
+  }
+
   const Connection* find(std::uint64_t inode) const {
     const auto found = connections_.find(inode);
     return found == connections_.end() ? nullptr : &found->second;

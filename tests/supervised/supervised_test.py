@@ -479,6 +479,16 @@ def main():
             if congestion:
                 effective = [o.get("effective") for o in ours[0].get("options", []) if o.get("name") == "congestion"]
                 checks.check(effective == [congestion], f"log {side}: congestion effective {effective}")
+    if args.mode != "preload":
+        # conn_close from the supervisor's sock_diag polling: the client always (it was seen at
+        # connect); the accepted socket where a trapped setsockopt showed it (Go's keepalive).
+        sides = (("client", "client"), ("server", "server")) if args.program == "go" else (("client", "client"),)
+        for side, role in sides:
+            closes = [r for r in read_log(logs[side]) if r.get("event") == "conn_close" and r.get("role") == role]
+            checks.check(len(closes) == 1 and closes[0].get("rule") == RULE and closes[0].get("supervised") is True
+                         and closes[0].get("writes_measured") is False,
+                         f"log {side}: one conn_close role={role} naming rule {RULE}, supervised, writes not measured "
+                         f"({[(r.get('rule'), r.get('supervised')) for r in closes]})")
     checks.finish()
 
 

@@ -1,0 +1,131 @@
+#include "connection_watch.hpp"
+
+#include <unistd.h>
+
+#include <ctime>
+
+#include "connection_record.hpp"
+#include "tcptune/config/rule_matcher.hpp"
+
+namespace tcptune::supervisor {
+
+namespace {
+
+std::int64_t monotonic_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+}  // namespace
+
+ConnectionWatch::ConnectionWatch(const config::Policy& policy, const SupervisorLog& log, std::int64_t interval_ns)
+    : policy_(policy), log_(log), interval_ns_(interval_ns) {
+  if (!log_.enabled(config::LogLevel::info) || !policy_.log.summary) {
+    return;  // nothing would be written
+  }
+  std::string error;
+  diag_ = SockDiag::open(error);
+  if (!diag_.has_value()) {
+    telemetry::Record record("supervisor_warning");
+    record.add("message", "no conn_close records: " + error);
+    log_.write(config::LogLevel::warn, getpid(), "tcptune", record);
+  }
+}
+
+void ConnectionWatch::watch_connection(std::uint64_t inode, int app_fd, shim::SocketRole role, int rule, pid_t pid,
+                                       const std::string& program) {
+  if (diag_.has_value()) {
+    tracked_.add(inode, Watched{app_fd, role, rule, pid, program, monotonic_ns()});
+  }
+}
+
+void ConnectionWatch::watch_listener(std::uint16_t port, pid_t pid, const std::string& program) {
+  if (diag_.has_value()) {
+    listeners_[port] = Listener{pid, program};
+  }
+}
+
+void ConnectionWatch::tick() {
+  if (diag_.has_value() && (tracked_.size() != 0 || !listeners_.empty()) &&
+      monotonic_ns() - last_poll_ns_ >= interval_ns_) {
+    poll(false);
+  }
+}
+
+void ConnectionWatch::finish() {
+  if (diag_.has_value() && (tracked_.size() != 0 || !listeners_.empty())) {
+    poll(true);
+  }
+}
+
+void ConnectionWatch::poll(bool at_exit) {
+  const std::int64_t now_ns = monotonic_ns();
+  last_poll_ns_ = now_ns;
+  dump_.clear();
+  std::string error;
+  if (!diag_->dump(connected_tcp_states(), dump_, error)) {
+    return;  // a partial dump would close what it missed: wait for the next one
+  }
+  if (!at_exit) {
+    follow_accepted(dump_, now_ns);
+  }
+  for (const auto& closed : tracked_.update(dump_).closed) {
+    report_closed(closed, now_ns, false);
+  }
+  if (at_exit) {
+    // Still in the dump: held by a process that outlived the program. Never seen: closed
+    // before any dump found it.
+    for (const auto& remaining : tracked_.take_all()) {
+      const bool open = find_by_inode(dump_, remaining.inode) != nullptr;
+      report_closed(remaining, now_ns, open);
+    }
+  }
+}
+
+// A connection on a watched listener's port that is not followed yet was accepted since the
+// last dump; its rule is the one the shim would choose at accept.
+void ConnectionWatch::follow_accepted(const std::vector<DiagSocket>& dump, std::int64_t now_ns) {
+  for (const DiagSocket& socket : dump) {
+    const auto listener = listeners_.find(socket.local.port);
+    if (socket.inode == 0 || listener == listeners_.end() || socket.peer.family == 0 ||
+        tracked_.find(socket.inode) != nullptr) {
+      continue;
+    }
+    config::ConnectionFacts facts;
+    facts.role = config::Role::server;
+    facts.peer = socket.peer;
+    facts.local_port = socket.local.port;
+    facts.program = listener->second.program;
+    const int rule = config::match_rule(policy_, facts);
+    tracked_.add(socket.inode,
+                 Watched{-1, shim::SocketRole::server, rule, listener->second.pid, listener->second.program, now_ns});
+  }
+}
+
+void ConnectionWatch::report_closed(const TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns,
+                                    bool at_exit) {
+  const Watched& watched = connection.metadata;
+  telemetry::Record record("conn_close");
+  if (watched.app_fd >= 0) {
+    record.add("fd", watched.app_fd);
+  }
+  record.add("role", shim::role_name(watched.role)).add("rule", config::rule_name(policy_, watched.rule));
+  if (connection.last_seen.has_value()) {
+    record.add("local", config::format_endpoint(connection.last_seen->local));
+    if (connection.last_seen->peer.family != 0) {
+      record.add("peer", config::format_endpoint(connection.last_seen->peer));
+    }
+  }
+  record.add("open_at_exit", at_exit)
+      .add("duration_s", static_cast<double>(now_ns - watched.opened_ns) / 1e9)
+      .add("supervised", true)
+      .add("writes_measured", false)
+      .add("inode", connection.inode);
+  if (connection.last_seen.has_value() && connection.last_seen->info.has_value()) {
+    shim::add_tcp_info(record, *connection.last_seen->info);
+  }
+  log_.write(config::LogLevel::info, watched.pid, watched.program, record);
+}
+
+}  // namespace tcptune::supervisor

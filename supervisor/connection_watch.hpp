@@ -1,0 +1,70 @@
+// The supervised program's tuned connections, followed without holding a descriptor of any:
+// clients from their connect, accepted sockets from a trapped setsockopt or found in the dumps
+// by their listener's port (one accepted and closed between two dumps is missed), each by
+// inode through sock_diag. When one leaves the dump its conn_close record is written
+// with the last TCP_INFO seen (RTT, retransmits, cwnd, delivery rate, bytes acked), at most one
+// poll old. Write latency needs the program's writes and is absent; the records say so.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sock_diag.hpp"
+#include "socket_role.hpp"
+#include "supervisor_log.hpp"
+#include "tcptune/config/policy.hpp"
+#include "tracked_connections.hpp"
+
+namespace tcptune::supervisor {
+
+class ConnectionWatch {
+ public:
+  // Polls at most every `interval_ns`; without sock_diag (a kernel without inet_diag) it
+  // follows nothing, and says so once.
+  ConnectionWatch(const config::Policy& policy, const SupervisorLog& log, std::int64_t interval_ns);
+
+  // A connection the supervisor saw a call on: a client at its connect, an accepted socket at a
+  // trapped setsockopt (one seen already is left as it is).
+  void watch_connection(std::uint64_t inode, int app_fd, shim::SocketRole role, int rule, pid_t pid,
+                        const std::string& program);
+  // A listener: the sockets it accepts are followed from the first dump they appear in.
+  void watch_listener(std::uint16_t port, pid_t pid, const std::string& program);
+  // A dump if one is due: new accepted sockets are followed, closed ones get conn_close.
+  void tick();
+  // The last dump; what is still open is reported with open_at_exit.
+  void finish();
+
+ private:
+  struct Watched {
+    int app_fd = -1;  // -1 for an accepted socket, whose descriptor the supervisor never saw
+    shim::SocketRole role = shim::SocketRole::client;
+    int rule = -1;
+    pid_t pid = 0;
+    std::string program;
+    std::int64_t opened_ns = 0;
+  };
+  struct Listener {
+    pid_t pid = 0;
+    std::string program;
+  };
+
+  void poll(bool at_exit);
+  void follow_accepted(const std::vector<DiagSocket>& dump, std::int64_t now_ns);
+  void report_closed(const TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns, bool at_exit);
+
+  const config::Policy& policy_;
+  const SupervisorLog& log_;
+  std::int64_t interval_ns_;
+  std::int64_t last_poll_ns_ = 0;
+  std::optional<SockDiag> diag_;
+  TrackedConnections<Watched> tracked_;
+  std::map<std::uint16_t, Listener> listeners_;
+  std::vector<DiagSocket> dump_;
+};
+
+}  // namespace tcptune::supervisor

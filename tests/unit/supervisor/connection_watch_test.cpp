@@ -1,0 +1,105 @@
+// The connection watch against the kernel: a watched client and an accepted socket found by its
+// listener's port get conn_close records with the rule and the last TCP_INFO, once closed.
+#include "connection_watch.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loopback_connection.hpp"
+
+namespace tcptune::supervisor {
+namespace {
+
+constexpr std::int64_t kIntervalNs = 1'000'000;  // 1 ms: every tick dumps
+
+std::vector<nlohmann::json> conn_closes(const std::string& path) {
+  std::vector<nlohmann::json> records;
+  std::ifstream log(path);
+  for (std::string line; std::getline(log, line);) {
+    nlohmann::json record = nlohmann::json::parse(line);
+    if (record["event"] == "conn_close") {
+      records.push_back(record);
+    }
+  }
+  return records;
+}
+
+class ConnectionWatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = "/tmp/tcptune-connection-watch-" + std::to_string(getpid()) + ".jsonl";
+    (void)std::remove(path_.c_str());
+    ASSERT_EQ(log_.open(path_, config::LogLevel::info, config::LogFormat::jsonl), "");
+    config::Rule rule;
+    rule.name = "watched";
+    policy_.rules.push_back(rule);
+  }
+  void TearDown() override { (void)std::remove(path_.c_str()); }
+
+  static void tick_after(ConnectionWatch& watch) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    watch.tick();
+  }
+
+  std::string path_;
+  SupervisorLog log_;
+  config::Policy policy_;
+};
+
+TEST_F(ConnectionWatchTest, ClosedConnectionsAreReportedWithTheirLastTcpInfo) {
+  ConnectionWatch watch(policy_, log_, kIntervalNs);
+  Loopback loopback;
+  ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe");
+  watch.watch_listener(local_port(loopback.listener), getpid(), "probe");
+  ASSERT_EQ(write(loopback.client, "hello", 5), 5);
+  tick_after(watch);  // sees both: the accepted socket by its listener's port
+  EXPECT_TRUE(conn_closes(path_).empty()) << "nothing is closed yet";
+  loopback.close_all();
+  tick_after(watch);
+  const std::vector<nlohmann::json> closes = conn_closes(path_);
+  ASSERT_EQ(closes.size(), 2U);
+  bool client = false;
+  bool server = false;
+  for (const nlohmann::json& record : closes) {
+    EXPECT_EQ(record["supervised"], true);
+    EXPECT_EQ(record["writes_measured"], false);
+    EXPECT_EQ(record["open_at_exit"], false);
+    ASSERT_TRUE(record.contains("tcp_info")) << record;
+    EXPECT_GT(record["tcp_info"]["rtt_us"].get<int>(), 0) << record;
+    if (record["role"] == "client") {
+      client = true;
+      EXPECT_EQ(record["rule"], "watched");
+      EXPECT_GE(record["tcp_info"]["bytes_acked"].get<int>(), 5) << record;
+    } else if (record["role"] == "server") {
+      server = true;
+      EXPECT_EQ(record["rule"], "watched") << "the rule is chosen as at accept: the only rule matches all";
+      EXPECT_FALSE(record.contains("fd")) << "an accepted socket's descriptor was never seen";
+    }
+  }
+  EXPECT_TRUE(client && server) << closes.size();
+}
+
+TEST_F(ConnectionWatchTest, AConnectionNeverDumpedIsReportedAtTheEndWithoutTcpInfo) {
+  ConnectionWatch watch(policy_, log_, kIntervalNs);
+  Loopback loopback;
+  ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, -1, getpid(), "probe");
+  loopback.close_all();
+  watch.finish();
+  const std::vector<nlohmann::json> closes = conn_closes(path_);
+  ASSERT_EQ(closes.size(), 1U);
+  EXPECT_EQ(closes[0]["rule"], "(defaults)");
+  EXPECT_FALSE(closes[0].contains("tcp_info"));
+}
+
+}  // namespace
+}  // namespace tcptune::supervisor
