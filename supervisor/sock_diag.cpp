@@ -23,8 +23,9 @@ namespace tcptune::supervisor {
 namespace {
 
 // The kernel sizes a dump's datagrams by the reader's buffer, up to 32 KiB; twice that leaves room
-// for a kernel that sizes them larger, and MSG_TRUNC still tells if one was cut.
-constexpr std::size_t kReceiveBufferSize = std::size_t{64} * 1024;
+// for a kernel that sizes them larger. A datagram cut all the same (MSG_TRUNC) doubles the buffer
+// and the dump starts again, up to the largest.
+constexpr std::size_t kLargestReceiveBuffer = std::size_t{1} << 20;
 // A dump never waits on the network; a reply this late means something is wrong, not slow.
 constexpr time_t kReceiveTimeoutSeconds = 2;
 
@@ -50,6 +51,21 @@ config::Endpoint endpoint_of(int family, const std::uint32_t (&address)[4], std:
   return {};
 }
 
+int open_netlink_socket(std::string& error) {
+  const int fd = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (fd < 0) {
+    error = errno_text("socket(NETLINK_SOCK_DIAG)", errno);
+    return -1;
+  }
+  const timeval timeout{kReceiveTimeoutSeconds, 0};
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) != 0) {
+    error = errno_text("setsockopt(SO_RCVTIMEO)", errno);
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 }  // namespace
 
 std::uint32_t connected_tcp_states() {
@@ -58,21 +74,14 @@ std::uint32_t connected_tcp_states() {
          tcp_state_bit(TCP_CLOSING) | tcp_state_bit(TCP_CLOSE);
 }
 
-std::optional<SockDiag> SockDiag::open(std::string& error) {
-  const int fd = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+std::optional<SockDiag> SockDiag::open(std::string& error, std::size_t receive_buffer) {
+  const int fd = open_netlink_socket(error);
   if (fd < 0) {
-    error = errno_text("socket(NETLINK_SOCK_DIAG)", errno);
-    return std::nullopt;
-  }
-  const timeval timeout{kReceiveTimeoutSeconds, 0};
-  if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) != 0) {
-    error = errno_text("setsockopt(SO_RCVTIMEO)", errno);
-    ::close(fd);
     return std::nullopt;
   }
   try {
     SockDiag diag(fd);
-    diag.buffer_.resize(kReceiveBufferSize);
+    diag.buffer_.resize(std::clamp<std::size_t>(receive_buffer, 1024, kLargestReceiveBuffer));
     return diag;
   } catch (const std::bad_alloc&) {
     // diag's destructor closed fd.
@@ -82,7 +91,10 @@ std::optional<SockDiag> SockDiag::open(std::string& error) {
 }
 
 SockDiag::SockDiag(SockDiag&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), sequence_(other.sequence_), buffer_(std::move(other.buffer_)) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      abandoned_(std::exchange(other.abandoned_, false)),
+      sequence_(other.sequence_),
+      buffer_(std::move(other.buffer_)) {}
 
 SockDiag& SockDiag::operator=(SockDiag&& other) noexcept {
   if (this != &other) {
@@ -90,6 +102,7 @@ SockDiag& SockDiag::operator=(SockDiag&& other) noexcept {
       ::close(fd_);
     }
     fd_ = std::exchange(other.fd_, -1);
+    abandoned_ = std::exchange(other.abandoned_, false);
     sequence_ = other.sequence_;
     buffer_ = std::move(other.buffer_);
   }
@@ -103,19 +116,47 @@ SockDiag::~SockDiag() {
 }
 
 bool SockDiag::dump(std::uint32_t states, std::vector<DiagSocket>& out, std::string& error) noexcept {
-  if (fd_ < 0) {
-    error = "sock_diag: no socket (moved from)";
-    return false;
-  }
   try {
-    return dump_family(AF_INET, states, out, error) && dump_family(AF_INET6, states, out, error);
+    const std::size_t before = out.size();
+    for (;;) {
+      if (abandoned_ && !replace_socket(error)) {
+        return false;
+      }
+      if (fd_ < 0) {
+        error = "sock_diag: no socket (moved from)";
+        return false;
+      }
+      DumpOutcome outcome = dump_family(AF_INET, states, out, error);
+      if (outcome == DumpOutcome::kDone) {
+        outcome = dump_family(AF_INET6, states, out, error);
+      }
+      if (outcome == DumpOutcome::kDone) {
+        return true;
+      }
+      if (outcome != DumpOutcome::kTruncated || buffer_.size() >= kLargestReceiveBuffer) {
+        return false;
+      }
+      buffer_.resize(buffer_.size() * 2);
+      out.erase(out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
+      error.clear();
+    }
   } catch (const std::bad_alloc&) {
     error = "sock_diag: out of memory";
     return false;
   }
 }
 
-bool SockDiag::dump_family(int family, std::uint32_t states, std::vector<DiagSocket>& out, std::string& error) {
+bool SockDiag::replace_socket(std::string& error) {
+  if (fd_ >= 0) {
+    ::close(fd_);
+  }
+  fd_ = open_netlink_socket(error);
+  abandoned_ = fd_ < 0;
+  return fd_ >= 0;
+}
+
+SockDiag::DumpOutcome SockDiag::dump_family(int family, std::uint32_t states, std::vector<DiagSocket>& out,
+                                            std::string& error) {
   struct Request {
     nlmsghdr header;
     inet_diag_req_v2 body;
@@ -124,7 +165,7 @@ bool SockDiag::dump_family(int family, std::uint32_t states, std::vector<DiagSoc
   request.header.nlmsg_len = sizeof request;
   request.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
   request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  // A new number for each request: the rest of a dump abandoned on an error is skipped by it.
+  // A new number for each request, which each reply carries.
   request.header.nlmsg_seq = ++sequence_;
   request.body.sdiag_family = static_cast<std::uint8_t>(family);
   request.body.sdiag_protocol = IPPROTO_TCP;
@@ -139,8 +180,11 @@ bool SockDiag::dump_family(int family, std::uint32_t states, std::vector<DiagSoc
   } while (sent < 0 && errno == EINTR);
   if (sent < 0) {
     error = errno_text("sendto", errno);
-    return false;
+    return DumpOutcome::kFailed;
   }
+  // From here a return before the dump's end leaves it running in the kernel, which refuses the
+  // socket another dump (EBUSY) until this one is read to its end: the next dump gets a new socket.
+  abandoned_ = true;
 
   for (;;) {
     iovec io{buffer_.data(), buffer_.size()};
@@ -156,11 +200,11 @@ bool SockDiag::dump_family(int family, std::uint32_t states, std::vector<DiagSoc
     } while (received < 0 && errno == EINTR);
     if (received < 0) {
       error = errno_text("recvmsg", errno);
-      return false;
+      return DumpOutcome::kFailed;
     }
     if ((message.msg_flags & MSG_TRUNC) != 0) {
       error = "sock_diag: a reply of more than " + std::to_string(buffer_.size()) + " bytes was cut";
-      return false;
+      return DumpOutcome::kTruncated;
     }
     if (sender.nl_pid != 0) {
       continue;  // not from the kernel
@@ -173,7 +217,7 @@ bool SockDiag::dump_family(int family, std::uint32_t states, std::vector<DiagSoc
       std::memcpy(&header, start, sizeof header);
       if (header.nlmsg_len < NLMSG_HDRLEN || header.nlmsg_len > length - offset) {
         error = "sock_diag: a malformed netlink message";
-        return false;
+        return DumpOutcome::kFailed;
       }
       const unsigned char* const body = start + NLMSG_HDRLEN;
       const std::size_t body_length = header.nlmsg_len - NLMSG_HDRLEN;
@@ -182,29 +226,32 @@ bool SockDiag::dump_family(int family, std::uint32_t states, std::vector<DiagSoc
         continue;  // left over from an earlier, abandoned dump
       }
       if (header.nlmsg_type == NLMSG_DONE) {
-        // Since Linux 4.12 (extended ack) the end of a dump may carry its error.
+        // The end of a dump carries the dump's result: negative, its error.
         int status = 0;
         if (body_length >= sizeof status) {
           std::memcpy(&status, body, sizeof status);
         }
+        abandoned_ = false;
         if (status < 0) {
           error = errno_text("dump", -status);
-          return false;
+          return DumpOutcome::kFailed;
         }
-        return true;
+        return DumpOutcome::kDone;
       }
       if (header.nlmsg_type == NLMSG_ERROR) {
-        nlmsgerr failure{};
+        // nlmsgerr: the error, then the request's header (which a short reply may leave out).
+        int failure = 0;
         if (body_length < sizeof failure) {
           error = "sock_diag: a short NLMSG_ERROR";
-          return false;
+          return DumpOutcome::kFailed;
         }
         std::memcpy(&failure, body, sizeof failure);
-        if (failure.error == 0) {
+        if (failure == 0) {
           continue;  // an acknowledgement
         }
-        error = errno_text(family == AF_INET ? "dump of AF_INET" : "dump of AF_INET6", -failure.error);
-        return false;
+        abandoned_ = false;  // a refused request: no dump is running
+        error = errno_text(family == AF_INET ? "dump of AF_INET" : "dump of AF_INET6", -failure);
+        return DumpOutcome::kFailed;
       }
       if (header.nlmsg_type == SOCK_DIAG_BY_FAMILY) {
         DiagSocket socket;

@@ -4,6 +4,7 @@
 // the sockets again here by inode.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,7 +41,8 @@ std::uint32_t connected_tcp_states();
 // One NETLINK_SOCK_DIAG socket (close-on-exec). Movable, not copyable; not for two threads at once.
 class SockDiag {
  public:
-  static std::optional<SockDiag> open(std::string& error);
+  // The receive buffer grows by itself when a datagram does not fit; its start is a test's seam.
+  static std::optional<SockDiag> open(std::string& error, std::size_t receive_buffer = std::size_t{64} * 1024);
 
   SockDiag(SockDiag&& other) noexcept;
   SockDiag& operator=(SockDiag&& other) noexcept;
@@ -53,13 +55,17 @@ class SockDiag {
   // line and out may hold part of the sockets.
   bool dump(std::uint32_t states, std::vector<DiagSocket>& out, std::string& error) noexcept;
 
-  int fd() const { return fd_; }
+  std::size_t receive_buffer_size() const { return buffer_.size(); }
 
  private:
+  enum class DumpOutcome { kDone, kTruncated, kFailed };
+
   explicit SockDiag(int fd) : fd_(fd) {}
-  bool dump_family(int family, std::uint32_t states, std::vector<DiagSocket>& out, std::string& error);
+  DumpOutcome dump_family(int family, std::uint32_t states, std::vector<DiagSocket>& out, std::string& error);
+  bool replace_socket(std::string& error);
 
   int fd_ = -1;
+  bool abandoned_ = false;  // a dump on fd_ was left before its end
   std::uint32_t sequence_ = 0;
   std::vector<unsigned char> buffer_;
 };

@@ -219,6 +219,32 @@ TEST(SockDiag, EachSocketOnceAcrossBothFamilies) {
   EXPECT_EQ(seen, 1U);
 }
 
+// A buffer smaller than the kernel's datagrams: the first is cut with the dump still running in the
+// kernel (which refuses the socket another until it ends), so the dump restarts on a new socket.
+TEST(SockDiag, ADatagramLargerThanTheBufferGrowsItAndTheDumpStartsAgain) {
+  std::vector<Loopback> connections(8);
+  for (Loopback& loopback : connections) {
+    ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  }
+  std::string error;
+  std::optional<SockDiag> diag = SockDiag::open(error, 1024);
+  ASSERT_TRUE(diag.has_value()) << error;
+  for (int round = 0; round < 2; ++round) {
+    const std::vector<DiagSocket> sockets = dump_or_fail(*diag, kAllTcpStates);
+    for (const Loopback& loopback : connections) {
+      for (const int fd : {loopback.listener, loopback.client, loopback.accepted}) {
+        const std::uint64_t inode = inode_of(fd);
+        std::size_t seen = 0;
+        for (const DiagSocket& socket : sockets) {
+          seen += socket.inode == inode ? 1 : 0;
+        }
+        EXPECT_EQ(seen, 1U) << "round " << round;
+      }
+    }
+  }
+  EXPECT_GT(diag->receive_buffer_size(), 1024U);
+}
+
 TEST(SockDiag, AMovedFromDumpFailsWithAReason) {
   std::optional<SockDiag> diag = open_diag();
   ASSERT_TRUE(diag.has_value());
