@@ -69,6 +69,9 @@ double MergedHistogram::percentile_us(double p) const {
 
 void ConnectionGroup::add(const nlohmann::json& record) {
   ++connections;
+  if (const nlohmann::json* measured = member(record, "writes_measured"); measured != nullptr && *measured == false) {
+    ++unmeasured;
+  }
   for (const telemetry::CounterField& field : telemetry::kCounterFields) {
     counters.*field.member += count_field(record, field.record_field);
   }
@@ -78,6 +81,7 @@ void ConnectionGroup::add(const nlohmann::json& record) {
 
 void ConnectionGroup::merge(const ConnectionGroup& other) {
   connections += other.connections;
+  unmeasured += other.unmeasured;
   counters += other.counters;
   write_latency.merge(other.write_latency);
   ack_latency.merge(other.ack_latency);
@@ -168,6 +172,11 @@ bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::
 namespace {
 
 void print_row(std::FILE* out, const std::string& key, const ConnectionGroup& group) {
+  if (group.unmeasured == group.connections) {  // nothing but supervised connections: no write was seen
+    (void)std::fprintf(out, "%-20s %6llu %8s %9s %9s %9s %9s %9s %9s %8s %8s\n", key.c_str(),
+                       static_cast<unsigned long long>(group.connections), "-", "-", "-", "-", "-", "-", "-", "-", "-");
+    return;
+  }
   (void)std::fprintf(
       out, "%-20s %6llu %8llu %9s %9.1f %9.1f %9.1f %9.1f %9.1f %8llu %8llu\n", key.c_str(),
       static_cast<unsigned long long>(group.connections), static_cast<unsigned long long>(group.counters.writes),
@@ -187,6 +196,10 @@ void print_summary_table(std::FILE* out, const LogSummary& summary, const std::s
     print_row(out, key, group);
   }
   print_row(out, "total", summary.total);
+  if (summary.total.unmeasured != 0) {
+    (void)std::fprintf(out, "(%llu connection(s) tuned in supervised mode: their writes are not seen, \"-\" above)\n",
+                       static_cast<unsigned long long>(summary.total.unmeasured));
+  }
 }
 
 }  // namespace tcptune::cli

@@ -30,6 +30,9 @@ struct MergedHistogram {
 
 struct ConnectionGroup {
   std::uint64_t connections = 0;
+  // Of those, connections whose writes were not measured (supervised mode: "writes_measured":
+  // false); their counters and latencies are absent, not zero.
+  std::uint64_t unmeasured = 0;
   telemetry::ConnectionCounters counters;  // every counter, read by the name the shim writes
   MergedHistogram write_latency;
   MergedHistogram ack_latency;

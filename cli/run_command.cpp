@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void print_run_summary(const std::string& log) {
+void print_run_summary(const std::string& log, bool supervised) {
   // The shim writes only to a regular file; reading a FIFO named here would wait for a writer.
   std::error_code error_code;
   if (!fs::is_regular_file(log, error_code)) {
@@ -31,7 +31,9 @@ void print_run_summary(const std::string& log) {
   if (!summarize_logs({log}, "rule", summary, error) || summary.total.connections == 0) {
     return;  // no TCP connection was measured: nothing to say
   }
-  (void)std::fputs("\ntcptune: connections measured by the shim\n", stderr);
+  (void)std::fputs(supervised ? "\ntcptune: connections tuned from outside (supervised mode)\n"
+                             : "\ntcptune: connections measured by the shim\n",
+                  stderr);
   print_summary_table(stderr, summary, "rule");
   (void)std::fprintf(stderr, "tcptune: log %s (tcptune report %s)\n", log.c_str(), log.c_str());
 }
@@ -109,13 +111,13 @@ int run_command(const RunOptions& options) {
   if (supervised) {
     const int status = run_supervised(resolved, argv);
     if (!summary_log.empty() && !options.quiet) {
-      print_run_summary(summary_log);
+      print_run_summary(summary_log, true);
     }
     return status;
   }
   if (!summary_log.empty() && !options.quiet) {
     const int status = run_child(resolved, argv);
-    print_run_summary(summary_log);
+    print_run_summary(summary_log, false);
     return status;
   }
   return exec_command(resolved, command, argv);

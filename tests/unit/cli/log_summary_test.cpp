@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -59,6 +61,35 @@ TEST(LogSummary, GoodAndBadLines) {
   ASSERT_TRUE(summarize_logs({log.path(), log.path()}, "program", by_program, error));
   EXPECT_EQ(by_program.groups["curl"].connections, 2U);
   EXPECT_EQ(by_program.groups["wget"].counters.writes, 6U);
+}
+
+TEST(LogSummary, SupervisedConnectionsAreCountedAsUnmeasured) {
+  const TempLog log(
+      R"({"event":"conn_close","rule":"web","supervised":true,"writes_measured":false})"
+      "\n"
+      R"({"event":"conn_close","rule":"web","writes":2,"bytes":100})"
+      "\n"
+      R"({"event":"conn_close","rule":"go","supervised":true,"writes_measured":false})"
+      "\n");
+  LogSummary summary;
+  std::string error;
+  ASSERT_TRUE(summarize_logs({log.path()}, "rule", summary, error)) << error;
+  EXPECT_EQ(summary.groups["web"].connections, 2U);
+  EXPECT_EQ(summary.groups["web"].unmeasured, 1U);
+  EXPECT_EQ(summary.groups["go"].unmeasured, 1U);
+  EXPECT_EQ(summary.total.unmeasured, 2U);
+  EXPECT_EQ(summary.total.counters.writes, 2U);
+
+  char* text = nullptr;
+  std::size_t length = 0;
+  std::FILE* out = open_memstream(&text, &length);
+  print_summary_table(out, summary, "rule");
+  (void)std::fclose(out);
+  const std::string table(text, length);
+  std::free(text);
+  EXPECT_NE(table.find("go                        1        -"), std::string::npos) << table;
+  EXPECT_NE(table.find("web                       2        2"), std::string::npos) << table;
+  EXPECT_NE(table.find("(2 connection(s) tuned in supervised mode"), std::string::npos) << table;
 }
 
 TEST(LogSummary, AMissingFileIsAnError) {
