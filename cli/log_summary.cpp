@@ -172,9 +172,11 @@ bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::
 namespace {
 
 void print_row(std::FILE* out, const std::string& key, const ConnectionGroup& group) {
-  if (group.unmeasured == group.connections) {  // nothing but supervised connections: no write was seen
-    (void)std::fprintf(out, "%-20s %6llu %8s %9s %9s %9s %9s %9s %9s %8s %8s\n", key.c_str(),
-                       static_cast<unsigned long long>(group.connections), "-", "-", "-", "-", "-", "-", "-", "-", "-");
+  if (group.unmeasured == group.connections) {
+    // Nothing but supervised connections: no write was seen; idle restarts were, between polls.
+    (void)std::fprintf(out, "%-20s %6llu %8s %9s %9s %9s %9s %9s %9s %8llu %8s\n", key.c_str(),
+                       static_cast<unsigned long long>(group.connections), "-", "-", "-", "-", "-", "-", "-",
+                       static_cast<unsigned long long>(group.counters.idle_restarts), "-");
     return;
   }
   (void)std::fprintf(

@@ -5,6 +5,8 @@
 #include <ctime>
 
 #include "connection_record.hpp"
+#include "polled_idle_restart.hpp"
+#include "tcptune/config/host_sysctl.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 
 namespace tcptune::supervisor {
@@ -24,6 +26,7 @@ ConnectionWatch::ConnectionWatch(const config::Policy& policy, const SupervisorL
   if (!log_.enabled(config::LogLevel::info) || !policy_.log.summary) {
     return;  // nothing would be written
   }
+  restarts_after_idle_ = config::read_sysctl("net/ipv4/tcp_slow_start_after_idle").value_or("1") != "0";
   std::string error;
   diag_ = SockDiag::open(error);
   if (!diag_.has_value()) {
@@ -61,6 +64,7 @@ void ConnectionWatch::finish() {
 
 void ConnectionWatch::poll(bool at_exit) {
   const std::int64_t now_ns = monotonic_ns();
+  const std::int64_t gap_ns = now_ns - last_poll_ns_;
   last_poll_ns_ = now_ns;
   dump_.clear();
   std::string error;
@@ -69,6 +73,9 @@ void ConnectionWatch::poll(bool at_exit) {
   }
   if (!at_exit) {
     follow_accepted(dump_, now_ns);
+  }
+  if (restarts_after_idle_) {
+    report_idle_restarts(dump_, static_cast<std::uint32_t>(gap_ns / 1'000'000));
   }
   for (const auto& closed : tracked_.update(dump_).closed) {
     report_closed(closed, now_ns, false);
@@ -103,6 +110,38 @@ void ConnectionWatch::follow_accepted(const std::vector<DiagSocket>& dump, std::
   }
 }
 
+// Before the dump replaces each connection's last one: the two compared.
+void ConnectionWatch::report_idle_restarts(const std::vector<DiagSocket>& dump, std::uint32_t gap_ms) {
+  for (const DiagSocket& now : dump) {
+    auto* connection = tracked_.find(now.inode);
+    if (connection == nullptr || !connection->last_seen.has_value() || !connection->last_seen->info.has_value() ||
+        !now.info.has_value() || connection->last_seen->cookie != now.cookie || now.congestion.rfind("bbr", 0) == 0) {
+      continue;  // BBR keeps its window after idle, and cuts it for other reasons (probing the RTT)
+    }
+    const std::optional<PolledIdleRestart> restart =
+        idle_restart_between(*connection->last_seen->info, *now.info, gap_ms);
+    if (!restart.has_value()) {
+      continue;
+    }
+    Watched& watched = connection->metadata;
+    ++watched.idle_restarts;
+    telemetry::Record record("idle_restart");
+    if (watched.app_fd >= 0) {
+      record.add("fd", watched.app_fd);
+    }
+    record.add("rule", config::rule_name(policy_, watched.rule))
+        .add("idle_ms", static_cast<std::uint64_t>(restart->idle_ms_at_least))
+        .add("rto_ms", static_cast<double>(restart->rto_us) / 1000.0)
+        .add("rtt_ms", static_cast<double>(restart->rtt_us) / 1000.0)
+        .add("cwnd_before", static_cast<std::uint64_t>(restart->cwnd_before))
+        .add("cwnd_after", static_cast<std::uint64_t>(restart->cwnd_after))
+        .add("supervised", true)
+        .add("note", "seen between two polls: idle_ms is at least this, cwnd_after as at the next poll, the write's "
+                     "size unknown");
+    log_.write(config::LogLevel::info, watched.pid, watched.program, record);
+  }
+}
+
 void ConnectionWatch::report_closed(const TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns,
                                     bool at_exit) {
   const Watched& watched = connection.metadata;
@@ -121,6 +160,7 @@ void ConnectionWatch::report_closed(const TrackedConnections<Watched>::Connectio
       .add("duration_s", static_cast<double>(now_ns - watched.opened_ns) / 1e9)
       .add("supervised", true)
       .add("writes_measured", false)
+      .add("idle_restarts", watched.idle_restarts)
       .add("inode", connection.inode);
   if (connection.last_seen.has_value() && connection.last_seen->info.has_value()) {
     shim::add_tcp_info(record, *connection.last_seen->info);

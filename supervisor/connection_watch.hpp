@@ -3,7 +3,9 @@
 // by their listener's port (one accepted and closed between two dumps is missed), each by
 // inode through sock_diag. When one leaves the dump its conn_close record is written
 // with the last TCP_INFO seen (RTT, retransmits, cwnd, delivery rate, bytes acked), at most one
-// poll old. Write latency needs the program's writes and is absent; the records say so.
+// poll old. Between two dumps it also sees a window restarted after idle (idle_restart records,
+// polled_idle_restart.hpp). Write latency needs the program's writes and is absent; the
+// records say so.
 #pragma once
 
 #include <sys/types.h>
@@ -47,6 +49,7 @@ class ConnectionWatch {
     pid_t pid = 0;
     std::string program;
     std::int64_t opened_ns = 0;
+    std::uint64_t idle_restarts = 0;
   };
   struct Listener {
     pid_t pid = 0;
@@ -55,12 +58,15 @@ class ConnectionWatch {
 
   void poll(bool at_exit);
   void follow_accepted(const std::vector<DiagSocket>& dump, std::int64_t now_ns);
+  void report_idle_restarts(const std::vector<DiagSocket>& dump, std::uint32_t gap_ms);
   void report_closed(const TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns, bool at_exit);
 
   const config::Policy& policy_;
   const SupervisorLog& log_;
   std::int64_t interval_ns_;
   std::int64_t last_poll_ns_ = 0;
+  // tcp_slow_start_after_idle in this namespace: without it no window restarts after idle.
+  bool restarts_after_idle_ = false;
   std::optional<SockDiag> diag_;
   TrackedConnections<Watched> tracked_;
   std::map<std::uint16_t, Listener> listeners_;

@@ -75,6 +75,10 @@ class TrackedConnections {
     const auto found = connections_.find(inode);
     return found == connections_.end() ? nullptr : &found->second;
   }
+  Connection* find(std::uint64_t inode) {
+    const auto found = connections_.find(inode);
+    return found == connections_.end() ? nullptr : &found->second;
+  }
 
   std::size_t size() const { return connections_.size(); }
 
