@@ -87,7 +87,11 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
     log.write(config::LogLevel::info, child, program, start);
     supervisor::ConnectionWatch watch(policy, log, kConnectionPollNs);
     supervisor::CallTuner tuner(policy, log, &watch);
-    return supervisor::serve(listener, child, tuner, watch);
+    const int status = supervisor::serve(listener, child, tuner, watch);
+    telemetry::Record summary("supervisor_summary");
+    summary.add("trapped_calls", tuner.calls()).add("sockets_tuned", tuner.tuned());
+    log.write(config::LogLevel::info, child, program, summary);
+    return status;
   };
   return run_child(resolved, argv, hooks);
 }

@@ -123,96 +123,94 @@ void CallTuner::handle(int listener, const seccomp_notif& request) {
 void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   const seccomp_data& data = call.data();
   const bool is_connect = data.nr == SYS_connect;
-  {
-    const int app_fd = static_cast<int>(data.args[0]);
-    const OwnedFd socket(call.duplicate_fd(app_fd));
-    if (socket.get() < 0) {
-      if (errno == EPERM) {
-        const std::string program = call.program();
-        warn_once("eperm/" + program, call.process(), program,
-                  program + " (pid " + std::to_string(call.process()) +
-                      ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary); its "
-                      "sockets run untuned");
-      }
-      call.continue_call();
-      return;
-    }
-    // Only a TCP socket before its first connect or listen: a second connect (EINPROGRESS
-    // polled again) or a listen to change the backlog is the same connection.
-    const std::optional<shim::TcpInfoSummary> info = shim::read_tcp_info(socket.get());
-    if (shim::classify_fd(socket.get()) != shim::FdKind::tcp || !info.has_value() || info->state != TCP_CLOSE) {
-      call.continue_call();
-      return;
-    }
-    config::ConnectionFacts facts;
-    facts.local_port = shim::local_endpoint(socket.get()).port;
-    if (is_connect) {
-      sockaddr_storage address{};
-      const auto length = std::min<std::uint64_t>(data.args[2], sizeof address);
-      if (length == 0 || !call.read_memory(data.args[1], &address, length)) {
-        call.continue_call();  // the kernel answers EFAULT
-        return;
-      }
-      facts.role = config::Role::client;
-      facts.peer = config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&address),
-                                                  static_cast<socklen_t>(length));
-      if (facts.peer.family == 0) {
-        call.continue_call();  // AF_UNSPEC: a disconnect
-        return;
-      }
-    } else {
-      facts.role = config::Role::server;
-      listening_ports_.insert(facts.local_port);
-    }
-    // What was read belongs to this call only if it is still waiting: a pid reused by another
-    // process after the thread died would otherwise be tuned by its predecessor's facts.
-    if (!call.still_pending()) {
-      return;
-    }
-    const std::string program = call.program();
-    facts.program = program;
-    const int rule = config::match_rule(policy_, facts, !is_connect);
-    const config::Tuning& tuning = config::tuning_for(policy_, rule);
-    const shim::ApplyPhase phase = is_connect ? shim::ApplyPhase::before_connect : shim::ApplyPhase::before_listen;
-    shim::TuningOutcome outcome = shim::apply_tuning(
-        socket.get(), observe_app_settings(socket.get(), host_, host_congestion_), tuning, phase, host_);
-    report_what_supervision_lacks(tuning, outcome);
-    ++tuned_;
-    // The record's endpoints are read before the call goes on, as the shim reads them: a
-    // client's conn_open has no peer yet.
-    std::optional<telemetry::Record> record;
-    if (log_.enabled(config::LogLevel::info)) {
-      record = shim::connection_record("conn_open", socket.get(), app_fd,
-                                       is_connect ? shim::SocketRole::client : shim::SocketRole::listener, policy_,
-                                       rule, phase);
+  const int app_fd = static_cast<int>(data.args[0]);
+  const OwnedFd socket(call.duplicate_fd(app_fd));
+  if (socket.get() < 0) {
+    if (errno == EPERM) {
+      const std::string program = call.program();
+      warn_once("eperm/" + program, call.process(), program,
+                program + " (pid " + std::to_string(call.process()) +
+                    ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary); its "
+                    "sockets run untuned");
     }
     call.continue_call();
-    // Logged after the answer: the program's call does not wait for the log.
-    const pid_t pid = call.process();
-    for (const shim::OptionReport& option : outcome.report.options) {
-      if (option.refused() || (option.name == "keep_warm" && tuning.keep_warm.has_value())) {
-        const std::string rule_name(config::rule_name(policy_, rule));
-        warn_once(rule_name + "/" + option.name, pid, program,
-                  "rule=\"" + rule_name + "\" " + option.name + ": " + option.note + " (logged once per rule)");
-      }
+    return;
+  }
+  // Only a TCP socket before its first connect or listen: a second connect (EINPROGRESS
+  // polled again) or a listen to change the backlog is the same connection.
+  const std::optional<shim::TcpInfoSummary> info = shim::read_tcp_info(socket.get());
+  if (shim::classify_fd(socket.get()) != shim::FdKind::tcp || !info.has_value() || info->state != TCP_CLOSE) {
+    call.continue_call();
+    return;
+  }
+  config::ConnectionFacts facts;
+  facts.local_port = shim::local_endpoint(socket.get()).port;
+  if (is_connect) {
+    sockaddr_storage address{};
+    const auto length = std::min<std::uint64_t>(data.args[2], sizeof address);
+    if (length == 0 || !call.read_memory(data.args[1], &address, length)) {
+      call.continue_call();  // the kernel answers EFAULT
+      return;
     }
-    struct stat socket_stat {};
-    const std::uint64_t inode = fstat(socket.get(), &socket_stat) == 0 ? socket_stat.st_ino : 0;
-    if (watch_ != nullptr) {
-      if (is_connect) {
-        watch_->watch_connection(inode, app_fd, shim::SocketRole::client, rule, pid, program);
-      } else {
-        watch_->watch_listener(facts.local_port, pid, program);
-      }
+    facts.role = config::Role::client;
+    facts.peer = config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&address),
+                                                static_cast<socklen_t>(length));
+    if (facts.peer.family == 0) {
+      call.continue_call();  // AF_UNSPEC: a disconnect
+      return;
     }
-    if (record.has_value()) {
-      record->add("supervised", true);
-      if (inode != 0) {
-        record->add("inode", inode);
-      }
-      shim::add_options(*record, outcome.report);
-      log_.write(config::LogLevel::info, pid, program, *record);
+  } else {
+    facts.role = config::Role::server;
+    listening_ports_.insert(facts.local_port);
+  }
+  // What was read belongs to this call only if it is still waiting: a pid reused by another
+  // process after the thread died would otherwise be tuned by its predecessor's facts.
+  if (!call.still_pending()) {
+    return;
+  }
+  const std::string program = call.program();
+  facts.program = program;
+  const int rule = config::match_rule(policy_, facts, !is_connect);
+  const config::Tuning& tuning = config::tuning_for(policy_, rule);
+  const shim::ApplyPhase phase = is_connect ? shim::ApplyPhase::before_connect : shim::ApplyPhase::before_listen;
+  shim::TuningOutcome outcome = shim::apply_tuning(
+      socket.get(), observe_app_settings(socket.get(), host_, host_congestion_), tuning, phase, host_);
+  report_what_supervision_lacks(tuning, outcome);
+  ++tuned_;
+  // The record's endpoints are read before the call goes on, as the shim reads them: a
+  // client's conn_open has no peer yet.
+  std::optional<telemetry::Record> record;
+  if (log_.enabled(config::LogLevel::info)) {
+    record = shim::connection_record("conn_open", socket.get(), app_fd,
+                                     is_connect ? shim::SocketRole::client : shim::SocketRole::listener, policy_,
+                                     rule, phase);
+  }
+  call.continue_call();
+  // Logged after the answer: the program's call does not wait for the log.
+  const pid_t pid = call.process();
+  for (const shim::OptionReport& option : outcome.report.options) {
+    if (option.refused() || (option.name == "keep_warm" && tuning.keep_warm.has_value())) {
+      const std::string rule_name(config::rule_name(policy_, rule));
+      warn_once(rule_name + "/" + option.name, pid, program,
+                "rule=\"" + rule_name + "\" " + option.name + ": " + option.note + " (logged once per rule)");
     }
+  }
+  struct stat socket_stat {};
+  const std::uint64_t inode = fstat(socket.get(), &socket_stat) == 0 ? socket_stat.st_ino : 0;
+  if (watch_ != nullptr) {
+    if (is_connect) {
+      watch_->watch_connection(inode, app_fd, shim::SocketRole::client, rule, pid, program);
+    } else {
+      watch_->watch_listener(facts.local_port, pid, program);
+    }
+  }
+  if (record.has_value()) {
+    record->add("supervised", true);
+    if (inode != 0) {
+      record->add("inode", inode);
+    }
+    shim::add_options(*record, outcome.report);
+    log_.write(config::LogLevel::info, pid, program, *record);
   }
 }
 
