@@ -11,13 +11,15 @@ For each scenario and link setting it runs three arms, interleaved, N runs each:
 It prints each arm's median and range, the ratios tuned/off and tuned/reference, whether the
 issue's target is met, and writes the raw results as JSON under bench/results/.
 
-  bench/ab/ab.py [--scenario bursty,bursty-nagle,bursty-push,bursty-bbr,rpc-loopback,rpc-wan,bulk]
+  bench/ab/ab.py [--scenario bursty,bursty-nagle,bursty-push,bursty-bbr,bursty-go,rpc-loopback,rpc-wan,bulk]
                  [--runs 3] [--quick]
                  [--build build/release] [--out bench/results] [--assert]
 
 Scenarios over the emulated link need root and /dev/net/tun (bench/linkem); without them only
-rpc-loopback runs, and the runner says why. --assert exits 1 unless tuned beats off by margins
-wide enough to be unambiguous (the ctest short runs use it).
+rpc-loopback runs, and the runner says why. bursty-go's sender is a Go program
+(bench/scenarios/bursty_send.go), built here with `go build`; without go it is skipped.
+--assert exits 1 unless tuned beats off by margins wide enough to be unambiguous (the ctest
+short runs use it).
 """
 import argparse
 import datetime
@@ -29,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +47,7 @@ class Scenario:
     """One story: how to run each arm, which number to compare, and the issue's target."""
 
     def __init__(self, name, link, metric, unit, lower_is_better, policy, target, assertion, push=False,
-                 nagle_left_on=False):
+                 nagle_left_on=False, go_sender=False):
         self.name = name
         self.link = link            # linkem options, or None for loopback
         self.metric = metric        # dotted path into the result JSON
@@ -55,6 +58,9 @@ class Scenario:
         self.assertion = assertion  # (description, predicate(medians)) for --assert
         self.push = push            # bursty only: the sender listens and the receiver connects
         self.nagle_left_on = nagle_left_on  # neither app nor policy sets TCP_NODELAY: the shim must not either
+        # bursty only: the sender is the Go program, which tcptune run supervises (LD_PRELOAD cannot
+        # reach it); the receiver is the C++ one, untuned in every arm
+        self.go_sender = go_sender
 
     @property
     def policy_path(self):
@@ -63,7 +69,11 @@ class Scenario:
 
     @property
     def keeps_warm(self):
-        return self.name.startswith("bursty") and self.name != "bursty-bbr"
+        return self.name.startswith("bursty") and self.name not in ("bursty-bbr", "bursty-go")
+
+    @property
+    def tuned_sides(self):
+        return ("sender",) if self.go_sender else ("receiver", "sender")
 
 
 def bursty_args(quick, gap):
@@ -101,6 +111,11 @@ SCENARIOS = {
         "bursty-bbr", BURSTY_LINK, "latency_ms.p99", "ms", True, "bursty-wan-bbr.toml",
         ("tuned p99 below half of off p99 (BBR, no heartbeat)", lambda m, rate, by: 2 * m["tuned"] < m["off"]),
         ("off p99 > 2 x tuned p99", lambda m: m["off"] > 2 * m["tuned"])),
+    # A Go sender, which tcptune run supervises from outside: BBR, the remedy without a payload.
+    "bursty-go": Scenario(
+        "bursty-go", BURSTY_LINK, "latency_ms.p99", "ms", True, "bursty-wan-bbr.toml",
+        ("tuned p99 below half of off p99 (Go sender supervised, BBR)", lambda m, rate, by: 2 * m["tuned"] < m["off"]),
+        ("off p99 > 2 x tuned p99", lambda m: m["off"] > 2 * m["tuned"]), go_sender=True),
     "rpc-loopback": Scenario(
         "rpc-loopback", None, "latency_ms.p50", "ms", True, "low-latency-rpc.toml",
         ("tuned p50 at least 100x better than off", lambda m, rate, by: m["off"] >= 100 * m["tuned"]),
@@ -143,6 +158,26 @@ class Runner:
         self.log_dir = Path(options.out).resolve() / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.port = 15000
+        self.go_dir = self.build / "bench" / "scenarios" / "go"
+        self.go_sender = self.go_dir / "bursty_send"
+
+    # -- the Go sender ---------------------------------------------------------------------
+    def build_go_sender(self):
+        """go build of bench/scenarios/bursty_send.go: static (CGO_ENABLED=0), offline, with its
+        cache under the build tree."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
+        for variable, sub in (("GOCACHE", "cache"), ("GOPATH", "gopath"), ("HOME", "home")):
+            (self.go_dir / sub).mkdir(parents=True, exist_ok=True)
+            env[variable] = str(self.go_dir / sub)
+        env.update(GOPROXY="off", GOFLAGS="", CGO_ENABLED="0")
+        partial = self.go_dir / f"bursty_send.{os.getpid()}.tmp"
+        source = ROOT / "bench" / "scenarios" / "bursty_send.go"
+        done = subprocess.run([shutil.which("go"), "build", "-o", str(partial), str(source)], cwd=self.go_dir,
+                              env=env, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            partial.unlink(missing_ok=True)
+            raise RuntimeError(f"go build of {source} failed: {done.stderr.strip()}")
+        os.replace(partial, self.go_sender)  # atomic: a concurrent build finds a whole binary
 
     # -- link ------------------------------------------------------------------------------
     def link_up(self, link):
@@ -165,9 +200,11 @@ class Runner:
     # -- one run ---------------------------------------------------------------------------
     def wrap(self, command, arm, scenario, side, run):
         """The command as this arm runs it: under the shim for tuned, as it is otherwise."""
-        if arm != "tuned":
+        if arm != "tuned" or side not in scenario.tuned_sides:
             return command
         log = self.log_dir / f"{scenario.name}-{side}-{run}.log"
+        if scenario.go_sender:
+            log.unlink(missing_ok=True)  # its conn_open is checked: none may come from an earlier run
         return [str(self.tcptune), "run", "--policy", str(scenario.policy_path), "--log", str(log), "--"] + command
 
     def in_namespace(self, namespace, command, scenario):
@@ -181,8 +218,9 @@ class Runner:
         nodelay = ["--nodelay"] if arm == "reference" else []
         if scenario.name.startswith("bursty"):
             receive, send = ("--connect", "--listen") if scenario.push else ("--listen", "--connect")
+            sender = self.go_sender if scenario.go_sender else self.bin / "bursty"
             return ([str(self.bin / "bursty"), "receive", receive, endpoint],
-                    [str(self.bin / "bursty"), "send", send, endpoint] + bursty_args(self.quick, self.bursty_gap), "receiver")
+                    [str(sender), "send", send, endpoint] + bursty_args(self.quick, self.bursty_gap), "receiver")
         if scenario.name.startswith("rpc"):
             requests = "30" if self.quick else "100"
             return ([str(self.bin / "rpc"), "serve", "--listen", endpoint] + nodelay,
@@ -220,10 +258,48 @@ class Runner:
         record = json.loads(outputs[reporting][1].strip().splitlines()[-1])
         if scenario.name.startswith("bursty"):
             record["sender"] = json.loads(outputs[sender_side][1].strip().splitlines()[-1])
+        if scenario.go_sender:
+            record["supervised"] = self.check_go_sender(scenario, arm, run, record["sender"], outputs[sender_side][2])
         return record
+
+    def check_go_sender(self, scenario, arm, run, sender, stderr):
+        """That the arm ran as meant: off and reference with the link's congestion control, tuned
+        supervised (plain `tcptune run` chose the mode for the Go binary) with the policy's, in
+        effect on the socket (the sender's TCP_CONGESTION) and logged (conn_open)."""
+        where = f"{scenario.name}/{arm} run {run}"
+        if arm != "tuned":
+            if sender["congestion"] != scenario.link["congestion"]:
+                raise RuntimeError(f"{where}: the Go sender used {sender['congestion']}, "
+                                   f"not the link's {scenario.link['congestion']}")
+            return None
+        with open(scenario.policy_path, "rb") as f:
+            wanted = tomllib.load(f)["defaults"]["congestion"]
+        log = self.log_dir / f"{scenario.name}-sender-{run}.log"
+        records = []
+        for line in log.read_text().splitlines() if log.exists() else []:
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+        opens = [r for r in records if r.get("event") == "conn_open" and r.get("role") == "client"]
+        effective = [o.get("effective") for r in opens for o in r.get("options", []) if o.get("name") == "congestion"]
+        problems = []
+        if "supervised mode" not in stderr:
+            problems.append(f"tcptune run did not choose supervised mode ({stderr.strip()!r})")
+        # One conn_open per connect: a refused one (the receiver not yet listening) is retried.
+        if not any(r.get("supervised") for r in opens) or set(effective) != {wanted}:
+            problems.append(f"{log} has no supervised conn_open with congestion effective {wanted} "
+                            f"(client conn_open records: {len(opens)}, congestion effective {effective})")
+        if sender["congestion"] != wanted:
+            problems.append(f"the Go sender's socket used {sender['congestion']}, not {wanted}")
+        if problems:
+            raise RuntimeError(f"{where}: " + "; ".join(problems))
+        return {"mode": "supervised", "conn_open": len(opens), "congestion_effective": wanted, "log": log.name}
 
     def run_scenario(self, scenario, runs):
         link_info = None
+        if scenario.go_sender:
+            self.build_go_sender()
         if scenario.link is not None:
             link_info = self.link_up(scenario.link)
         try:
@@ -395,6 +471,14 @@ def main():
         if not wanted and options.fallback_loopback:
             print("ab: running rpc-loopback instead", file=sys.stderr)
             wanted = ["rpc-loopback"]
+        if not wanted:
+            return 77
+    if shutil.which("go") is None:
+        needing_go = [name for name in wanted if SCENARIOS[name].go_sender]
+        if needing_go:
+            print(f"ab: skipping {', '.join(needing_go)}: the Go sender needs the go toolchain (golang-go)",
+                  file=sys.stderr)
+        wanted = [name for name in wanted if not SCENARIOS[name].go_sender]
         if not wanted:
             return 77
 
