@@ -7,7 +7,9 @@ packages=(build-essential cmake pkg-config g++ python3 libtomlplusplus-dev libsp
   iproute2 curl util-linux binutils gnuplot-nox
   # Real servers and clients for the keep_warm protocol presets (tests/presets, bench/presets); the
   # tests start their own instances in the link's namespaces, never the system services.
-  nginx-light haproxy redis-server rabbitmq-server python3-redis python3-pika python3-stomp jq socat)
+  nginx-light haproxy redis-server rabbitmq-server python3-redis python3-pika python3-stomp jq socat
+  # Go programs for supervised mode (tests/supervised, bench/ab bursty-go), built by the tests.
+  golang-go)
 # scripts/fuzz: clang 14 with libFuzzer (libclang_rt.fuzzer*.a), llvm-symbolizer for its reports.
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev llvm)
 missing=()
