@@ -1,0 +1,316 @@
+/* supervised_cost: what a program pays, per call, for running under `tcptune run --supervise`
+ * (or under the shim, or as it is), measured from inside the program. One JSON line on stdout.
+ *
+ *   supervised_cost connect COUNT [WARMUP]
+ *     a listener on 127.0.0.1 (an ephemeral port) whose thread accepts and closes; the main
+ *     thread then makes WARMUP (default 100) untimed and COUNT timed sequential blocking
+ *     connect() calls to it, each on a fresh socket, timed with CLOCK_MONOTONIC around the
+ *     connect() alone (the socket is made before, and closed after with SO_LINGER 0, a reset
+ *     that leaves no TIME_WAIT behind to slow the next connects' port search). Prints
+ *       {"mode":"connect","connects":COUNT,"accepted":N,"us":{"median":..,"p90":..,"p99":..,
+ *        "mean":..,"min":..,"max":..},"first_socket":{"nodelay":N,"congestion":"..",
+ *        "sndbuf":N,"rcvbuf":N}}
+ *     first_socket: the options on the first timed socket after its connect, read with
+ *     getsockopt, so a run can show that its connects were tuned (or not).
+ *
+ *   supervised_cost syscall CALL LOOPS REPS
+ *     REPS repetitions of LOOPS calls of CALL in a tight loop, each repetition timed whole:
+ *       getppid        the cheapest call there is (the worst case for a per-call overhead);
+ *       write_devnull  write(2) of one byte to /dev/null;
+ *       send_tcp       send(2) of 64 bytes on a connected loopback TCP socket, which a thread
+ *                      of this program drains.
+ *     Prints {"mode":"syscall","call":CALL,"loops":LOOPS,"ns_per_call":[..],"median_ns":..,
+ *             "min_ns":..}.
+ *
+ * Usage errors exit 2, failed system calls exit 1. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SEND_BYTES 64
+
+static void die(const char* what) {
+  fprintf(stderr, "supervised_cost: %s: %s\n", what, strerror(errno));
+  exit(1);
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: supervised_cost connect COUNT [WARMUP]\n"
+          "       supervised_cost syscall getppid|write_devnull|send_tcp LOOPS REPS\n");
+  exit(2);
+}
+
+static long parse_count(const char* text, long min, long max) {
+  char* end = NULL;
+  errno = 0;
+  const long value = strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < min || value > max) {
+    fprintf(stderr, "supervised_cost: '%s' is not a number from %ld to %ld\n", text, min, max);
+    exit(2);
+  }
+  return value;
+}
+
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int compare_ll(const void* a, const void* b) {
+  const long long x = *(const long long*)a;
+  const long long y = *(const long long*)b;
+  return (x > y) - (x < y);
+}
+
+static int compare_double(const void* a, const void* b) {
+  const double x = *(const double*)a;
+  const double y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+/* Nearest rank of a sorted array: the smallest value with at least q of the samples at or below. */
+static long long percentile(const long long* sorted, long count, double q) {
+  long rank = (long)(q * (double)count + 0.999999);
+  if (rank < 1) {
+    rank = 1;
+  }
+  return sorted[rank > count ? count - 1 : rank - 1];
+}
+
+/* A TCP listener on 127.0.0.1, an ephemeral port; its address in *address. */
+static int loopback_listener(struct sockaddr_in* address) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    die("socket");
+  }
+  memset(address, 0, sizeof *address);
+  address->sin_family = AF_INET;
+  address->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof *address;
+  if (bind(fd, (const struct sockaddr*)address, length) != 0 || listen(fd, 4096) != 0 ||
+      getsockname(fd, (struct sockaddr*)address, &length) != 0) {
+    die("listen on 127.0.0.1");
+  }
+  return fd;
+}
+
+struct acceptor {
+  int listener;
+  atomic_long accepted;
+};
+
+/* Accepts and closes until the listener is shut down. */
+static void* accept_and_close(void* arg) {
+  struct acceptor* acceptor = arg;
+  for (;;) {
+    const int fd = accept4(acceptor->listener, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      close(fd);
+      atomic_fetch_add(&acceptor->accepted, 1);
+    } else if (errno != EINTR && errno != ECONNABORTED) {
+      return NULL;  /* EINVAL: shut down */
+    }
+  }
+}
+
+/* The options in effect on fd, as a JSON member, into text. */
+static void describe_socket(int fd, char* text, size_t size) {
+  int nodelay = -1;
+  int sndbuf = -1;
+  int rcvbuf = -1;
+  char congestion[32] = "";
+  socklen_t length = sizeof nodelay;
+  (void)getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &length);
+  length = sizeof sndbuf;
+  (void)getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &length);
+  length = sizeof rcvbuf;
+  (void)getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &length);
+  length = sizeof congestion - 1;
+  (void)getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion, &length);
+  (void)snprintf(text, size, "\"first_socket\":{\"nodelay\":%d,\"congestion\":\"%s\",\"sndbuf\":%d,\"rcvbuf\":%d}",
+                 nodelay, congestion, sndbuf, rcvbuf);
+}
+
+static int connect_mode(long count, long warmup) {
+  struct sockaddr_in address;
+  struct acceptor acceptor = {.listener = loopback_listener(&address)};
+  atomic_init(&acceptor.accepted, 0);
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, accept_and_close, &acceptor) != 0) {
+    die("pthread_create");
+  }
+  long long* samples = calloc((size_t)count, sizeof *samples);
+  if (samples == NULL) {
+    die("calloc");
+  }
+  const struct linger reset = {.l_onoff = 1, .l_linger = 0};
+  char first[160] = "\"first_socket\":null";
+  for (long i = -warmup; i < count; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      die("socket");
+    }
+    const long long start = now_ns();
+    const int result = connect(fd, (const struct sockaddr*)&address, sizeof address);
+    const long long end = now_ns();
+    if (result != 0) {
+      die("connect");
+    }
+    if (i >= 0) {
+      samples[i] = end - start;
+    }
+    if (i == 0) {
+      describe_socket(fd, first, sizeof first);
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset) != 0) {
+      die("setsockopt SO_LINGER");
+    }
+    close(fd);
+  }
+  /* Every connection reached the acceptor before it is stopped (bounded: 5 s). */
+  const long long deadline = now_ns() + 5000000000LL;
+  while (atomic_load(&acceptor.accepted) < count + warmup && now_ns() < deadline) {
+    usleep(1000);
+  }
+  (void)shutdown(acceptor.listener, SHUT_RDWR);
+  pthread_join(thread, NULL);
+  close(acceptor.listener);
+
+  qsort(samples, (size_t)count, sizeof *samples, compare_ll);
+  double sum = 0;
+  for (long i = 0; i < count; ++i) {
+    sum += (double)samples[i];
+  }
+  printf("{\"mode\":\"connect\",\"connects\":%ld,\"warmup\":%ld,\"accepted\":%ld,", count, warmup,
+         (long)atomic_load(&acceptor.accepted));
+  printf("\"us\":{\"median\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"mean\":%.3f,\"min\":%.3f,\"max\":%.3f},",
+         (double)percentile(samples, count, 0.5) / 1e3, (double)percentile(samples, count, 0.9) / 1e3,
+         (double)percentile(samples, count, 0.99) / 1e3, sum / (double)count / 1e3, (double)samples[0] / 1e3,
+         (double)samples[count - 1] / 1e3);
+  printf("%s}\n", first);
+  free(samples);
+  return 0;
+}
+
+struct drain {
+  int fd;
+};
+
+static void* drain_socket(void* arg) {
+  const struct drain* drain = arg;
+  static char buffer[1 << 16];
+  while (recv(drain->fd, buffer, sizeof buffer, 0) > 0) {
+  }
+  return NULL;
+}
+
+static int syscall_mode(const char* call, long loops, long reps) {
+  enum { GETPPID, WRITE_DEVNULL, SEND_TCP } which;
+  if (strcmp(call, "getppid") == 0) {
+    which = GETPPID;
+  } else if (strcmp(call, "write_devnull") == 0) {
+    which = WRITE_DEVNULL;
+  } else if (strcmp(call, "send_tcp") == 0) {
+    which = SEND_TCP;
+  } else {
+    usage();
+  }
+  int fd = -1;
+  int listener = -1;
+  struct drain drain = {.fd = -1};
+  pthread_t thread;
+  if (which == WRITE_DEVNULL) {
+    fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      die("open /dev/null");
+    }
+  } else if (which == SEND_TCP) {
+    struct sockaddr_in address;
+    listener = loopback_listener(&address);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (const struct sockaddr*)&address, sizeof address) != 0) {
+      die("connect");
+    }
+    drain.fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+    if (drain.fd < 0) {
+      die("accept");
+    }
+    if (pthread_create(&thread, NULL, drain_socket, &drain) != 0) {
+      die("pthread_create");
+    }
+  }
+  static const char payload[SEND_BYTES] = {0};
+  double* per_call = calloc((size_t)reps, sizeof *per_call);
+  if (per_call == NULL) {
+    die("calloc");
+  }
+  long failures = 0;
+  for (long rep = 0; rep < reps; ++rep) {
+    const long long start = now_ns();
+    switch (which) {
+      case GETPPID:
+        for (long i = 0; i < loops; ++i) {
+          (void)getppid();
+        }
+        break;
+      case WRITE_DEVNULL:
+        for (long i = 0; i < loops; ++i) {
+          failures += write(fd, payload, 1) != 1;
+        }
+        break;
+      case SEND_TCP:
+        for (long i = 0; i < loops; ++i) {
+          failures += send(fd, payload, sizeof payload, MSG_NOSIGNAL) != (ssize_t)sizeof payload;
+        }
+        break;
+    }
+    per_call[rep] = (double)(now_ns() - start) / (double)loops;
+  }
+  if (failures != 0) {
+    fprintf(stderr, "supervised_cost: %ld of the %s calls failed\n", failures, call);
+    return 1;
+  }
+  if (which == SEND_TCP) {
+    (void)shutdown(fd, SHUT_WR);
+    pthread_join(thread, NULL);
+    close(drain.fd);
+    close(listener);
+  }
+  if (fd >= 0) {
+    close(fd);
+  }
+  printf("{\"mode\":\"syscall\",\"call\":\"%s\",\"loops\":%ld,\"ns_per_call\":[", call, loops);
+  for (long rep = 0; rep < reps; ++rep) {
+    printf("%s%.2f", rep == 0 ? "" : ",", per_call[rep]);
+  }
+  qsort(per_call, (size_t)reps, sizeof *per_call, compare_double);
+  const double median =
+      reps % 2 == 1 ? per_call[reps / 2] : (per_call[reps / 2 - 1] + per_call[reps / 2]) / 2;
+  printf("],\"median_ns\":%.2f,\"min_ns\":%.2f}\n", median, per_call[0]);
+  free(per_call);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && strcmp(argv[1], "connect") == 0 && argc <= 4) {
+    return connect_mode(parse_count(argv[2], 1, 10000000), argc == 4 ? parse_count(argv[3], 0, 1000000) : 100);
+  }
+  if (argc == 5 && strcmp(argv[1], "syscall") == 0) {
+    return syscall_mode(argv[2], parse_count(argv[3], 1, 1000000000), parse_count(argv[4], 1, 10000));
+  }
+  usage();
+  return 2;
+}
