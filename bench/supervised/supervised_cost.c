@@ -1,7 +1,7 @@
 /* supervised_cost: what a program pays, per call, for running under `tcptune run --supervise`
  * (or under the shim, or as it is), measured from inside the program. One JSON line on stdout.
  *
- *   supervised_cost connect COUNT [WARMUP]
+ *   supervised_cost [--notify-floor] connect COUNT [WARMUP]
  *     a listener on 127.0.0.1 (an ephemeral port) whose thread accepts and closes; the main
  *     thread then makes WARMUP (default 100) untimed and COUNT timed sequential blocking
  *     connect() calls to it, each on a fresh socket, timed with CLOCK_MONOTONIC around the
@@ -13,32 +13,58 @@
  *     first_socket: the options on the first timed socket after its connect, read with
  *     getsockopt, so a run can show that its connects were tuned (or not).
  *
- *   supervised_cost syscall CALL LOOPS REPS
+ *   supervised_cost [--notify-floor] syscall CALL LOOPS REPS
  *     REPS repetitions of LOOPS calls of CALL in a tight loop, each repetition timed whole:
  *       getppid        the cheapest call there is (the worst case for a per-call overhead);
  *       write_devnull  write(2) of one byte to /dev/null;
- *       send_tcp       send(2) of 64 bytes on a connected loopback TCP socket, which a thread
- *                      of this program drains.
+ *       send_tcp       send(2) of 64 bytes on a connected loopback TCP socket (TCP_NODELAY set
+ *                      by the program), which a thread of this program drains.
  *     Prints {"mode":"syscall","call":CALL,"loops":LOOPS,"ns_per_call":[..],"median_ns":..,
  *             "min_ns":..}.
+ *
+ * --notify-floor: the least a seccomp supervisor can cost, in the same program. Before it measures,
+ * the main thread installs a filter of the supervisor's shape (native arch, connect and listen
+ * trapped with SECCOMP_RET_USER_NOTIF, everything else allowed) on itself alone, and a thread of
+ * the program answers each notification at once with SECCOMP_USER_NOTIF_FLAG_CONTINUE, as the
+ * supervisor does after its work (poll, then receive; synchronous wake-up where the kernel has
+ * it). The acceptor and drain threads start before the filter and are not under it.
  *
  * Usage errors exit 2, failed system calls exit 1. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define SEND_BYTES 64
+
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "the notify floor knows x86_64 and aarch64"
+#endif
+/* SECCOMP_IOCTL_NOTIF_SET_FLAGS and SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (6.6+), as the supervisor. */
+#define NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#define NOTIF_SYNC_WAKE_UP 1ULL
 
 static void die(const char* what) {
   fprintf(stderr, "supervised_cost: %s: %s\n", what, strerror(errno));
@@ -47,8 +73,8 @@ static void die(const char* what) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: supervised_cost connect COUNT [WARMUP]\n"
-          "       supervised_cost syscall getppid|write_devnull|send_tcp LOOPS REPS\n");
+          "usage: supervised_cost [--notify-floor] connect COUNT [WARMUP]\n"
+          "       supervised_cost [--notify-floor] syscall getppid|write_devnull|send_tcp LOOPS REPS\n");
   exit(2);
 }
 
@@ -88,6 +114,84 @@ static long long percentile(const long long* sorted, long count, double q) {
     rank = 1;
   }
   return sorted[rank > count ? count - 1 : rank - 1];
+}
+
+struct notifier {
+  int listener;
+  atomic_int stop;
+  atomic_long answered;
+  pthread_t thread;
+};
+
+static struct notifier floor_notifier = {.listener = -1};
+
+/* Answers every notification at once: the call goes on as it is. */
+static void* answer_notifications(void* arg) {
+  struct notifier* notifier = arg;
+  struct seccomp_notif_sizes sizes = {0};
+  if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) {
+    return NULL;
+  }
+  (void)ioctl(notifier->listener, NOTIF_SET_FLAGS, NOTIF_SYNC_WAKE_UP);
+  const size_t size = sizes.seccomp_notif > sizeof(struct seccomp_notif) ? sizes.seccomp_notif
+                                                                          : sizeof(struct seccomp_notif);
+  struct seccomp_notif* request = malloc(size);
+  if (request == NULL) {
+    return NULL;
+  }
+  while (!atomic_load(&notifier->stop)) {
+    struct pollfd ready = {.fd = notifier->listener, .events = POLLIN};
+    if (poll(&ready, 1, 100) <= 0 || (ready.revents & POLLIN) == 0) {
+      continue;
+    }
+    memset(request, 0, size);
+    if (ioctl(notifier->listener, SECCOMP_IOCTL_NOTIF_RECV, request) != 0) {
+      continue;
+    }
+    struct seccomp_notif_resp response = {.id = request->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
+    if (ioctl(notifier->listener, SECCOMP_IOCTL_NOTIF_SEND, &response) == 0) {
+      atomic_fetch_add(&notifier->answered, 1);
+    }
+  }
+  free(request);
+  return NULL;
+}
+
+/* The supervisor's filter on the calling thread alone, and a thread that answers it. */
+static void start_notify_floor(void) {
+  struct sock_filter program[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_connect, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_listen, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog fprog = {.len = (unsigned short)(sizeof program / sizeof program[0]), .filter = program};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    die("prctl(PR_SET_NO_NEW_PRIVS)");
+  }
+  floor_notifier.listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
+  if (floor_notifier.listener < 0) {
+    die("seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER)");
+  }
+  if (pthread_create(&floor_notifier.thread, NULL, answer_notifications, &floor_notifier) != 0) {
+    die("pthread_create");
+  }
+}
+
+/* Stops the answering thread; the JSON member that says how many calls it answered. */
+static void stop_notify_floor(char* text, size_t size) {
+  if (floor_notifier.listener < 0) {
+    (void)snprintf(text, size, "\"notify_floor\":null");
+    return;
+  }
+  atomic_store(&floor_notifier.stop, 1);
+  pthread_join(floor_notifier.thread, NULL);
+  (void)snprintf(text, size, "\"notify_floor\":{\"answered\":%ld}", (long)atomic_load(&floor_notifier.answered));
 }
 
 /* A TCP listener on 127.0.0.1, an ephemeral port; its address in *address. */
@@ -144,13 +248,16 @@ static void describe_socket(int fd, char* text, size_t size) {
                  nodelay, congestion, sndbuf, rcvbuf);
 }
 
-static int connect_mode(long count, long warmup) {
+static int connect_mode(long count, long warmup, int notify_floor) {
   struct sockaddr_in address;
   struct acceptor acceptor = {.listener = loopback_listener(&address)};
   atomic_init(&acceptor.accepted, 0);
   pthread_t thread;
   if (pthread_create(&thread, NULL, accept_and_close, &acceptor) != 0) {
     die("pthread_create");
+  }
+  if (notify_floor) {
+    start_notify_floor();
   }
   long long* samples = calloc((size_t)count, sizeof *samples);
   if (samples == NULL) {
@@ -188,6 +295,8 @@ static int connect_mode(long count, long warmup) {
   (void)shutdown(acceptor.listener, SHUT_RDWR);
   pthread_join(thread, NULL);
   close(acceptor.listener);
+  char floor[64];
+  stop_notify_floor(floor, sizeof floor);
 
   qsort(samples, (size_t)count, sizeof *samples, compare_ll);
   double sum = 0;
@@ -200,7 +309,7 @@ static int connect_mode(long count, long warmup) {
          (double)percentile(samples, count, 0.5) / 1e3, (double)percentile(samples, count, 0.9) / 1e3,
          (double)percentile(samples, count, 0.99) / 1e3, sum / (double)count / 1e3, (double)samples[0] / 1e3,
          (double)samples[count - 1] / 1e3);
-  printf("%s}\n", first);
+  printf("%s,%s}\n", first, floor);
   free(samples);
   return 0;
 }
@@ -217,7 +326,7 @@ static void* drain_socket(void* arg) {
   return NULL;
 }
 
-static int syscall_mode(const char* call, long loops, long reps) {
+static int syscall_mode(const char* call, long loops, long reps, int notify_floor) {
   enum { GETPPID, WRITE_DEVNULL, SEND_TCP } which;
   if (strcmp(call, "getppid") == 0) {
     which = GETPPID;
@@ -241,7 +350,9 @@ static int syscall_mode(const char* call, long loops, long reps) {
     struct sockaddr_in address;
     listener = loopback_listener(&address);
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (const struct sockaddr*)&address, sizeof address) != 0) {
+    /* Set here, so that a policy's nodelay changes nothing about the stream. */
+    const int on = 1;
+    if (fd < 0 || setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) != 0 || connect(fd, (const struct sockaddr*)&address, sizeof address) != 0) {
       die("connect");
     }
     drain.fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
@@ -251,6 +362,9 @@ static int syscall_mode(const char* call, long loops, long reps) {
     if (pthread_create(&thread, NULL, drain_socket, &drain) != 0) {
       die("pthread_create");
     }
+  }
+  if (notify_floor) {
+    start_notify_floor();
   }
   static const char payload[SEND_BYTES] = {0};
   double* per_call = calloc((size_t)reps, sizeof *per_call);
@@ -292,6 +406,8 @@ static int syscall_mode(const char* call, long loops, long reps) {
   if (fd >= 0) {
     close(fd);
   }
+  char floor[64];
+  stop_notify_floor(floor, sizeof floor);
   printf("{\"mode\":\"syscall\",\"call\":\"%s\",\"loops\":%ld,\"ns_per_call\":[", call, loops);
   for (long rep = 0; rep < reps; ++rep) {
     printf("%s%.2f", rep == 0 ? "" : ",", per_call[rep]);
@@ -299,17 +415,24 @@ static int syscall_mode(const char* call, long loops, long reps) {
   qsort(per_call, (size_t)reps, sizeof *per_call, compare_double);
   const double median =
       reps % 2 == 1 ? per_call[reps / 2] : (per_call[reps / 2 - 1] + per_call[reps / 2]) / 2;
-  printf("],\"median_ns\":%.2f,\"min_ns\":%.2f}\n", median, per_call[0]);
+  printf("],\"median_ns\":%.2f,\"min_ns\":%.2f,%s}\n", median, per_call[0], floor);
   free(per_call);
   return 0;
 }
 
 int main(int argc, char** argv) {
+  int notify_floor = 0;
+  if (argc >= 2 && strcmp(argv[1], "--notify-floor") == 0) {
+    notify_floor = 1;
+    --argc;
+    ++argv;
+  }
   if (argc >= 3 && strcmp(argv[1], "connect") == 0 && argc <= 4) {
-    return connect_mode(parse_count(argv[2], 1, 10000000), argc == 4 ? parse_count(argv[3], 0, 1000000) : 100);
+    return connect_mode(parse_count(argv[2], 1, 10000000), argc == 4 ? parse_count(argv[3], 0, 1000000) : 100,
+                        notify_floor);
   }
   if (argc == 5 && strcmp(argv[1], "syscall") == 0) {
-    return syscall_mode(argv[2], parse_count(argv[3], 1, 1000000000), parse_count(argv[4], 1, 10000));
+    return syscall_mode(argv[2], parse_count(argv[3], 1, 1000000000), parse_count(argv[4], 1, 10000), notify_floor);
   }
   usage();
   return 2;
