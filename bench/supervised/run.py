@@ -4,7 +4,7 @@ program, as it is, under the shim and under `tcptune run --supervise`.
 
     bench/supervised/run.py [--build build/release] [--rounds 5] [--connects 2000] [--warmup 100]
                             [--calls getppid,write_devnull,send_tcp] [--loops 1000000]
-                            [--send-loops 200000] [--reps 5] [--no-log] [--out bench/results]
+                            [--send-loops 100000] [--reps 5] [--no-log] [--out bench/results]
     bench/supervised/run.py --quick --check     # the ctest smoke run
 
 The program is tcptune_supervised_cost (supervised_cost.c). Five arms, each a fresh process:
@@ -312,7 +312,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=100, help="untimed connects first")
     parser.add_argument("--calls", default=",".join(CALLS), help="comma-separated, from: " + ", ".join(CALLS))
     parser.add_argument("--loops", type=int, default=1_000_000, help="calls per repetition (getppid, write_devnull)")
-    parser.add_argument("--send-loops", type=int, default=200_000, help="calls per repetition of send_tcp")
+    parser.add_argument("--send-loops", type=int, default=100_000, help="calls per repetition of send_tcp")
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions per syscall run")
     parser.add_argument("--no-log", action="store_true", help="no log in the tcptune arms")
     parser.add_argument("--quick", action="store_true", help="the smoke run: 2 rounds, 200 connects, short loops")
