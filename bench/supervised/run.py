@@ -3,15 +3,19 @@
 program, as it is, under the shim and under `tcptune run --supervise`.
 
     bench/supervised/run.py [--build build/release] [--rounds 5] [--connects 2000] [--warmup 100]
-                            [--calls getppid,write_devnull,send_tcp] [--loops 1000000]
-                            [--send-loops 100000] [--reps 5] [--no-log] [--out bench/results]
+                            [--calls getppid,write_devnull,send_udp] [--loops 1000000]
+                            [--send-loops 200000] [--reps 5] [--no-log] [--quiet-wait 120]
+                            [--quiet-cpus 0.3] [--out bench/results]
     bench/supervised/run.py --quick --check     # the ctest smoke run
 
 The program is tcptune_supervised_cost (supervised_cost.c). Five arms, each a fresh process:
   plain             the program as it is;
-  floor             the program with --notify-floor: the same filter on its own main thread, and
-                    a thread of its own that answers each trapped call at once (CONTINUE). The
-                    kernel's round trip with no supervisor's work: the least any supervisor pays;
+  floor             (connect only) the program with --notify-floor: the same filter on its own
+                    main thread, and a thread of its own that answers each trapped call at once
+                    (CONTINUE). The kernel's round trip with no supervisor's work: the least any
+                    supervisor pays. Not for the system calls: there supervised_empty is the
+                    filter alone, and the floor's extra thread would change what glibc does
+                    around a cancellable call such as write;
   shim              `tcptune run --policy P`: LD_PRELOAD, the shim tunes from inside;
   supervised        `tcptune run --supervise --policy P`: the filter traps connect() and listen(),
                     the supervisor duplicates the socket (pidfd_getfd), applies the rule and lets
@@ -32,11 +36,18 @@ Two measurements:
            3x plain (about +25 us on loopback).
   syscall  a tight loop of --loops calls that the filter lets through (getppid, the cheapest
            call, the worst case for a per-call cost; write of one byte to /dev/null; send of 64
-           bytes on a loopback TCP connection, --send-loops of those), timed whole, --reps times
-           per run: the median ns per call. The issue's target: supervised within 10% of plain.
+           bytes on a connected loopback UDP socket, --send-loops of those: the send path of a
+           real program without a second thread to wake; send_tcp, on request, the same on a
+           TCP connection a thread drains, which the scheduler makes noisy), timed whole, --reps
+           times per run: the median ns per call. The issue's target: supervised within 10% of
+           plain.
 The arms are interleaved over --rounds rounds, each round in a rotated order, so that noise on
-the machine hits every arm alike; each arm's figure is the median over rounds of its runs'
-figures, and the ratios are to plain's figure from the same run. The sequential connects put
+the machine hits every arm alike. Each arm's figure is the median over rounds of its runs'
+figures; the ratio to plain is the median over rounds of the ratio within each round (the
+rounds follow each other within seconds, while the machine's speed drifts over minutes), and
+the difference the median of the differences within each round. On a machine shared with other
+work, --quiet-wait waits (at most that many seconds) before each round until the rest of the
+machine uses fewer than --quiet-cpus CPUs; the JSON records the wait and the load of each round. The sequential connects put
 a supervisor's work after its answer on the path too: the next connect waits for it. The load average and the CPU
 time the whole machine spent (busy, stolen) during the run are recorded.
 
@@ -49,6 +60,7 @@ It does not judge the timings. Writes everything to <out>/supervised-<UTC time>.
 """
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import statistics
@@ -61,10 +73,23 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench" / "ab"))
 from ab import machine_info  # noqa: E402  (the shared machine description of bench results)
 
+
+def load_module(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Its wait for the rest of the machine to quieten (the two runners share the name run.py).
+wait_for_quiet = load_module("keep_warm_scale_run", ROOT / "bench" / "keep_warm_scale" / "run.py").wait_for_quiet
+
 ARMS = ("plain", "floor", "shim", "supervised", "supervised_empty")
+SYSCALL_ARMS = tuple(arm for arm in ARMS if arm != "floor")
 TUNED_ARMS = ("shim", "supervised")
 SUPERVISED_ARMS = ("supervised", "supervised_empty")
-CALLS = ("getppid", "write_devnull", "send_tcp")
+CALLS = ("getppid", "write_devnull", "send_udp", "send_tcp")
+DEFAULT_CALLS = ("getppid", "write_devnull", "send_udp")
 CONNECT_FIGURES = ("median", "p90", "p99")
 CONNECT_TARGET_RATIO = 3.0     # supervised connect at most 3x plain
 CONNECT_TARGET_EXTRA_US = 25.0  # about +25 us on loopback
@@ -171,9 +196,9 @@ def run_once(arm, program_args, paths, work, label, no_log):
     return result
 
 
-def rotated(round_index):
-    shift = round_index % len(ARMS)
-    return ARMS[shift:] + ARMS[:shift]
+def rotated(arms, round_index):
+    shift = round_index % len(arms)
+    return arms[shift:] + arms[:shift]
 
 
 def median_of(values):
@@ -185,17 +210,29 @@ def ratio(a, b):
     return None if a is None or not b else a / b
 
 
+def by_round(runs, arm, figure):
+    """{round: figure(result)} of an arm's successful runs."""
+    return {r["round"]: figure(r["result"]) for r in runs if r["arm"] == arm and r["ok"]}
+
+
+def paired(runs, arm, figure):
+    """The median over rounds of arm/plain and of arm - plain, each within its round."""
+    mine, plain = by_round(runs, arm, figure), by_round(runs, "plain", figure)
+    rounds = sorted(set(mine) & set(plain))
+    return (median_of([ratio(mine[r], plain[r]) for r in rounds]),
+            median_of([mine[r] - plain[r] for r in rounds]))
+
+
 def summarize_connect(runs):
     arms = {}
     for arm in ARMS:
         ok = [r["result"]["us"] for r in runs if r["arm"] == arm and r["ok"]]
         arms[arm] = {figure: median_of([us[figure] for us in ok]) for figure in CONNECT_FIGURES}
         arms[arm]["per_round_median"] = [us["median"] for us in ok]
-    plain = arms["plain"]
     for arm in ARMS[1:]:
-        arms[arm]["over_plain"] = {f: ratio(arms[arm][f], plain[f]) for f in CONNECT_FIGURES}
-        arms[arm]["minus_plain_us"] = {f: None if arms[arm][f] is None or plain[f] is None else arms[arm][f] - plain[f]
-                                       for f in CONNECT_FIGURES}
+        arms[arm]["over_plain"], arms[arm]["minus_plain_us"] = {}, {}
+        for f in CONNECT_FIGURES:
+            arms[arm]["over_plain"][f], arms[arm]["minus_plain_us"][f] = paired(runs, arm, lambda got: got["us"][f])
     supervised = arms["supervised"]
     target = {
         "description": f"supervised median connect at most {CONNECT_TARGET_RATIO:g}x plain (about "
@@ -204,9 +241,9 @@ def summarize_connect(runs):
     }
     target["met"] = target["ratio"] is not None and target["ratio"] <= CONNECT_TARGET_RATIO
     # Of the extra: the kernel's round trip (floor) and the supervisor's own work on top of it.
-    floor = arms["floor"]["median"]
     target["kernel_round_trip_us"] = arms["floor"]["minus_plain_us"]["median"]
-    target["supervisor_work_us"] = None if supervised["median"] is None or floor is None else supervised["median"] - floor
+    target["supervisor_work_us"] = (None if target["extra_us"] is None or target["kernel_round_trip_us"] is None
+                                    else target["extra_us"] - target["kernel_round_trip_us"])
     return {"arms": arms, "target": target}
 
 
@@ -214,13 +251,12 @@ def summarize_syscalls(runs, calls):
     out = {}
     for call in calls:
         arms = {}
-        for arm in ARMS:
-            ok = [r["result"]["median_ns"] for r in runs if r["arm"] == arm and r["ok"] and r["result"]["call"] == call]
+        mine = [r for r in runs if r["ok"] and r["result"]["call"] == call]
+        for arm in SYSCALL_ARMS:
+            ok = [r["result"]["median_ns"] for r in mine if r["arm"] == arm]
             arms[arm] = {"median_ns": median_of(ok), "per_round_ns": ok}
-        for arm in ARMS[1:]:
-            arms[arm]["over_plain"] = ratio(arms[arm]["median_ns"], arms["plain"]["median_ns"])
-            arms[arm]["minus_plain_ns"] = (None if arms[arm]["median_ns"] is None or arms["plain"]["median_ns"] is None
-                                           else arms[arm]["median_ns"] - arms["plain"]["median_ns"])
+        for arm in SYSCALL_ARMS[1:]:
+            arms[arm]["over_plain"], arms[arm]["minus_plain_ns"] = paired(mine, arm, lambda got: got["median_ns"])
         supervised_ratio = arms["supervised"]["over_plain"]
         out[call] = {"arms": arms, "target": {
             "description": f"supervised within {round((SYSCALL_TARGET_RATIO - 1) * 100)}% of plain",
@@ -262,8 +298,9 @@ def missing_fields(results):
         for figure in CONNECT_FIGURES:
             if results["connect"]["arms"][arm][figure] is None:
                 missing.append(f"connect.{arm}.{figure}")
-        for call, summary in results["syscall"].items():
-            if summary["arms"][arm]["median_ns"] is None:
+    for call, summary in results["syscall"].items():
+        for arm in SYSCALL_ARMS:
+            if summary["arms"][arm]["median_ns"] is None or summary["arms"][arm].get("over_plain", 1.0) is None:
                 missing.append(f"syscall.{call}.{arm}")
     for key in ("machine", "load", "setup"):
         if not results.get(key):
@@ -292,10 +329,10 @@ def print_tables(results):
           f"{'met' if target['met'] else 'MISSED'} (the kernel's round trip {fmt(target['kernel_round_trip_us'], '+.1f')} "
           f"us, the supervisor's work {fmt(target['supervisor_work_us'], '+.1f')} us)")
     print("\nuntrapped system calls, ns per call, median over rounds (ratio to plain):")
-    print(f"{'call':<14} " + " ".join(f"{arm:>20}" for arm in ARMS))
+    print(f"{'call':<14} " + " ".join(f"{arm:>20}" for arm in SYSCALL_ARMS))
     for call, summary in results["syscall"].items():
         cells = []
-        for arm in ARMS:
+        for arm in SYSCALL_ARMS:
             a = summary["arms"][arm]
             cells.append(f"{fmt(a['median_ns'], '.1f')} ({fmt(a.get('over_plain', 1.0), '.3f')})")
         print(f"{call:<14} " + " ".join(f"{c:>20}" for c in cells))
@@ -310,11 +347,14 @@ def main():
     parser.add_argument("--rounds", type=int, default=5, help="rounds; each runs every arm once")
     parser.add_argument("--connects", type=int, default=2000, help="timed connects per run")
     parser.add_argument("--warmup", type=int, default=100, help="untimed connects first")
-    parser.add_argument("--calls", default=",".join(CALLS), help="comma-separated, from: " + ", ".join(CALLS))
+    parser.add_argument("--calls", default=",".join(DEFAULT_CALLS), help="comma-separated, from: " + ", ".join(CALLS))
     parser.add_argument("--loops", type=int, default=1_000_000, help="calls per repetition (getppid, write_devnull)")
-    parser.add_argument("--send-loops", type=int, default=100_000, help="calls per repetition of send_tcp")
+    parser.add_argument("--send-loops", type=int, default=200_000, help="calls per repetition of send_udp and send_tcp")
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions per syscall run")
     parser.add_argument("--no-log", action="store_true", help="no log in the tcptune arms")
+    parser.add_argument("--quiet-wait", type=float, default=120,
+                        help="seconds to wait at most, before each round, for the machine to quieten (0: never)")
+    parser.add_argument("--quiet-cpus", type=float, default=0.3, help="quiet: fewer CPUs than this busy")
     parser.add_argument("--quick", action="store_true", help="the smoke run: 2 rounds, 200 connects, short loops")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the runs and the JSON are whole")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
@@ -322,6 +362,7 @@ def main():
     if args.quick:
         args.rounds, args.connects, args.warmup = 2, 200, 20
         args.loops, args.send_loops, args.reps = 20_000, 5_000, 3
+        args.quiet_wait = 0
     calls = [c for c in args.calls.split(",") if c]
     unknown = [c for c in calls if c not in CALLS]
     if unknown:
@@ -354,7 +395,8 @@ def main():
         "machine": machine_info(),
         "setup": {"rounds": args.rounds, "connects": args.connects, "warmup": args.warmup, "calls": calls,
                   "loops": args.loops, "send_loops": args.send_loops, "reps": args.reps, "log": not args.no_log,
-                  "arms": list(ARMS), "policies": policies, "congestion_in_policy": congestion,
+                  "quiet_wait_s": args.quiet_wait, "quiet_cpus": args.quiet_cpus,
+                  "arms": {"connect": list(ARMS), "syscall": list(SYSCALL_ARMS)}, "policies": policies, "congestion_in_policy": congestion,
                   "program": str(paths["program"]), "tcptune": str(paths["tcptune"]),
                   "seccomp_actions": read_text("/proc/sys/kernel/seccomp/actions_avail")},
         "runs": {"connect": [], "syscall": []},
@@ -362,24 +404,31 @@ def main():
     clock = time.monotonic()
     load_start = os.getloadavg()
     busy0, steal0, total0 = cpu_times()
+    results["rounds"] = []
     for round_index in range(args.rounds):
-        order = rotated(round_index)
-        for arm in order:
+        waited, busy = wait_for_quiet(args.quiet_wait, args.quiet_cpus) if args.quiet_wait > 0 else (0.0, None)
+        results["rounds"].append({"round": round_index + 1, "waited_s": round(waited, 1),
+                                  "busy_cpus_before": None if busy is None else round(busy, 2),
+                                  "load_1min": os.getloadavg()[0]})
+        if args.quiet_wait > 0:
+            print(f"-- round {round_index + 1}: waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs "
+                  f"busy", flush=True)
+        for arm in rotated(ARMS, round_index):
             label = f"connect/{arm}/round{round_index + 1}"
             run = run_once(arm, ["connect", str(args.connects), str(args.warmup)], paths, work,
                            label.replace("/", "-"), args.no_log)
-            run["label"] = label
+            run["label"], run["round"] = label, round_index + 1
             results["runs"]["connect"].append(run)
             us = run.get("result", {}).get("us", {})
             print(f"  {label:<36} median {fmt(us.get('median'), '7.1f')} us  p99 {fmt(us.get('p99'), '7.1f')} us"
                   f"{'' if run['ok'] else '  FAILED'}", flush=True)
         for call in calls:
-            loops = args.send_loops if call == "send_tcp" else args.loops
-            for arm in order:
+            loops = args.send_loops if call.startswith("send_") else args.loops
+            for arm in rotated(SYSCALL_ARMS, round_index):
                 label = f"{call}/{arm}/round{round_index + 1}"
                 run = run_once(arm, ["syscall", call, str(loops), str(args.reps)], paths, work,
                                label.replace("/", "-"), args.no_log)
-                run["label"] = label
+                run["label"], run["round"] = label, round_index + 1
                 results["runs"]["syscall"].append(run)
                 print(f"  {label:<36} {fmt(run.get('result', {}).get('median_ns'), '8.1f')} ns per call"
                       f"{'' if run['ok'] else '  FAILED'}", flush=True)

@@ -20,8 +20,13 @@
  *     REPS repetitions of LOOPS calls of CALL in a tight loop, each repetition timed whole:
  *       getppid        the cheapest call there is (the worst case for a per-call overhead);
  *       write_devnull  write(2) of one byte to /dev/null;
+ *       send_udp       send(2) of 64 bytes on a connected loopback UDP socket whose receiver
+ *                      never reads: the whole send path, loopback delivery included (once the
+ *                      receive buffer is full the datagram is dropped there), and no other
+ *                      thread to wake, so no scheduling in the loop;
  *       send_tcp       send(2) of 64 bytes on a connected loopback TCP socket (TCP_NODELAY set
- *                      by the program), which a thread of this program drains.
+ *                      by the program), which a thread of this program drains: each send wakes
+ *                      it, so where the scheduler puts the two threads shows in the figure.
  *     Prints {"mode":"syscall","call":CALL,"loops":LOOPS,"ns_per_call":[..],"median_ns":..,
  *             "min_ns":..}.
  *
@@ -78,7 +83,7 @@ static void die(const char* what) {
 static void usage(void) {
   fprintf(stderr,
           "usage: supervised_cost [--notify-floor] connect COUNT [WARMUP]\n"
-          "       supervised_cost [--notify-floor] syscall getppid|write_devnull|send_tcp LOOPS REPS\n");
+          "       supervised_cost [--notify-floor] syscall getppid|write_devnull|send_udp|send_tcp LOOPS REPS\n");
   exit(2);
 }
 
@@ -344,11 +349,13 @@ static void* drain_socket(void* arg) {
 }
 
 static int syscall_mode(const char* call, long loops, long reps, int notify_floor) {
-  enum { GETPPID, WRITE_DEVNULL, SEND_TCP } which;
+  enum { GETPPID, WRITE_DEVNULL, SEND_UDP, SEND_TCP } which;
   if (strcmp(call, "getppid") == 0) {
     which = GETPPID;
   } else if (strcmp(call, "write_devnull") == 0) {
     which = WRITE_DEVNULL;
+  } else if (strcmp(call, "send_udp") == 0) {
+    which = SEND_UDP;
   } else if (strcmp(call, "send_tcp") == 0) {
     which = SEND_TCP;
   } else {
@@ -362,6 +369,18 @@ static int syscall_mode(const char* call, long loops, long reps, int notify_floo
     fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
       die("open /dev/null");
+    }
+  } else if (which == SEND_UDP) {
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t length = sizeof address;
+    listener = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (listener < 0 || bind(listener, (const struct sockaddr*)&address, length) != 0 ||
+        getsockname(listener, (struct sockaddr*)&address, &length) != 0) {
+      die("bind a UDP socket on 127.0.0.1");
+    }
+    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (const struct sockaddr*)&address, sizeof address) != 0) {
+      die("connect a UDP socket");
     }
   } else if (which == SEND_TCP) {
     struct sockaddr_in address;
@@ -402,6 +421,7 @@ static int syscall_mode(const char* call, long loops, long reps, int notify_floo
           failures += write(fd, payload, 1) != 1;
         }
         break;
+      case SEND_UDP:
       case SEND_TCP:
         for (long i = 0; i < loops; ++i) {
           failures += send(fd, payload, sizeof payload, MSG_NOSIGNAL) != (ssize_t)sizeof payload;
@@ -418,6 +438,8 @@ static int syscall_mode(const char* call, long loops, long reps, int notify_floo
     (void)shutdown(fd, SHUT_WR);
     pthread_join(thread, NULL);
     close(drain.fd);
+  }
+  if (listener >= 0) {
     close(listener);
   }
   if (fd >= 0) {
