@@ -16,8 +16,9 @@
  *     first_socket: the options on the first timed socket after its connect, read with
  *     getsockopt, so a run can show that its connects were tuned (or not).
  *
- *   supervised_cost [--notify-floor] syscall CALL LOOPS REPS
- *     REPS repetitions of LOOPS calls of CALL in a tight loop, each repetition timed whole:
+ *   supervised_cost [--notify-floor | --filter-midway] syscall CALL LOOPS REPS
+ *     REPS repetitions of LOOPS calls of CALL in a tight loop, each repetition timed whole, after
+ *     one untimed:
  *       getppid        the cheapest call there is (the worst case for a per-call overhead);
  *       write_devnull  write(2) of one byte to /dev/null;
  *       send_udp       send(2) of 64 bytes on a connected loopback UDP socket whose receiver
@@ -28,11 +29,17 @@
  *                      by the program), which a thread of this program drains: each send wakes
  *                      it, so where the scheduler puts the two threads shows in the figure.
  *     Prints {"mode":"syscall","call":CALL,"loops":LOOPS,"ns_per_call":[..],"median_ns":..,
- *             "min_ns":..}.
+ *             "min_ns":..,"notify_floor":..}.
+ *     --filter-midway: the REPS repetitions run first without a filter, then the main thread
+ *     installs the supervisor's longest filter (below; nothing answers it, and nothing it traps
+ *     is called) and they run again: the filter's cost on the same calls in the same process,
+ *     without the differences between one process and the next (where it runs, how its memory
+ *     is laid out). Adds "unfiltered_ns_per_call" and "unfiltered_median_ns".
  *
  * --notify-floor: the least a seccomp supervisor can cost, in the same program. Before it measures,
- * the main thread installs a filter of the supervisor's shape (native arch, connect and listen
- * trapped with SECCOMP_RET_USER_NOTIF, everything else allowed) on itself alone, and a thread of
+ * the main thread installs the supervisor's longest filter (native arch; connect, listen and the
+ * setsockopt pairs of nodelay "force" and keepalive trapped with SECCOMP_RET_USER_NOTIF;
+ * everything else allowed) on itself alone, and a thread of
  * the program answers each notification at once with SECCOMP_USER_NOTIF_FLAG_CONTINUE, as the
  * supervisor does after its work (poll, then receive; synchronous wake-up where the kernel has
  * it). The acceptor and drain threads start before the filter and are not under it.
@@ -83,7 +90,8 @@ static void die(const char* what) {
 static void usage(void) {
   fprintf(stderr,
           "usage: supervised_cost [--notify-floor] connect COUNT [WARMUP]\n"
-          "       supervised_cost [--notify-floor] syscall getppid|write_devnull|send_udp|send_tcp LOOPS REPS\n");
+          "       supervised_cost [--notify-floor|--filter-midway] syscall getppid|write_devnull|send_udp|send_tcp LOOPS "
+          "REPS\n");
   exit(2);
 }
 
@@ -166,8 +174,16 @@ static void* answer_notifications(void* arg) {
   return NULL;
 }
 
-/* The supervisor's filter on the calling thread alone, and a thread that answers it. */
-static void start_notify_floor(void) {
+#define ARG_LOW(i) (offsetof(struct seccomp_data, args) + 8 * (i)) /* little-endian: the low 32 bits */
+/* One trapped setsockopt pair, as the supervisor's filter tests it (the level is reloaded). */
+#define TRAP_PAIR(level, name)                                                   \
+  BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LOW(1)), BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (level), 0, 3), \
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LOW(2)), BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (name), 0, 1), \
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF)
+
+/* The supervisor's longest filter (supervisor/seccomp_filter.cpp; a policy that forces nodelay
+ * and sets keepalive) on the calling thread alone; its listener. */
+static int install_supervisor_filter(void) {
   struct sock_filter program[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
@@ -177,16 +193,30 @@ static void start_notify_floor(void) {
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_listen, 0, 1),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setsockopt, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      TRAP_PAIR(IPPROTO_TCP, TCP_NODELAY),
+      TRAP_PAIR(IPPROTO_TCP, TCP_CORK),
+      TRAP_PAIR(SOL_SOCKET, SO_KEEPALIVE),
+      TRAP_PAIR(IPPROTO_TCP, TCP_KEEPIDLE),
+      TRAP_PAIR(IPPROTO_TCP, TCP_KEEPINTVL),
+      TRAP_PAIR(IPPROTO_TCP, TCP_KEEPCNT),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
   struct sock_fprog fprog = {.len = (unsigned short)(sizeof program / sizeof program[0]), .filter = program};
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     die("prctl(PR_SET_NO_NEW_PRIVS)");
   }
-  floor_notifier.listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
-  if (floor_notifier.listener < 0) {
+  const int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
+  if (listener < 0) {
     die("seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER)");
   }
+  return listener;
+}
+
+/* The supervisor's filter on the calling thread alone, and a thread that answers it. */
+static void start_notify_floor(void) {
+  floor_notifier.listener = install_supervisor_filter();
   if (pthread_create(&floor_notifier.thread, NULL, answer_notifications, &floor_notifier) != 0) {
     die("pthread_create");
   }
@@ -348,8 +378,52 @@ static void* drain_socket(void* arg) {
   return NULL;
 }
 
-static int syscall_mode(const char* call, long loops, long reps, int notify_floor) {
-  enum { GETPPID, WRITE_DEVNULL, SEND_UDP, SEND_TCP } which;
+enum call_kind { GETPPID, WRITE_DEVNULL, SEND_UDP, SEND_TCP };
+
+/* reps repetitions of loops calls, each timed whole, into per_call (ns); the calls that failed. */
+static long time_calls(enum call_kind which, int fd, long loops, long reps, double* per_call) {
+  static const char payload[SEND_BYTES] = {0};
+  long failures = 0;
+  for (long rep = 0; rep < reps; ++rep) {
+    const long long start = now_ns();
+    switch (which) {
+      case GETPPID:
+        for (long i = 0; i < loops; ++i) {
+          (void)getppid();
+        }
+        break;
+      case WRITE_DEVNULL:
+        for (long i = 0; i < loops; ++i) {
+          failures += write(fd, payload, 1) != 1;
+        }
+        break;
+      case SEND_UDP:
+      case SEND_TCP:
+        for (long i = 0; i < loops; ++i) {
+          failures += send(fd, payload, sizeof payload, MSG_NOSIGNAL) != (ssize_t)sizeof payload;
+        }
+        break;
+    }
+    per_call[rep] = (double)(now_ns() - start) / (double)loops;
+  }
+  return failures;
+}
+
+/* ,"NAME":[..],"NAME_median_ns":.. (per_call is sorted in place); the median. */
+static double print_reps(const char* name, double* per_call, long reps) {
+  printf(",\"%s\":[", name);
+  for (long rep = 0; rep < reps; ++rep) {
+    printf("%s%.2f", rep == 0 ? "" : ",", per_call[rep]);
+  }
+  qsort(per_call, (size_t)reps, sizeof *per_call, compare_double);
+  const double median =
+      reps % 2 == 1 ? per_call[reps / 2] : (per_call[reps / 2 - 1] + per_call[reps / 2]) / 2;
+  printf("]");
+  return median;
+}
+
+static int syscall_mode(const char* call, long loops, long reps, int notify_floor, int filter_midway) {
+  enum call_kind which;
   if (strcmp(call, "getppid") == 0) {
     which = GETPPID;
   } else if (strcmp(call, "write_devnull") == 0) {
@@ -402,34 +476,18 @@ static int syscall_mode(const char* call, long loops, long reps, int notify_floo
   if (notify_floor) {
     start_notify_floor();
   }
-  static const char payload[SEND_BYTES] = {0};
   double* per_call = calloc((size_t)reps, sizeof *per_call);
-  if (per_call == NULL) {
+  double* unfiltered = calloc((size_t)reps, sizeof *unfiltered);
+  if (per_call == NULL || unfiltered == NULL) {
     die("calloc");
   }
-  long failures = 0;
-  for (long rep = 0; rep < reps; ++rep) {
-    const long long start = now_ns();
-    switch (which) {
-      case GETPPID:
-        for (long i = 0; i < loops; ++i) {
-          (void)getppid();
-        }
-        break;
-      case WRITE_DEVNULL:
-        for (long i = 0; i < loops; ++i) {
-          failures += write(fd, payload, 1) != 1;
-        }
-        break;
-      case SEND_UDP:
-      case SEND_TCP:
-        for (long i = 0; i < loops; ++i) {
-          failures += send(fd, payload, sizeof payload, MSG_NOSIGNAL) != (ssize_t)sizeof payload;
-        }
-        break;
-    }
-    per_call[rep] = (double)(now_ns() - start) / (double)loops;
+  /* One untimed repetition first: caches, page faults, a UDP receiver's buffer filled. */
+  long failures = time_calls(which, fd, loops, 1, per_call);
+  if (filter_midway) {
+    failures += time_calls(which, fd, loops, reps, unfiltered);
+    (void)install_supervisor_filter();
   }
+  failures += time_calls(which, fd, loops, reps, per_call);
   if (failures != 0) {
     fprintf(stderr, "supervised_cost: %ld of the %s calls failed\n", failures, call);
     return 1;
@@ -447,31 +505,38 @@ static int syscall_mode(const char* call, long loops, long reps, int notify_floo
   }
   char floor[64];
   stop_notify_floor(floor, sizeof floor);
-  printf("{\"mode\":\"syscall\",\"call\":\"%s\",\"loops\":%ld,\"ns_per_call\":[", call, loops);
-  for (long rep = 0; rep < reps; ++rep) {
-    printf("%s%.2f", rep == 0 ? "" : ",", per_call[rep]);
+  printf("{\"mode\":\"syscall\",\"call\":\"%s\",\"loops\":%ld", call, loops);
+  const double median = print_reps("ns_per_call", per_call, reps);
+  printf(",\"median_ns\":%.2f,\"min_ns\":%.2f,%s", median, per_call[0], floor);
+  if (filter_midway) {
+    const double before = print_reps("unfiltered_ns_per_call", unfiltered, reps);
+    printf(",\"unfiltered_median_ns\":%.2f", before);
   }
-  qsort(per_call, (size_t)reps, sizeof *per_call, compare_double);
-  const double median =
-      reps % 2 == 1 ? per_call[reps / 2] : (per_call[reps / 2 - 1] + per_call[reps / 2]) / 2;
-  printf("],\"median_ns\":%.2f,\"min_ns\":%.2f,%s}\n", median, per_call[0], floor);
+  printf("}\n");
+  free(unfiltered);
   free(per_call);
   return 0;
 }
 
 int main(int argc, char** argv) {
   int notify_floor = 0;
+  int filter_midway = 0;
   if (argc >= 2 && strcmp(argv[1], "--notify-floor") == 0) {
     notify_floor = 1;
     --argc;
     ++argv;
+  } else if (argc >= 2 && strcmp(argv[1], "--filter-midway") == 0) {
+    filter_midway = 1;
+    --argc;
+    ++argv;
   }
-  if (argc >= 3 && strcmp(argv[1], "connect") == 0 && argc <= 4) {
+  if (argc >= 3 && strcmp(argv[1], "connect") == 0 && argc <= 4 && !filter_midway) {
     return connect_mode(parse_count(argv[2], 1, 10000000), argc == 4 ? parse_count(argv[3], 0, 1000000) : 100,
                         notify_floor);
   }
   if (argc == 5 && strcmp(argv[1], "syscall") == 0) {
-    return syscall_mode(argv[2], parse_count(argv[3], 1, 1000000000), parse_count(argv[4], 1, 10000), notify_floor);
+    return syscall_mode(argv[2], parse_count(argv[3], 1, 1000000000), parse_count(argv[4], 1, 10000), notify_floor,
+                        filter_midway);
   }
   usage();
   return 2;
