@@ -2,9 +2,9 @@
 """Supervised mode's cost: a loopback connect() and an untrapped system call, timed inside the
 program, as it is, under the shim and under `tcptune run --supervise`.
 
-    bench/supervised/run.py [--build build/release] [--rounds 5] [--connects 2000] [--warmup 100]
-                            [--calls getppid,write_devnull,send_udp] [--loops 1000000]
-                            [--send-loops 200000] [--reps 5] [--no-log] [--quiet-wait 120]
+    bench/supervised/run.py [--build build/release] [--rounds 9] [--connects 2000] [--warmup 100]
+                            [--calls getppid,write_devnull,send_udp] [--loops 500000]
+                            [--send-loops 100000] [--reps 5] [--no-log] [--quiet-wait 120]
                             [--quiet-cpus 0.3] [--out bench/results]
     bench/supervised/run.py --quick --check     # the ctest smoke run
 
@@ -368,12 +368,12 @@ def print_tables(results):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", default=str(ROOT / "build" / "release"), help="build tree (default build/release)")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds; each runs every arm once")
+    parser.add_argument("--rounds", type=int, default=9, help="rounds; each runs every arm once")
     parser.add_argument("--connects", type=int, default=2000, help="timed connects per run")
     parser.add_argument("--warmup", type=int, default=100, help="untimed connects first")
     parser.add_argument("--calls", default=",".join(DEFAULT_CALLS), help="comma-separated, from: " + ", ".join(CALLS))
-    parser.add_argument("--loops", type=int, default=1_000_000, help="calls per repetition (getppid, write_devnull)")
-    parser.add_argument("--send-loops", type=int, default=200_000, help="calls per repetition of send_udp and send_tcp")
+    parser.add_argument("--loops", type=int, default=500_000, help="calls per repetition (getppid, write_devnull)")
+    parser.add_argument("--send-loops", type=int, default=100_000, help="calls per repetition of send_udp and send_tcp")
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions per syscall run")
     parser.add_argument("--no-log", action="store_true", help="no log in the tcptune arms")
     parser.add_argument("--quiet-wait", type=float, default=120,
