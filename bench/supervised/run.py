@@ -8,10 +8,10 @@ program, as it is, under the shim and under `tcptune run --supervise`.
                             [--quiet-cpus 0.3] [--out bench/results]
     bench/supervised/run.py --quick --check     # the ctest smoke run
 
-The program is tcptune_supervised_cost (supervised_cost.c). Five arms, each a fresh process:
+The program is tcptune_supervised_cost (supervised_cost.c). Six arms, each a fresh process:
   plain             the program as it is;
-  floor             (connect only) the program with --notify-floor: the same filter on its own
-                    main thread, and a thread of its own that answers each trapped call at once
+  floor             (connect only) the program with --notify-floor: the supervisor's longest
+                    filter on its own main thread, and a thread of its own that answers each trapped call at once
                     (CONTINUE). The kernel's round trip with no supervisor's work: the least any
                     supervisor pays. Not for the system calls: there supervised_empty is the
                     filter alone, and the floor's extra thread would change what glibc does
@@ -47,24 +47,25 @@ Two measurements:
            TCP connection a thread drains, which the scheduler makes noisy), timed whole, --reps
            times per run after one untimed: the least ns per call over the repetitions (an
            interruption only adds time, and a send's time varies by a third from one repetition
-           to the next on a small VM). The issue's target: supervised within 10% of plain.
+           to the next on a small VM). The issue's target: supervised within 10% of plain,
+           judged on in_process (supervised/plain across processes is shown alongside).
 The arms are interleaved over --rounds rounds, each round in a rotated order, so that noise on
 the machine hits every arm alike. Each arm's figure is the median over rounds of its runs'
 figures; the ratio to plain is the median over rounds of the ratio within each round (the
 rounds follow each other within seconds, while the machine's speed drifts over minutes), and
 the difference the median of the differences within each round (in_process: filtered over
-unfiltered within each run, then the median over rounds). On a machine shared with other
-work, --quiet-wait waits (at most that many seconds) before each round until the rest of the
-machine uses fewer than --quiet-cpus CPUs; the JSON records the wait and the load of each round. The sequential connects put
-a supervisor's work after its answer on the path too: the next connect waits for it. The load average and the CPU
-time the whole machine spent (busy, stolen) during the run are recorded.
+unfiltered within each run, then the median over rounds). The sequential connects put a
+supervisor's work after its answer on the path too: the next connect waits for it. On a
+machine shared with other work, --quiet-wait waits (at most that many seconds) before each
+round until the rest of the machine uses fewer than --quiet-cpus CPUs; the JSON records the
+wait and the load of each round, and the load average and the CPU time the whole machine
+spent (busy, stolen) during the run.
 
 --check exits 1 unless every run exited 0 with its JSON, every connection was accepted, the
 first socket of each connect run carries nodelay 1 in the tuned arms (shim, supervised) and 0
 in the others (so the tuned arms were tuned, and supervised_empty was not), each supervised
 connect run's log has a supervised conn_open for every connect, the floor's thread answered
-every connect, and the JSON has every field.
-It does not judge the timings. Writes everything to <out>/supervised-<UTC time>.json.
+every connect, and the JSON has every field. It does not judge the timings. Writes everything to <out>/supervised-<UTC time>.json.
 """
 import argparse
 import datetime
