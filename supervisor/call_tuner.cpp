@@ -104,6 +104,17 @@ FilterSpec CallTuner::filter_spec(const config::Policy& policy) {
   return spec;
 }
 
+pid_t CallTuner::process_of(const TrappedCall& call) {
+  constexpr std::size_t kMostThreads = 65536;
+  if (const auto found = process_of_thread_.find(call.thread()); found != process_of_thread_.end()) {
+    return found->second;
+  }
+  if (process_of_thread_.size() >= kMostThreads) {
+    process_of_thread_.clear();
+  }
+  return process_of_thread_.emplace(call.thread(), call.process()).first->second;
+}
+
 void CallTuner::handle(int listener, const seccomp_notif& request) {
   ++calls_;
   const TrappedCall call(listener, request);
@@ -128,8 +139,8 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   if (socket.get() < 0) {
     if (errno == EPERM) {
       const std::string program = call.program();
-      warn_once("eperm/" + program, call.process(), program,
-                program + " (pid " + std::to_string(call.process()) +
+      warn_once("eperm/" + program, process_of(call), program,
+                program + " (pid " + std::to_string(process_of(call)) +
                     ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary); its "
                     "sockets run untuned");
     }
@@ -187,7 +198,7 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   }
   call.continue_call();
   // Logged after the answer: the program's call does not wait for the log.
-  const pid_t pid = call.process();
+  const pid_t pid = process_of(call);
   for (const shim::OptionReport& option : outcome.report.options) {
     if (option.refused() || (option.name == "keep_warm" && tuning.keep_warm.has_value())) {
       const std::string rule_name(config::rule_name(policy_, rule));
@@ -252,7 +263,7 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   if (watch_ != nullptr && facts.role == config::Role::server && !is_listener) {
     struct stat socket_stat {};
     if (fstat(socket.get(), &socket_stat) == 0) {
-      watch_->watch_connection(socket_stat.st_ino, app_fd, shim::SocketRole::server, rule, call.process(), program);
+      watch_->watch_connection(socket_stat.st_ino, app_fd, shim::SocketRole::server, rule, process_of(call), program);
     }
   }
   const bool forced = tuning.nodelay == config::NodelayMode::force;
@@ -284,7 +295,7 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
         .add("supervised", true)
         .add("note", "the program's setsockopt answered without being made: the rule's value stays (logged once per "
                      "rule and option)");
-    log_.write(config::LogLevel::info, call.process(), program, record);
+    log_.write(config::LogLevel::info, process_of(call), program, record);
   }
 }
 
