@@ -414,6 +414,7 @@ def print_table(summaries, out=sys.stdout):
 
 
 def machine_info():
+    """The machine, kernel and commit a bench result was measured on (bench/*/run.py use it too)."""
     def read(path):
         try:
             return Path(path).read_text().strip()
@@ -422,13 +423,15 @@ def machine_info():
     cpu = next((line.split(":", 1)[1].strip() for line in (read("/proc/cpuinfo") or "").splitlines()
                 if line.startswith("model name")), None)
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout
     return {
         "hostname": platform.node(), "kernel": platform.release(), "machine": platform.machine(),
         "cpu": cpu, "cpus": os.cpu_count(),
         "congestion_default": read("/proc/sys/net/ipv4/tcp_congestion_control"),
         "congestion_allowed": read("/proc/sys/net/ipv4/tcp_allowed_congestion_control"),
         "rmem_max": read("/proc/sys/net/core/rmem_max"), "tcp_rmem": read("/proc/sys/net/ipv4/tcp_rmem"),
-        "commit": commit or None,
+        "commit": commit or None, "uncommitted_changes": bool(dirty.strip()),
     }
 
 

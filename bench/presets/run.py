@@ -21,7 +21,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import signal
 import statistics
 import subprocess
@@ -31,6 +30,8 @@ from pathlib import Path
 import servers
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "ab"))
+from ab import machine_info  # noqa: E402  (the shared machine description of bench results)
 ARMS = ("off", "tuned", "reference")
 
 
@@ -155,21 +156,6 @@ def build_info(build):
     return {name: {"path": str(path), "built": datetime.datetime.fromtimestamp(
         path.stat().st_mtime, datetime.timezone.utc).isoformat(timespec="seconds")}
             for name, path in files.items() if path.exists()}
-
-
-def machine_info():
-    def read(path):
-        try:
-            return Path(path).read_text().strip()
-        except OSError:
-            return None
-    cpu = next((line.split(":", 1)[1].strip() for line in (read("/proc/cpuinfo") or "").splitlines()
-                if line.startswith("model name")), None)
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout
-    return {"hostname": platform.node(), "kernel": platform.release(), "cpu": cpu, "cpus": os.cpu_count(),
-            "commit": commit.strip() or None, "uncommitted_changes": bool(dirty.strip())}
 
 
 def main():
