@@ -7,7 +7,7 @@
  *
  *   fault_probe storm THREADS SELF_KILL_MS       connect loop in THREADS threads; SIGKILL itself
  *                                               after SELF_KILL_MS (0: wait to be killed, 20 s)
- *   fault_probe signals restart|norestart retry|posix COUNT BYTES
+ *   fault_probe signals restart|norestart retry|posix|nonblocking COUNT BYTES
  *   fault_probe nondumpable
  *   fault_probe own_seccomp plain|listener
  *   fault_probe term                            exits 42 on SIGTERM (10 s bound)
@@ -275,7 +275,11 @@ static int write_all(int fd, const unsigned char *data, size_t length) {
   return 0;
 }
 
-static int mode_signals(int restart, int posix, int count, int bytes) {
+/* handling: 0 retry (EINTR: connect again), 1 posix (EINTR: the connection goes on; poll, then
+ * SO_ERROR), 2 nonblocking (a nonblocking socket: EINPROGRESS, poll, SO_ERROR; EINTR is an error) */
+static int mode_signals(int restart, int handling, int count, int bytes) {
+  const int posix = handling == 1;
+  const int nonblocking = handling == 2;
   signal(SIGPIPE, SIG_IGN);
   struct sink s;
   sink_start(&s, 1, bytes, count);
@@ -292,14 +296,30 @@ static int mode_signals(int restart, int posix, int count, int bytes) {
   for (int i = 0; i < count; ++i) {
     int fd;
     do {
-      fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
     } while (fd < 0 && errno == EINTR);
     if (fd < 0) {
       die("socket");
     }
     struct sockaddr_in a = loopback(s.port);
     int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
-    while (rc != 0 && errno == EINTR) {
+    if (nonblocking && rc != 0 && errno == EINPROGRESS) {
+      struct pollfd p = {fd, POLLOUT, 0};
+      int ready;
+      do {
+        ready = poll(&p, 1, 5000);
+      } while (ready < 0 && errno == EINTR);
+      int so_error = 0;
+      socklen_t length = sizeof so_error;
+      getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &length);
+      rc = (ready == 1 && so_error == 0) ? 0 : -1;
+      errno = so_error != 0 ? so_error : ETIMEDOUT;
+    }
+    if (nonblocking && rc == 0) {
+      int flags = fcntl(fd, F_GETFL);
+      fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    }
+    while (!nonblocking && rc != 0 && errno == EINTR) {
       ++eintr;
       if (posix) {
         /* POSIX: the connection goes on asynchronously; wait for it, then read SO_ERROR. */
@@ -594,6 +614,8 @@ static void attack_ia32(int port) {
 #endif
 }
 
+#define CLOSED_FD 900
+
 static int mode_attack(const char *unix_path) {
   signal(SIGPIPE, SIG_IGN);
   struct sink s;
@@ -602,7 +624,8 @@ static int mode_attack(const char *unix_path) {
   int fd;
 
   /* Descriptors the kernel refuses before it reads anything. */
-  fd = tcp_socket(AF_INET, 0);
+  /* A number far above what the sink's accepted connections take, so it stays closed. */
+  fd = dup2(tcp_socket(AF_INET, 0), CLOSED_FD);
   close(fd);
   ATTEMPT("closed_fd", connect(fd, (struct sockaddr *)&a, sizeof a));
   ATTEMPT("negative_fd", connect(-1, (struct sockaddr *)&a, sizeof a));
@@ -760,7 +783,7 @@ static int mode_attack(const char *unix_path) {
   connect(fd, (struct sockaddr *)&a, sizeof a);
   ATTEMPT("listen_connected", listen(fd, 5));
   close(fd);
-  ATTEMPT("listen_closed_fd", listen(fd, 5));
+  ATTEMPT("listen_closed_fd", listen(CLOSED_FD, 5));
 
   /* setsockopt on the trapped options: bad pointers, short lengths, other sockets. */
   fd = tcp_socket(AF_INET, 0);
@@ -770,9 +793,22 @@ static int mode_attack(const char *unix_path) {
   ATTEMPT("nodelay_short", setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &zero, 2));
   ATTEMPT("cork_bad_pointer", setsockopt(fd, IPPROTO_TCP, TCP_CORK, (void *)1, sizeof one));
   ATTEMPT("keepalive_bad_pointer", setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, (void *)1, sizeof one));
+  ATTEMPT("nodelay_negative_length", setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &zero, (socklen_t)-1));
+  ATTEMPT("cork_negative_length", setsockopt(fd, IPPROTO_TCP, TCP_CORK, &one, (socklen_t)-1));
+  ATTEMPT("keepalive_negative_length", setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, (socklen_t)-1));
+  /* Values the kernel refuses (1..32767 seconds, 1..127 probes) stay refused. */
+  int huge = 40000, many = 200, negative = -5;
   ATTEMPT("keepidle_zero", setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &zero, sizeof zero));
+  ATTEMPT("keepidle_huge", setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &huge, sizeof huge));
+  ATTEMPT("keepintvl_negative", setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &negative, sizeof negative));
+  ATTEMPT("keepcnt_many", setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &many, sizeof many));
+  ATTEMPT("keepcnt_zero", setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &zero, sizeof zero));
+  /* Valid values: made, or answered unmade under a rule that keeps its own (0 either way). */
+  int idle = 100, large_length_value[4] = {0, 0, 0, 0};
+  ATTEMPT("keepidle_valid", setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle));
+  ATTEMPT("nodelay_long_length", setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, large_length_value, sizeof large_length_value));
   ATTEMPT("nodelay_not_a_socket", setsockopt(null, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero));
-  ATTEMPT("nodelay_closed_fd", setsockopt(1 << 20, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero));
+  ATTEMPT("nodelay_closed_fd", setsockopt(CLOSED_FD, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero));
   close(fd);
   fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   ATTEMPT("nodelay_udp", setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero));
@@ -1039,7 +1075,8 @@ int main(int argc, char **argv) {
     return mode_storm(atoi(argv[2]), atol(argv[3]));
   }
   if (strcmp(mode, "signals") == 0 && argc == 6) {
-    return mode_signals(strcmp(argv[2], "restart") == 0, strcmp(argv[3], "posix") == 0, atoi(argv[4]), atoi(argv[5]));
+    const int handling = strcmp(argv[3], "posix") == 0 ? 1 : strcmp(argv[3], "nonblocking") == 0 ? 2 : 0;
+    return mode_signals(strcmp(argv[2], "restart") == 0, handling, atoi(argv[4]), atoi(argv[5]));
   }
   if (strcmp(mode, "nondumpable") == 0) {
     return mode_nondumpable();

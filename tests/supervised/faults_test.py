@@ -5,11 +5,12 @@ judges from outside. One --case per ctest:
 
   kill_self, kill_outside   the program is SIGKILLed while its threads' connects are trapped:
                             tcptune exits 137 at once and leaves no process behind
-  signal_<restart|norestart>_<retry|posix>
+  signal_<restart|norestart>_<retry|posix>, signal_norestart_nonblocking
                             a 100 us SIGALRM during 2000 connects (handler with or without
                             SA_RESTART; EINTR handled by retrying, or as POSIX says: the connection
-                            goes on, poll and read SO_ERROR): every connection made, its bytes
-                            intact, tuned; the same program without tcptune is the control
+                            goes on, poll and read SO_ERROR; or nonblocking connects, EINPROGRESS
+                            then poll): every connection made, its bytes intact, tuned; the same
+                            program without tcptune is the control
   nondumpable_root, nondumpable_unprivileged
                             PR_SET_DUMPABLE 0 before connecting: tuned as root; as nobody it runs
                             untuned and tcptune says so in one line naming it
@@ -523,6 +524,7 @@ def main():
         "signal_norestart_retry": lambda: h.case_signal("norestart", "retry"),
         "signal_restart_posix": lambda: h.case_signal("restart", "posix"),
         "signal_norestart_posix": lambda: h.case_signal("norestart", "posix"),
+        "signal_norestart_nonblocking": lambda: h.case_signal("norestart", "nonblocking"),
         "nondumpable_root": lambda: h.case_nondumpable(False),
         "nondumpable_unprivileged": lambda: h.case_nondumpable(True),
         "own_seccomp_plain": lambda: h.case_own_seccomp("plain"),
