@@ -65,6 +65,20 @@ void report_what_supervision_lacks(const config::Tuning& tuning, shim::TuningOut
   }
 }
 
+// Whether the kernel would take `value` for this option (include/net/tcp.h: MAX_TCP_KEEPIDLE,
+// MAX_TCP_KEEPINTVL, MAX_TCP_KEEPCNT): a value it refuses is refused under the rule too.
+bool kernel_accepts(int level, int name, int value) {
+  if (level != IPPROTO_TCP) {
+    return true;
+  }
+  switch (name) {
+    case TCP_KEEPIDLE:
+    case TCP_KEEPINTVL: return value >= 1 && value <= 32767;
+    case TCP_KEEPCNT: return value >= 1 && value <= 127;
+    default: return true;
+  }
+}
+
 }  // namespace
 
 CallTuner::CallTuner(const config::Policy& policy, const SupervisorLog& log)
@@ -213,8 +227,15 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   const int level = static_cast<int>(data.args[1]);
   const int name = static_cast<int>(data.args[2]);
   int value = 0;
-  if (data.args[4] < sizeof value || !call.read_memory(data.args[3], &value, sizeof value)) {
+  // optlen is an int to the kernel (a negative one is EINVAL); the register's upper half is not
+  // the program's.
+  const auto length = static_cast<std::int32_t>(static_cast<std::uint32_t>(data.args[4]));
+  if (length < static_cast<std::int32_t>(sizeof value) || !call.read_memory(data.args[3], &value, sizeof value)) {
     call.continue_call();  // the kernel answers EINVAL or EFAULT
+    return;
+  }
+  if (!kernel_accepts(level, name, value)) {
+    call.continue_call();  // the kernel answers EINVAL, as it would without the rule
     return;
   }
   const int app_fd = static_cast<int>(data.args[0]);
