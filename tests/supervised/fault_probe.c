@@ -61,6 +61,15 @@ static void sleep_ms(long ms) {
   }
 }
 
+static int int_option(int fd, int level, int name) {
+  int value = -1;
+  socklen_t length = sizeof value;
+  if (getsockopt(fd, level, name, &value, &length) != 0) {
+    return -1;
+  }
+  return value;
+}
+
 static int nodelay_of(int fd) {
   int value = -1;
   socklen_t length = sizeof value;
@@ -591,6 +600,11 @@ static void attack_ia32(int port) {
     long rc2 = int80_call(102 /* socketcall */, 3 /* SYS_CONNECT */, (long)(uintptr_t)((char *)low + 64), 0);
     printf("R ia32_socketcall_connect %ld %ld\n", rc2 < 0 ? -1L : rc2, rc2 < 0 ? -rc2 : 0);
     tuned("ia32_socketcall_connect", (int)fd2);
+    /* Keepalive asked for on the socket connected through the other ABI: in effect. */
+    int one = 1;
+    if (setsockopt((int)fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) == 0) {
+      printf("R ia32_keepalive_effective %d\n", int_option((int)fd, SOL_SOCKET, SO_KEEPALIVE));
+    }
     fflush(stdout);
     _exit(0);
   }
@@ -809,6 +823,26 @@ static int mode_attack(const char *unix_path) {
   ATTEMPT("nodelay_long_length", setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, large_length_value, sizeof large_length_value));
   ATTEMPT("nodelay_not_a_socket", setsockopt(null, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero));
   ATTEMPT("nodelay_closed_fd", setsockopt(CLOSED_FD, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero));
+  close(fd);
+
+  /* Keepalive the program owns: set before connect (a rule leaves it to the program), then
+   * its idle time after connect. The program's value is the one in effect, as without tcptune. */
+  fd = tcp_socket(AF_INET, 0);
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  connect(fd, (struct sockaddr *)&a, sizeof a);
+  int sixty = 60;
+  ATTEMPT("keepidle_app_owned", setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &sixty, sizeof sixty));
+  printf("R keepidle_app_owned_effective %d\n", int_option(fd, IPPROTO_TCP, TCP_KEEPIDLE));
+  close(fd);
+  /* A socket connected without connect(): TCP Fast Open's sendto. Keepalive asked for after. */
+  fd = tcp_socket(AF_INET, 0);
+  errno = 0;
+  ssize_t sent = sendto(fd, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&a, sizeof a);
+  printf("R fastopen_sendto %d %d\n", sent < 0 ? -1 : (int)sent, sent < 0 ? errno : 0);
+  if (sent == 1) {
+    ATTEMPT("fastopen_keepalive", setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one));
+    printf("R fastopen_keepalive_effective %d\n", int_option(fd, SOL_SOCKET, SO_KEEPALIVE));
+  }
   close(fd);
   fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   ATTEMPT("nodelay_udp", setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero));
