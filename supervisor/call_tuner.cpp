@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <optional>
@@ -77,6 +78,29 @@ bool kernel_accepts(int level, int name, int value) {
     case TCP_KEEPCNT: return value >= 1 && value <= 127;
     default: return true;
   }
+}
+
+int current_int(int fd, int level, int name) {
+  int value = -1;
+  socklen_t length = sizeof value;
+  return getsockopt(fd, level, name, &value, &length) == 0 ? value : -1;
+}
+
+int seconds_rounded_up(config::Duration duration) {
+  const auto seconds = std::chrono::ceil<std::chrono::seconds>(duration).count();
+  return static_cast<int>(seconds < 1 ? 1 : seconds);
+}
+
+// Whether the rule's keepalive is what the socket has: it was applied at connect or listen.
+// Not so for a socket connected without a trapped connect (TCP Fast Open's sendto, another
+// ABI, inherited) or one whose keepalive the program set before connect (the rule left it to
+// the program): there the program's keepalive calls are made.
+bool rule_keepalive_in_effect(int fd, const config::Keepalive& keepalive) {
+  return current_int(fd, SOL_SOCKET, SO_KEEPALIVE) == 1 &&
+         current_int(fd, IPPROTO_TCP, TCP_KEEPIDLE) == seconds_rounded_up(keepalive.idle) &&
+         (keepalive.interval.count() <= 0 ||
+          current_int(fd, IPPROTO_TCP, TCP_KEEPINTVL) == seconds_rounded_up(keepalive.interval)) &&
+         (keepalive.count <= 0 || current_int(fd, IPPROTO_TCP, TCP_KEEPCNT) == keepalive.count);
 }
 
 }  // namespace
@@ -265,14 +289,19 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   const int rule = config::match_rule(policy_, facts, is_listener);
   const config::Tuning& tuning = config::tuning_for(policy_, rule);
   const bool forced = tuning.nodelay == config::NodelayMode::force;
+  // Only where the rule's value is the one in effect: on a socket the rule never reached the
+  // program's call is made, as without the rule.
+  const bool nodelay_forced = forced && current_int(socket.get(), IPPROTO_TCP, TCP_NODELAY) == 1;
   const char* option = nullptr;
-  if (level == IPPROTO_TCP && name == TCP_NODELAY && forced && value == 0) {
+  if (level == IPPROTO_TCP && name == TCP_NODELAY && nodelay_forced && value == 0) {
     option = "TCP_NODELAY";
-  } else if (level == IPPROTO_TCP && name == TCP_CORK && forced && value != 0) {
+  } else if (level == IPPROTO_TCP && name == TCP_CORK && nodelay_forced && value != 0) {
     option = "TCP_CORK";
-  } else if (tuning.keepalive.has_value() && ((level == SOL_SOCKET && name == SO_KEEPALIVE) ||
-                                              (level == IPPROTO_TCP && (name == TCP_KEEPIDLE ||
-                                                                        name == TCP_KEEPINTVL || name == TCP_KEEPCNT)))) {
+  } else if (tuning.keepalive.has_value() &&
+             ((level == SOL_SOCKET && name == SO_KEEPALIVE) ||
+              (level == IPPROTO_TCP && (name == TCP_KEEPIDLE || (name == TCP_KEEPINTVL && tuning.keepalive->interval.count() > 0) ||
+                                        (name == TCP_KEEPCNT && tuning.keepalive->count > 0)))) &&
+             rule_keepalive_in_effect(socket.get(), *tuning.keepalive)) {
     option = level == SOL_SOCKET ? "SO_KEEPALIVE"
              : name == TCP_KEEPIDLE ? "TCP_KEEPIDLE"
              : name == TCP_KEEPINTVL ? "TCP_KEEPINTVL"
