@@ -169,7 +169,8 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
         const std::string program = call.program();
         warn_once("eperm/" + program, call.process(), program,
                   program + " (pid " + std::to_string(call.process()) +
-                      ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary); its "
+                      ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary, or it made "
+                      "itself so with prctl(PR_SET_DUMPABLE)); its "
                       "sockets run untuned");
       }
       call.continue_call();

@@ -324,8 +324,8 @@ class Harness:
         if unprivileged:
             self.checks.check(nodelay.get("nondumpable") == 0 and nodelay.get("nondumpable-again") == 0,
                               f"as nobody its sockets run untuned ({nodelay})")
-            self.checks.check(len(lines) == 1 and "fault_probe" in lines[0],
-                              f"tcptune says so in one line naming the program ({lines})")
+            self.checks.check(len(lines) == 1 and "fault_probe" in lines[0] and "PR_SET_DUMPABLE" in lines[0],
+                              f"tcptune says so in one line naming the program and the cause ({lines})")
         else:
             self.checks.check(nodelay.get("nondumpable") == 1 and nodelay.get("nondumpable-again") == 1,
                               f"as root (CAP_SYS_PTRACE) its sockets are tuned ({nodelay})")
@@ -360,8 +360,9 @@ class Harness:
         self.checks.check(status == 5, f"the exit status comes through both ({status})")
         self.checks.check(results(run.out).get("connect") == "connect 0 0", f"the connect succeeds ({run.out!r})")
         refusal = [line for line in run.stderr.splitlines() if "cannot supervise" in line]
-        self.checks.check(len(refusal) == 1 and "runs untuned" in refusal[0],
-                          f"the inner tcptune says it cannot supervise, in one line ({refusal})")
+        self.checks.check(len(refusal) == 1 and "listener is already in place" in refusal[0]
+                          and "outer tcptune" in refusal[0],
+                          f"the inner tcptune says why it cannot supervise, in one line ({refusal})")
         # The outer filter is inherited by everything below it: the outer supervisor still tunes.
         self.checks.check(tuning(run.out).get("connect") == 1,
                           f"the outer supervisor tunes the socket ({tuning(run.out)})")
