@@ -6,7 +6,9 @@
  * starting "T " say whether a socket was tuned (TCP_NODELAY, which the test policy turns on).
  *
  *   fault_probe storm THREADS SELF_KILL_MS       connect loop in THREADS threads; SIGKILL itself
- *                                               after SELF_KILL_MS (0: wait to be killed, 20 s)
+ *                                               after SELF_KILL_MS (0: wait to be killed, 20 s;
+ *                                               negative: exec sh -c 'exit 3' after -SELF_KILL_MS)
+ *   fault_probe strict                          seccomp strict mode in a child, reported
  *   fault_probe signals restart|norestart retry|posix|nonblocking COUNT BYTES
  *   fault_probe nondumpable
  *   fault_probe own_seccomp plain|listener
@@ -256,6 +258,11 @@ static int mode_storm(int threads, long self_kill_ms) {
   if (self_kill_ms > 0) {
     sleep_ms(self_kill_ms);
     kill(getpid(), SIGKILL);
+  } else if (self_kill_ms < 0) {
+    /* exec while the other threads' connects are trapped: the kernel ends them first */
+    sleep_ms(-self_kill_ms);
+    execl("/bin/sh", "sh", "-c", "exit 3", (char *)NULL);
+    die("execl");
   }
   sleep_ms(20000);
   return 3;
@@ -471,6 +478,27 @@ static int mode_own_seccomp(int with_listener) {
   printf("R own_filter_denied %d %d\n", denied, denied == 0 ? 0 : errno);
   int result = connect_and_report("own_filter_allowed");
   return result;
+}
+
+/* Strict mode (read, write, exit only) in a child: refused over a filter (EINVAL). */
+static int mode_strict(void) {
+  fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) {
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0) != 0) {
+      printf("strict refused %d\n", errno);
+      fflush(stdout);
+      _exit(1);
+    }
+    static const char text[] = "strict entered\n";
+    (void)!write(1, text, sizeof text - 1);
+    syscall(SYS_exit, 0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  printf("strict child %s %d\n", WIFEXITED(status) ? "exit" : "signal",
+         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  return 0;
 }
 
 /* ---- exit and signals ------------------------------------------------------------------------ */
@@ -1118,6 +1146,9 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "own_seccomp") == 0 && argc == 3) {
     return mode_own_seccomp(strcmp(argv[2], "listener") == 0);
   }
+  if (strcmp(mode, "strict") == 0) {
+    return mode_strict();
+  }
   if (strcmp(mode, "term") == 0) {
     return mode_term();
   }
@@ -1139,6 +1170,6 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "connect_once") == 0 && argc == 3) {
     return mode_connect_once(atoi(argv[2]));
   }
-  fprintf(stderr, "usage: fault_probe storm|signals|nondumpable|own_seccomp|term|daemon|attack|race|threads|connect|connect_once ...\n");
+  fprintf(stderr, "usage: fault_probe storm|signals|nondumpable|own_seccomp|strict|term|daemon|attack|race|threads|connect|connect_once ...\n");
   return 2;
 }

@@ -5,6 +5,7 @@ judges from outside. One --case per ctest:
 
   kill_self, kill_outside   the program is SIGKILLed while its threads' connects are trapped:
                             tcptune exits 137 at once and leaves no process behind
+  exec_storm                the program execs while its other threads' connects are trapped
   signal_<restart|norestart>_<retry|posix>, signal_norestart_nonblocking
                             a 100 us SIGALRM during 2000 connects (handler with or without
                             SA_RESTART; EINTR handled by retrying, or as POSIX says: the connection
@@ -14,9 +15,10 @@ judges from outside. One --case per ctest:
   nondumpable_root, nondumpable_unprivileged
                             PR_SET_DUMPABLE 0 before connecting: tuned as root; as nobody it runs
                             untuned and tcptune says so in one line naming it
-  own_seccomp_plain, own_seccomp_listener, nested
+  own_seccomp_plain, own_seccomp_listener, own_seccomp_strict, nested
                             a filter of the program's own (its ERRNO wins, the rest is tuned; a
-                            second listener is EBUSY in the program); tcptune under tcptune
+                            second listener is EBUSY in the program; strict mode is EINVAL);
+                            tcptune under tcptune
   exit_status, sigterm, daemon
                             the program's status; SIGINT ignored, SIGTERM passed on; a daemon
                             that connects after the program exited is answered and waited for
@@ -262,6 +264,16 @@ class Harness:
                               f"run {attempt}: tcptune exits 137 ({status}; {run.stderr.strip()[-300:]!r})")
             self.no_leftovers(run, f"run {attempt}")
 
+    def case_exec_storm(self):
+        for attempt in range(4):
+            delay = random.choice((1, 20, 100))
+            argv, _ = self.supervised(self.probe("storm", "8", str(-delay)), log_name=f"exec{attempt}.jsonl")
+            run = Run(argv, self.work)
+            status = self.finish_bounded(run, f"run {attempt} (exec {delay} ms after the first connects)")
+            self.checks.check(status == 3, f"run {attempt}: the exec'd sh's status 3 comes through ({status}; "
+                              f"{run.stderr.strip()[-300:]!r})")
+            self.no_leftovers(run, f"run {attempt}")
+
     # ---- 2: signals during trapped connects -------------------------------------------------
 
     def case_signal(self, restart, handling):
@@ -350,6 +362,21 @@ class Harness:
                           f"its filter's EACCES and the allowed connect answer as in the control ({results(run.out)})")
         self.checks.check(tuning(run.out).get("own_filter_allowed") == 1,
                           f"the allowed connect is tuned ({tuning(run.out)})")
+
+    def case_own_seccomp_strict(self):
+        control = Run(self.probe("strict"), self.work)
+        self.finish_bounded(control, "control")
+        print(f"control: {control.out!r}")
+        self.checks.check(control.status == 0 and "strict entered" in control.out and "child exit 0" in control.out,
+                          "control: the child enters strict mode")
+        argv, _ = self.supervised(self.probe("strict"), log_name="strict.jsonl")
+        run = Run(argv, self.work)
+        status = self.finish_bounded(run, "supervised")
+        print(f"supervised: {run.out!r}")
+        # The kernel refuses strict mode over any filter: the program sees EINVAL (a limit of
+        # supervised mode, as of any seccomp sandbox), and neither it nor tcptune hangs.
+        self.checks.check(status == 0 and f"strict refused {22}" in run.out and "child exit 1" in run.out,
+                          f"under tcptune strict mode is refused with EINVAL, the program goes on ({status})")
 
     def case_nested(self):
         inner, _ = self.supervised(["/bin/sh", "-c", '"$0" connect; exit 5', self.args.probe], log_name="inner.jsonl")
@@ -521,6 +548,7 @@ def main():
     cases = {
         "kill_self": h.case_kill_self,
         "kill_outside": h.case_kill_outside,
+        "exec_storm": h.case_exec_storm,
         "signal_restart_retry": lambda: h.case_signal("restart", "retry"),
         "signal_norestart_retry": lambda: h.case_signal("norestart", "retry"),
         "signal_restart_posix": lambda: h.case_signal("restart", "posix"),
@@ -530,6 +558,7 @@ def main():
         "nondumpable_unprivileged": lambda: h.case_nondumpable(True),
         "own_seccomp_plain": lambda: h.case_own_seccomp("plain"),
         "own_seccomp_listener": lambda: h.case_own_seccomp("listener"),
+        "own_seccomp_strict": h.case_own_seccomp_strict,
         "nested": h.case_nested,
         "exit_status": h.case_exit_status,
         "sigterm": h.case_sigterm,
