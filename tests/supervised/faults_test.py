@@ -440,6 +440,10 @@ class Harness:
         delay_ms = 800
         argv, log = self.supervised(self.probe("daemon", str(port), result, str(delay_ms)), log_name="daemon.jsonl")
         run = Run(argv, self.work)
+        # SIGTERM once the program has exited and only the daemon is left: there is no program to
+        # pass it to, and tcptune goes on answering the daemon until it ends.
+        time.sleep(0.3)
+        os.kill(run.proc.pid, signal.SIGTERM)
         status = self.finish_bounded(run, "tcptune with a daemon", timeout=15)
         listener.close()
         text = open(result, encoding="utf-8").read().strip() if os.path.exists(result) else ""
