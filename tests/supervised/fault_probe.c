@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -657,6 +658,26 @@ static void attack_ia32(int port) {
 }
 
 #define CLOSED_FD 900
+#define UNSHARED_FD 950
+
+struct unshared_connect {
+  int port, rc, error, nodelay;
+};
+
+static void *unshared_thread(void *arg) {
+  struct unshared_connect *job = arg;
+  if (unshare(CLONE_FILES) != 0) {
+    job->error = errno;
+    return NULL;
+  }
+  int fd = dup2(tcp_socket(AF_INET, 0), UNSHARED_FD);
+  struct sockaddr_in a = loopback(job->port);
+  errno = 0;
+  job->rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+  job->error = errno;
+  job->nodelay = nodelay_of(fd);
+  return NULL;
+}
 
 static int mode_attack(const char *unix_path) {
   signal(SIGPIPE, SIG_IGN);
@@ -867,6 +888,7 @@ static int mode_attack(const char *unix_path) {
   errno = 0;
   ssize_t sent = sendto(fd, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&a, sizeof a);
   printf("R fastopen_sendto %d %d\n", sent < 0 ? -1 : (int)sent, sent < 0 ? errno : 0);
+  tuned("fastopen", fd);
   if (sent == 1) {
     ATTEMPT("fastopen_keepalive", setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one));
     printf("R fastopen_keepalive_effective %d\n", int_option(fd, SOL_SOCKET, SO_KEEPALIVE));
@@ -1000,6 +1022,19 @@ static int mode_attack(const char *unix_path) {
   printf("R vfork_child_connect %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 100);
   tuned("vfork_child_connect", fd);
   close(fd);
+
+  /* A thread with a descriptor table of its own (unshare(CLONE_FILES)): its descriptor number
+   * names another socket in the rest of the process. Only its own socket is tuned. */
+  int leader_socket = dup2(tcp_socket(AF_INET, 0), UNSHARED_FD);
+  struct unshared_connect job = {s.port, -1, -1, -1};
+  pthread_t unsharer;
+  if (pthread_create(&unsharer, NULL, unshared_thread, &job) == 0) {
+    pthread_join(unsharer, NULL);
+    printf("R unshared_files_connect %d %d\n", job.rc, job.rc == 0 ? 0 : job.error);
+    printf("T unshared_files_connect nodelay=%d\n", job.nodelay);
+    printf("T unshared_files_other_socket nodelay=%d\n", nodelay_of(leader_socket));
+  }
+  close(leader_socket);
 
   /* Other ABIs: the filter traps only the native one. */
   attack_ia32(s.port);
