@@ -22,6 +22,7 @@ judges from outside. One --case per ctest:
   exit_status, sigterm, daemon
                             the program's status; SIGINT ignored, SIGTERM passed on; a daemon
                             that connects after the program exited is answered and waited for
+  log_fifo                  --log naming a FIFO nobody reads: no hang, logging off, still tuned
   attack_on, attack_force   descriptors, pointers, lengths, families, shared and passed sockets,
                             vfork, other ABIs: every result as without tcptune
   race, threads             connect racing close on reused descriptor numbers; 300 threads at once
@@ -460,6 +461,22 @@ class Harness:
         opens = [r for r in read_log(log) if r.get("event") == "conn_open"]
         self.checks.check(len(opens) == 1, f"the log has the daemon's conn_open ({len(opens)})")
 
+    def case_log_fifo(self):
+        fifo = os.path.join(self.work, "log.fifo")
+        if os.path.exists(fifo):
+            os.remove(fifo)
+        os.mkfifo(fifo)
+        argv, _ = self.supervised(self.probe("connect"), log_name="fifo.jsonl")
+        argv[argv.index("--log") + 1] = fifo  # a FIFO nobody reads
+        run = Run(argv, self.work)
+        status = self.finish_bounded(run, "--log naming a FIFO without a reader", timeout=10)
+        print(f"stdout: {run.out!r}\nstderr: {run.stderr!r}")
+        self.checks.check(status == 0, f"the program runs and exits 0 ({status})")
+        self.checks.check(results(run.out).get("connect") == "connect 0 0" and tuning(run.out).get("connect") == 1,
+                          f"its connect is answered and tuned ({run.out!r})")
+        self.checks.check("logging disabled" in run.stderr and "regular file" in run.stderr,
+                          "tcptune says the log is not a regular file and logs nothing")
+
     # ---- attacks ----------------------------------------------------------------------------
 
     def case_attack(self, nodelay):
@@ -572,6 +589,7 @@ def main():
         "exit_status": h.case_exit_status,
         "sigterm": h.case_sigterm,
         "daemon": h.case_daemon,
+        "log_fifo": h.case_log_fifo,
         "attack_on": lambda: h.case_attack("on"),
         "attack_force": lambda: h.case_attack("force"),
         "race": h.case_race,
