@@ -1047,7 +1047,7 @@ static int mode_attack(const char *unix_path) {
 static volatile int race_stop;
 static int race_port;
 static int race_fds[4];
-static volatile long race_counts[8]; /* 0 ok, 1 EBADF, 2 ENOTSOCK, 3 EISCONN/EALREADY, 4 other TCP errors, 5 unexpected */
+static volatile long race_counts[8]; /* 0 ok, 1 EBADF, 2 ENOTSOCK, 3 EISCONN/EALREADY, 4 other errors a race gives, 5 unexpected */
 static volatile int race_unexpected_errno;
 
 static void *race_connector(void *arg) {
@@ -1060,7 +1060,8 @@ static void *race_connector(void *arg) {
     int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
     int e = errno;
     int slot = rc == 0 ? 0 : e == EBADF ? 1 : e == ENOTSOCK ? 2 : (e == EISCONN || e == EALREADY) ? 3
-               : (e == ECONNREFUSED || e == EINVAL || e == EAFNOSUPPORT || e == ECONNRESET || e == EINPROGRESS) ? 4 : 5;
+               : (e == ECONNREFUSED || e == EINVAL || e == EAFNOSUPPORT || e == ECONNRESET || e == EINPROGRESS ||
+                  e == EADDRNOTAVAIL) ? 4 : 5;
     if (slot == 5) {
       race_unexpected_errno = e;
     }
