@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,10 +20,17 @@ namespace fs = std::filesystem;
 namespace {
 
 pid_t g_child = -1;
+// The child as a pidfd: once it is reaped (a supervisor reaps it while descendants it left
+// still run), a signal goes nowhere rather than to a process that reused its pid.
+int g_child_pidfd = -1;
 void forward_signal(int signal_number) {
-  if (g_child > 0) {
+  const int saved_errno = errno;
+  if (g_child_pidfd >= 0) {
+    (void)syscall(SYS_pidfd_send_signal, g_child_pidfd, signal_number, nullptr, 0);
+  } else if (g_child > 0) {
     kill(g_child, signal_number);
   }
+  errno = saved_errno;
 }
 
 }  // namespace
@@ -143,6 +151,7 @@ int run_child(const std::string& resolved, std::vector<char*>& argv, const Child
     }
     _exit(exec_command(resolved, command, argv));
   }
+  g_child_pidfd = static_cast<int>(syscall(SYS_pidfd_open, g_child, 0));  // -1 before 5.3: kill by pid
   (void)std::signal(SIGINT, SIG_IGN);
   (void)std::signal(SIGQUIT, SIG_IGN);
   (void)std::signal(SIGTERM, forward_signal);

@@ -69,7 +69,7 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
     const int listener = supervisor::receive_listener(channel[0], problem);
     close(channel[0]);
     if (listener < 0) {
-      (void)std::fprintf(stderr, "tcptune: cannot supervise %s: %s; it runs untuned\n", program.c_str(),
+      (void)std::fprintf(stderr, "tcptune: cannot supervise %s: %s; it runs untuned by this tcptune\n", program.c_str(),
                          problem.c_str());
       return wait_untuned(child);
     }

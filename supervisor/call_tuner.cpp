@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <optional>
@@ -62,6 +63,20 @@ void report_what_supervision_lacks(const config::Tuning& tuning, shim::TuningOut
                        "sizing the send buffer from the measured RTT needs the established socket, which the "
                        "supervisor does not hold; give rtt a value",
                        shim::OptionStatus::left_alone, 0});
+  }
+}
+
+// Whether the kernel would take `value` for this option (include/net/tcp.h: MAX_TCP_KEEPIDLE,
+// MAX_TCP_KEEPINTVL, MAX_TCP_KEEPCNT): a value it refuses is refused under the rule too.
+bool kernel_accepts(int level, int name, int value) {
+  if (level != IPPROTO_TCP) {
+    return true;
+  }
+  switch (name) {
+    case TCP_KEEPIDLE:
+    case TCP_KEEPINTVL: return value >= 1 && value <= 32767;
+    case TCP_KEEPCNT: return value >= 1 && value <= 127;
+    default: return true;
   }
 }
 
@@ -141,8 +156,8 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
       const std::string program = call.program();
       warn_once("eperm/" + program, process_of(call), program,
                 program + " (pid " + std::to_string(process_of(call)) +
-                    ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary); its "
-                    "sockets run untuned");
+                    ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary, or it "
+                    "made itself so with prctl(PR_SET_DUMPABLE)); its sockets run untuned");
     }
     call.continue_call();
     return;
@@ -230,8 +245,15 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   const int level = static_cast<int>(data.args[1]);
   const int name = static_cast<int>(data.args[2]);
   int value = 0;
-  if (data.args[4] < sizeof value || !call.read_memory(data.args[3], &value, sizeof value)) {
+  // optlen is an int to the kernel (a negative one is EINVAL); the register's upper half is not
+  // the program's.
+  const auto length = static_cast<std::int32_t>(static_cast<std::uint32_t>(data.args[4]));
+  if (length < static_cast<std::int32_t>(sizeof value) || !call.read_memory(data.args[3], &value, sizeof value)) {
     call.continue_call();  // the kernel answers EINVAL or EFAULT
+    return;
+  }
+  if (!kernel_accepts(level, name, value)) {
+    call.continue_call();  // the kernel answers EINVAL, as it would without the rule
     return;
   }
   const int app_fd = static_cast<int>(data.args[0]);
@@ -267,14 +289,19 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
     }
   }
   const bool forced = tuning.nodelay == config::NodelayMode::force;
+  // Only where the rule's value is the one in effect: on a socket the rule never reached the
+  // program's call is made, as without the rule.
+  const bool nodelay_forced = forced && shim::get_int_option(socket.get(), IPPROTO_TCP, TCP_NODELAY) == 1;
   const char* option = nullptr;
-  if (level == IPPROTO_TCP && name == TCP_NODELAY && forced && value == 0) {
+  if (level == IPPROTO_TCP && name == TCP_NODELAY && nodelay_forced && value == 0) {
     option = "TCP_NODELAY";
-  } else if (level == IPPROTO_TCP && name == TCP_CORK && forced && value != 0) {
+  } else if (level == IPPROTO_TCP && name == TCP_CORK && nodelay_forced && value != 0) {
     option = "TCP_CORK";
-  } else if (tuning.keepalive.has_value() && ((level == SOL_SOCKET && name == SO_KEEPALIVE) ||
-                                              (level == IPPROTO_TCP && (name == TCP_KEEPIDLE ||
-                                                                        name == TCP_KEEPINTVL || name == TCP_KEEPCNT)))) {
+  } else if (tuning.keepalive.has_value() &&
+             ((level == SOL_SOCKET && name == SO_KEEPALIVE) ||
+              (level == IPPROTO_TCP && (name == TCP_KEEPIDLE || (name == TCP_KEEPINTVL && tuning.keepalive->interval.count() > 0) ||
+                                        (name == TCP_KEEPCNT && tuning.keepalive->count > 0)))) &&
+             shim::keepalive_in_effect(socket.get(), *tuning.keepalive)) {
     option = level == SOL_SOCKET ? "SO_KEEPALIVE"
              : name == TCP_KEEPIDLE ? "TCP_KEEPIDLE"
              : name == TCP_KEEPINTVL ? "TCP_KEEPINTVL"

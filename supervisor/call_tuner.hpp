@@ -3,7 +3,8 @@
 // program), apply it with the shim's tuning core on a duplicate of the socket, log conn_open,
 // and let the call go on. For a setsockopt the policy overrides (TCP_NODELAY=0 and TCP_CORK
 // under nodelay = "force", keepalive where the rule sets keepalive) on a connected or listening
-// socket, answer success without making it, so the policy's value stays. Any failure lets the
+// socket where the rule's value is in effect, answer success without making it, so the
+// policy's value stays (a value the kernel would refuse is left to the kernel). Any failure lets the
 // call go on untuned: the program never waits on or fails because of the supervisor.
 #pragma once
 

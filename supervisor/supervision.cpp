@@ -84,7 +84,9 @@ int receive_listener(int channel, std::string& problem) {
   if (!receive_status(channel, error, listener)) {
     problem = "the program ended before supervision started";
   } else if (listener < 0) {
-    problem = error == EBUSY ? "the program already has a seccomp listener of its own"
+    // EBUSY: a filter with a listener was already inherited from above, before the program ran.
+    problem = error == EBUSY ? "a seccomp listener is already in place (this tcptune runs under another supervisor, "
+                               "such as an outer tcptune run --supervise)"
                              : "seccomp: " + std::generic_category().message(error);
   }
   return listener;

@@ -1,6 +1,7 @@
 #include "supervisor_log.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +9,7 @@
 #include <system_error>
 
 #include "json_writer.hpp"
+#include "tcptune/config/file_type.hpp"
 
 namespace tcptune::supervisor {
 
@@ -58,9 +60,20 @@ std::string SupervisorLog::open(const std::string& path, config::LogLevel level,
   if (path.empty() || level == config::LogLevel::off) {
     return {};
   }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
+  // As the shim's log: O_NONBLOCK so that a FIFO without a reader fails (ENXIO) instead of
+  // blocking the supervisor, and with it every call the program makes that it traps; only a
+  // regular file is a log (a FIFO or a device would block the supervisor's writes).
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
+  struct stat info {};
   if (fd < 0) {
-    return "cannot open log file " + path + ": " + std::generic_category().message(errno);
+    const int open_error = errno;
+    return "cannot open log file " + path + ": " +
+           (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode) ? config::not_a_regular_file(info.st_mode)
+                                                                       : std::generic_category().message(open_error));
+  }
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    close(fd);
+    return "cannot open log file " + path + ": " + config::not_a_regular_file(info.st_mode);
   }
   fd_ = fd;
   level_ = level;

@@ -385,6 +385,15 @@ TuningOutcome apply_tuning(int fd, const AppSettings& app, const config::Tuning&
   return applier.take();
 }
 
+bool keepalive_in_effect(int fd, const config::Keepalive& keepalive) noexcept {
+  const auto is = [fd](int level, int name, int expected) {
+    return get_int_option(fd, level, name) == std::optional<int>(expected);
+  };
+  return is(SOL_SOCKET, SO_KEEPALIVE, 1) && is(IPPROTO_TCP, TCP_KEEPIDLE, seconds_rounded_up(keepalive.idle)) &&
+         (keepalive.interval.count() <= 0 || is(IPPROTO_TCP, TCP_KEEPINTVL, seconds_rounded_up(keepalive.interval))) &&
+         (keepalive.count <= 0 || is(IPPROTO_TCP, TCP_KEEPCNT, keepalive.count));
+}
+
 ApplyReport apply_measured_rtt_sndbuf(int fd, const config::Tuning& tuning, const HostBufferFacts& host) {
   const ErrnoSaver saver;
   const auto info = get_tcp_info(fd);

@@ -72,6 +72,10 @@ struct TuningOutcome {
 TuningOutcome apply_tuning(int fd, const AppSettings& app, const config::Tuning& tuning, ApplyPhase phase,
                            const HostBufferFacts& host);
 
+// Whether `fd` has this keepalive (on, with its idle, interval and count), as apply_tuning sets
+// it: the supervisor keeps it against the program's later keepalive calls only where it is.
+bool keepalive_in_effect(int fd, const config::Keepalive& keepalive) noexcept;
+
 // rtt = "auto": size the send buffer from the RTT measured on the established connection.
 // Returns an empty report when the RTT is not known yet (call again later).
 ApplyReport apply_measured_rtt_sndbuf(int fd, const config::Tuning& tuning, const HostBufferFacts& host);
