@@ -1,5 +1,6 @@
 """Small helpers shared by the Python-driven preload tests."""
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -29,6 +30,7 @@ class Checks:
             self.passed += 1
         else:
             self.failed += 1
+        return ok
 
     def finish(self):
         print(f"{self.passed} passed, {self.failed} failed")
@@ -40,6 +42,19 @@ def clean_env(**extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+def records(path):
+    """The JSON objects of a jsonl log, in order; lines that are not JSON are left out."""
+    out = []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+    return out
 
 
 def run(cmd, env, timeout=60, **kwargs):

@@ -8,7 +8,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
-from testlib import SKIP, Checks, clean_env, run  # noqa: E402,F401
+from testlib import SKIP, Checks, clean_env, records, run  # noqa: E402,F401
 
 
 def parse_args():
@@ -38,17 +38,6 @@ def fresh(path):
     if os.path.exists(path):
         os.remove(path)
     return path
-
-
-def records(path):
-    out = []
-    if os.path.exists(path):
-        for line in open(path).read().splitlines():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                pass
-    return out
 
 
 def prometheus_counters(path, name):

@@ -39,27 +39,11 @@ import sys
 import threading
 import time
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
+from testlib import SKIP, Checks, records  # noqa: E402
+
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 BOUND = 25  # seconds: any single run; ctest's TIMEOUT bounds the whole case
-
-
-class Checks:
-    def __init__(self):
-        self.failed = 0
-        self.passed = 0
-
-    def check(self, ok, what):
-        print(("ok   " if ok else "FAIL ") + what, flush=True)
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-        return ok
-
-    def finish(self):
-        print(f"{self.passed} passed, {self.failed} failed")
-        sys.exit(0 if self.failed == 0 and self.passed > 0 else 1)
 
 
 def skip(why):
@@ -181,18 +165,6 @@ def json_line(run):
             except json.JSONDecodeError:
                 return None
     return None
-
-
-def read_log(path):
-    records = []
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:
-                    pass
-    return records
 
 
 class Harness:
@@ -458,7 +430,7 @@ class Harness:
                           f"the orphaned daemon is tcptune's (subreaper) child ({fields.get('ppid')} vs {run.proc.pid})")
         self.checks.check(run.elapsed >= delay_ms / 1000,
                           f"tcptune waits for the daemon ({run.elapsed:.2f} s >= {delay_ms} ms)")
-        opens = [r for r in read_log(log) if r.get("event") == "conn_open"]
+        opens = [r for r in records(log) if r.get("event") == "conn_open"]
         self.checks.check(len(opens) == 1, f"the log has the daemon's conn_open ({len(opens)})")
 
     def case_log_fifo(self):
@@ -534,7 +506,7 @@ class Harness:
         if got is not None:
             self.checks.check(got["connected"] == count, f"all {count} connected ({got['connected']})")
             self.checks.check(got["tuned"] == count, f"all {count} tuned ({got['tuned']})")
-        opens = [r for r in read_log(log) if r.get("event") == "conn_open" and r.get("role") == "client"]
+        opens = [r for r in records(log) if r.get("event") == "conn_open" and r.get("role") == "client"]
         self.checks.check(len(opens) == count, f"{count} client conn_open records ({len(opens)})")
 
 

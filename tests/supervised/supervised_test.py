@@ -28,7 +28,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
-from testlib import SKIP, Checks, clean_env  # noqa: E402
+from testlib import SKIP, Checks, clean_env, records  # noqa: E402
 
 RULE = "supervised-probe"
 REQUESTED_BUFFER = 4 * 1024 * 1024  # rcvbuf and sndbuf, "4MiB" in the policy
@@ -304,18 +304,6 @@ def run_pair(args, label, wrap, port):
                 p.kill()
 
 
-def read_log(path):
-    records = []
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:
-                    records.append({"unparsed": line.strip()})
-    return records
-
-
 def main():
     args = parse_args()
     if args.build_go_only:
@@ -457,11 +445,11 @@ def main():
     program = os.path.basename(args.probe)
     server_roles = ("listener", "server") if args.mode == "preload" else ("listener",)
     for side, roles in (("client", ("client",)), ("server", server_roles)):
-        records = read_log(logs[side])
-        checks.check(any(r.get("event") == "start" for r in records),
-                     f"log {side}: a start record ({len(records)} records)")
+        logged = records(logs[side])
+        checks.check(any(r.get("event") == "start" for r in logged),
+                     f"log {side}: a start record ({len(logged)} records)")
         for role in roles:
-            opens = [r for r in records if r.get("event") == "conn_open" and r.get("role") == role]
+            opens = [r for r in logged if r.get("event") == "conn_open" and r.get("role") == role]
             ours = [r for r in opens if r.get("rule") == RULE]
             checks.check(bool(ours), f"log {side}: conn_open role={role} names rule {RULE} "
                          f"({[(r.get('rule'), r.get('phase')) for r in opens]})")
@@ -484,7 +472,7 @@ def main():
         # connect); the accepted socket where a trapped setsockopt showed it (Go's keepalive).
         sides = (("client", "client"), ("server", "server")) if args.program == "go" else (("client", "client"),)
         for side, role in sides:
-            closes = [r for r in read_log(logs[side]) if r.get("event") == "conn_close" and r.get("role") == role]
+            closes = [r for r in records(logs[side]) if r.get("event") == "conn_close" and r.get("role") == role]
             checks.check(len(closes) == 1 and closes[0].get("rule") == RULE and closes[0].get("supervised") is True
                          and closes[0].get("writes_measured") is False,
                          f"log {side}: one conn_close role={role} naming rule {RULE}, supervised, writes not measured "
