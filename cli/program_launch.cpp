@@ -134,6 +134,13 @@ int exec_command(const std::string& resolved, const std::string& command, std::v
   return error == ENOENT ? 127 : 126;
 }
 
+int wait_for_exit(pid_t child) {
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
 // CMD as a child, so that its summary can follow. Like a shell running a foreground job,
 // tcptune ignores the terminal's SIGINT/SIGQUIT (the child gets them too) and passes SIGTERM
 // and SIGHUP on. Returns the child's exit status, 128+N if signal N ended it.
@@ -156,13 +163,7 @@ int run_child(const std::string& resolved, std::vector<char*>& argv, const Child
   (void)std::signal(SIGQUIT, SIG_IGN);
   (void)std::signal(SIGTERM, forward_signal);
   (void)std::signal(SIGHUP, forward_signal);
-  int status = 0;
-  if (hooks.wait) {
-    status = hooks.wait(g_child);
-  } else {
-    while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  const int status = hooks.wait ? hooks.wait(g_child) : wait_for_exit(g_child);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

@@ -25,6 +25,9 @@ int exec_command(const std::string& resolved, const std::string& command, std::v
 // CMD as a child, as a shell runs a foreground job: the terminal's SIGINT/SIGQUIT are ignored
 // here (the child gets them too), SIGTERM and SIGHUP are passed on. Returns the child's exit
 // status, 128+N if signal N ended it.
+// waitpid for `child` through EINTR; its wait status.
+int wait_for_exit(pid_t child);
+
 // `before_exec` runs in the child, `wait` in the parent instead of waitpid (it returns the wait
 // status), for supervision.
 struct ChildHooks {

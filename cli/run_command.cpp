@@ -32,8 +32,8 @@ void print_run_summary(const std::string& log, bool supervised) {
     return;  // no TCP connection was measured: nothing to say
   }
   (void)std::fputs(supervised ? "\ntcptune: connections tuned from outside (supervised mode)\n"
-                             : "\ntcptune: connections measured by the shim\n",
-                  stderr);
+                              : "\ntcptune: connections measured by the shim\n",
+                   stderr);
   print_summary_table(stderr, summary, "rule");
   (void)std::fprintf(stderr, "tcptune: log %s (tcptune report %s)\n", log.c_str(), log.c_str());
 }
@@ -93,7 +93,8 @@ int run_command(const RunOptions& options) {
                        reason.c_str());
   }
   if (obstacles.privileged && (options.supervise || obstacles.bypasses_loader)) {
-    (void)std::fprintf(stderr, "tcptune: warning: supervision would strip its privileges (no_new_privs): not supervised\n");
+    (void)std::fprintf(stderr,
+                       "tcptune: warning: supervision would strip its privileges (no_new_privs): not supervised\n");
   }
   if (supervised) {
     (void)std::fprintf(stderr, "tcptune: tuning %s from outside: supervised mode%s\n", command.c_str(),

@@ -27,13 +27,6 @@ namespace {
 // TCP_INFO is at most this old.
 constexpr std::int64_t kConnectionPollNs = 200'000'000;
 
-int wait_untuned(pid_t child) {
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
 }  // namespace
 
 int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
@@ -71,12 +64,11 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
     if (listener < 0) {
       (void)std::fprintf(stderr, "tcptune: cannot supervise %s: %s; it runs untuned by this tcptune\n", program.c_str(),
                          problem.c_str());
-      return wait_untuned(child);
+      return wait_for_exit(child);
     }
     supervisor::SupervisorLog log;
-    if (const std::string error =
-            log.open(config::expand_log_path(destination.pattern, program, child), destination.level,
-                     destination.format);
+    if (const std::string error = log.open(config::expand_log_path(destination.pattern, program, child),
+                                           destination.level, destination.format);
         !error.empty()) {
       (void)std::fprintf(stderr, "tcptune: %s; logging disabled\n", error.c_str());
     }

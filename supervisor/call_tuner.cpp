@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <optional>
 
@@ -78,6 +78,34 @@ bool kernel_accepts(int level, int name, int value) {
     case TCP_KEEPCNT: return value >= 1 && value <= 127;
     default: return true;
   }
+}
+
+// The option's name when the rule keeps its own value against this call, else nullptr: TCP_NODELAY=0
+// and TCP_CORK=1 under nodelay = "force", and the keepalive options the rule sets. Only where the
+// rule's value is the one in effect: on a socket the rule never reached, the program's call is
+// made, as without the rule.
+const char* option_the_rule_keeps(int fd, int level, int name, int value, const config::Tuning& tuning) {
+  if (level == IPPROTO_TCP && (name == TCP_NODELAY || name == TCP_CORK)) {
+    const bool vetoed = name == TCP_NODELAY ? value == 0 : value != 0;
+    const bool forced =
+        tuning.nodelay == config::NodelayMode::force && shim::get_int_option(fd, IPPROTO_TCP, TCP_NODELAY) == 1;
+    return vetoed && forced ? (name == TCP_NODELAY ? "TCP_NODELAY" : "TCP_CORK") : nullptr;
+  }
+  if (!tuning.keepalive.has_value()) {
+    return nullptr;
+  }
+  const config::Keepalive& keepalive = *tuning.keepalive;
+  const char* option = nullptr;
+  if (level == SOL_SOCKET && name == SO_KEEPALIVE) {
+    option = "SO_KEEPALIVE";
+  } else if (level == IPPROTO_TCP && name == TCP_KEEPIDLE) {
+    option = "TCP_KEEPIDLE";
+  } else if (level == IPPROTO_TCP && name == TCP_KEEPINTVL && keepalive.interval.count() > 0) {
+    option = "TCP_KEEPINTVL";
+  } else if (level == IPPROTO_TCP && name == TCP_KEEPCNT && keepalive.count > 0) {
+    option = "TCP_KEEPCNT";
+  }
+  return option != nullptr && shim::keepalive_in_effect(fd, keepalive) ? option : nullptr;
 }
 
 }  // namespace
@@ -179,8 +207,8 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
       return;
     }
     facts.role = config::Role::client;
-    facts.peer = config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&address),
-                                                static_cast<socklen_t>(length));
+    facts.peer =
+        config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&address), static_cast<socklen_t>(length));
     if (facts.peer.family == 0) {
       call.continue_call();  // AF_UNSPEC: a disconnect
       return;
@@ -208,8 +236,8 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   std::optional<telemetry::Record> record;
   if (log_.enabled(config::LogLevel::info)) {
     record = shim::connection_record("conn_open", socket.get(), app_fd,
-                                     is_connect ? shim::SocketRole::client : shim::SocketRole::listener, policy_,
-                                     rule, phase);
+                                     is_connect ? shim::SocketRole::client : shim::SocketRole::listener, policy_, rule,
+                                     phase);
   }
   call.continue_call();
   // Logged after the answer: the program's call does not wait for the log.
@@ -260,8 +288,7 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   const OwnedFd socket(call.duplicate_fd(app_fd));
   // Before connect or listen the program's own settings stand, as in the shim: the rule,
   // chosen then, leaves what the program set alone unless it forces it.
-  const std::optional<shim::TcpInfoSummary> info =
-      socket.get() < 0 ? std::nullopt : shim::read_tcp_info(socket.get());
+  const std::optional<shim::TcpInfoSummary> info = socket.get() < 0 ? std::nullopt : shim::read_tcp_info(socket.get());
   if (!info.has_value() || info->state == TCP_CLOSE || shim::classify_fd(socket.get()) != shim::FdKind::tcp) {
     call.continue_call();
     return;
@@ -288,25 +315,7 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
       watch_->watch_connection(socket_stat.st_ino, app_fd, shim::SocketRole::server, rule, process_of(call), program);
     }
   }
-  const bool forced = tuning.nodelay == config::NodelayMode::force;
-  // Only where the rule's value is the one in effect: on a socket the rule never reached the
-  // program's call is made, as without the rule.
-  const bool nodelay_forced = forced && shim::get_int_option(socket.get(), IPPROTO_TCP, TCP_NODELAY) == 1;
-  const char* option = nullptr;
-  if (level == IPPROTO_TCP && name == TCP_NODELAY && nodelay_forced && value == 0) {
-    option = "TCP_NODELAY";
-  } else if (level == IPPROTO_TCP && name == TCP_CORK && nodelay_forced && value != 0) {
-    option = "TCP_CORK";
-  } else if (tuning.keepalive.has_value() &&
-             ((level == SOL_SOCKET && name == SO_KEEPALIVE) ||
-              (level == IPPROTO_TCP && (name == TCP_KEEPIDLE || (name == TCP_KEEPINTVL && tuning.keepalive->interval.count() > 0) ||
-                                        (name == TCP_KEEPCNT && tuning.keepalive->count > 0)))) &&
-             shim::keepalive_in_effect(socket.get(), *tuning.keepalive)) {
-    option = level == SOL_SOCKET ? "SO_KEEPALIVE"
-             : name == TCP_KEEPIDLE ? "TCP_KEEPIDLE"
-             : name == TCP_KEEPINTVL ? "TCP_KEEPINTVL"
-                                     : "TCP_KEEPCNT";
-  }
+  const char* option = option_the_rule_keeps(socket.get(), level, name, value, tuning);
   if (option == nullptr) {
     call.continue_call();
     return;
@@ -320,8 +329,9 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
         .add("option", option)
         .add("app_value", value)
         .add("supervised", true)
-        .add("note", "the program's setsockopt answered without being made: the rule's value stays (logged once per "
-                     "rule and option)");
+        .add("note",
+             "the program's setsockopt answered without being made: the rule's value stays (logged once per "
+             "rule and option)");
     log_.write(config::LogLevel::info, process_of(call), program, record);
   }
 }

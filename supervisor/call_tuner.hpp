@@ -12,8 +12,8 @@
 
 #include <cstdint>
 #include <set>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 
 #include "app_settings.hpp"
 #include "connection_watch.hpp"

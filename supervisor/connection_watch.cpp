@@ -136,8 +136,9 @@ void ConnectionWatch::report_idle_restarts(const std::vector<DiagSocket>& dump, 
         .add("cwnd_before", static_cast<std::uint64_t>(restart->cwnd_before))
         .add("cwnd_after", static_cast<std::uint64_t>(restart->cwnd_after))
         .add("supervised", true)
-        .add("note", "seen between two polls: idle_ms is at least this, cwnd_after as at the next poll, the write's "
-                     "size unknown");
+        .add("note",
+             "seen between two polls: idle_ms is at least this, cwnd_after as at the next poll, the write's "
+             "size unknown");
     log_.write(config::LogLevel::info, watched.pid, watched.program, record);
   }
 }

@@ -288,9 +288,7 @@ bool parse_diag_message(const void* message, std::size_t length, DiagSocket& out
     const unsigned char* const payload = bytes + offset + RTA_LENGTH(0);
     const std::size_t payload_length = attribute.rta_len - RTA_LENGTH(0);
     switch (attribute.rta_type & NLA_TYPE_MASK) {
-      case INET_DIAG_INFO:
-        out.info = shim::decode_tcp_info(payload, payload_length);
-        break;
+      case INET_DIAG_INFO: out.info = shim::decode_tcp_info(payload, payload_length); break;
       case INET_DIAG_CONG:
         // A NUL-terminated name.
         out.congestion.assign(reinterpret_cast<const char*>(payload),

@@ -92,8 +92,8 @@ void SupervisorLog::write(config::LogLevel level, pid_t pid, std::string_view pr
   }
   std::string line;
   if (format_ == config::LogFormat::jsonl) {
-    line = "{\"ts\":\"" + timestamp(true) + "\",\"level\":\"" + level_word(level) + "\",\"pid\":" + std::to_string(pid) +
-           ",\"program\":";
+    line = "{\"ts\":\"" + timestamp(true) + "\",\"level\":\"" + level_word(level) +
+           "\",\"pid\":" + std::to_string(pid) + ",\"program\":";
     telemetry::append_json_string(line, program);
     line += "," + record.json_fields() + "}\n";
   } else {

@@ -98,7 +98,8 @@ class TrackedConnections {
       Connection& connection = it->second;
       const auto found = present.find(connection.inode);
       const DiagSocket* const now = found == present.end() ? nullptr : found->second;
-      const bool replaced = now != nullptr && connection.last_seen.has_value() && now->cookie != connection.last_seen->cookie;
+      const bool replaced =
+          now != nullptr && connection.last_seen.has_value() && now->cookie != connection.last_seen->cookie;
       if (now != nullptr && !replaced) {
         if (connection.last_seen.has_value() && connection.last_seen->state != now->state) {
           changes.state_changes.push_back(StateChange{connection.inode, connection.last_seen->state, now->state});

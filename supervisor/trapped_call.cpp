@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "kernel_abi.hpp"
 
@@ -37,8 +37,7 @@ std::string read_proc_file(pid_t pid, const char* name) {
 
 }  // namespace
 
-TrappedCall::TrappedCall(int listener, const seccomp_notif& request) noexcept
-    : listener_(listener), request_(request) {
+TrappedCall::TrappedCall(int listener, const seccomp_notif& request) noexcept : listener_(listener), request_(request) {
   // PIDFD_THREAD reaches a thread that is not the group leader (Go's are seldom the leader);
   // before 6.9 a pidfd for the process itself serves as well, since descriptors are shared.
   pidfd_ = pidfd_open(thread(), kernel::kPidfdThread);
@@ -69,7 +68,8 @@ int TrappedCall::duplicate_fd(int fd) const noexcept {
 bool TrappedCall::read_memory(std::uint64_t address, void* out, std::size_t length) const noexcept {
   iovec local{out, length};
   // An address in the program, never dereferenced here.
-  iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), length};  // NOLINT(performance-no-int-to-ptr)
+  iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)),
+               length};  // NOLINT(performance-no-int-to-ptr)
   return process_vm_readv(thread(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(length);
 }
 

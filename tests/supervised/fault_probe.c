@@ -91,6 +91,21 @@ static struct sockaddr_in loopback(int port) {
   return a;
 }
 
+/* A connect in progress: 0 once connected (within 5 s), else -1 with errno from SO_ERROR
+   (ETIMEDOUT if none). */
+static int wait_for_connection(int fd) {
+  struct pollfd p = {fd, POLLOUT, 0};
+  int ready;
+  do {
+    ready = poll(&p, 1, 5000);
+  } while (ready < 0 && errno == EINTR);
+  int so_error = 0;
+  socklen_t length = sizeof so_error;
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &length);
+  errno = so_error != 0 ? so_error : ETIMEDOUT;
+  return (ready == 1 && so_error == 0) ? 0 : -1;
+}
+
 /* ---- an in-process loopback sink: accepts, reads every connection to its end -------------- */
 
 struct sink {
@@ -321,16 +336,7 @@ static int mode_signals(int restart, int handling, int count, int bytes) {
     struct sockaddr_in a = loopback(s.port);
     int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
     if (nonblocking && rc != 0 && errno == EINPROGRESS) {
-      struct pollfd p = {fd, POLLOUT, 0};
-      int ready;
-      do {
-        ready = poll(&p, 1, 5000);
-      } while (ready < 0 && errno == EINTR);
-      int so_error = 0;
-      socklen_t length = sizeof so_error;
-      getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &length);
-      rc = (ready == 1 && so_error == 0) ? 0 : -1;
-      errno = so_error != 0 ? so_error : ETIMEDOUT;
+      rc = wait_for_connection(fd);
     }
     if (nonblocking && rc == 0) {
       int flags = fcntl(fd, F_GETFL);
@@ -340,16 +346,7 @@ static int mode_signals(int restart, int handling, int count, int bytes) {
       ++eintr;
       if (posix) {
         /* POSIX: the connection goes on asynchronously; wait for it, then read SO_ERROR. */
-        struct pollfd p = {fd, POLLOUT, 0};
-        int ready;
-        do {
-          ready = poll(&p, 1, 5000);
-        } while (ready < 0 && errno == EINTR);
-        int so_error = 0;
-        socklen_t length = sizeof so_error;
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &length);
-        rc = (ready == 1 && so_error == 0) ? 0 : -1;
-        errno = so_error != 0 ? so_error : ETIMEDOUT;
+        rc = wait_for_connection(fd);
         break;
       }
       rc = connect(fd, (struct sockaddr *)&a, sizeof a);
