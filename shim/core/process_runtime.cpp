@@ -50,8 +50,8 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
     (void)std::fprintf(stderr, "tcptune: %s\n", problem.c_str());
   }
   g_log_pattern = new std::string(destination.pattern);
-  const std::string error = open_log(config::expand_log_path(destination.pattern, program, getpid()),
-                                     destination.level, destination.format, program);
+  const std::string error = open_log(config::expand_log_path(destination.pattern, program, getpid()), destination.level,
+                                     destination.format, program);
   if (policy != nullptr && error.empty()) {
     set_log_rotation(policy->log.rotate_size, policy->log.keep);
   }

@@ -41,7 +41,6 @@ void log_record(config::LogLevel level, const telemetry::Record& record) noexcep
 // guarded by the log's mutex, which the fork handlers hold, so a child never inherits it locked.
 bool log_first_time(const std::string& key);
 
-
 // The log's own descriptor is not the app's to close: close() of it is a no-op, and before the
 // app dup2()s over it, it moves to another number.
 bool is_log_fd(int fd) noexcept;

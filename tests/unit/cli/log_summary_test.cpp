@@ -64,13 +64,12 @@ TEST(LogSummary, GoodAndBadLines) {
 }
 
 TEST(LogSummary, SupervisedConnectionsAreCountedAsUnmeasured) {
-  const TempLog log(
-      R"({"event":"conn_close","rule":"web","supervised":true,"writes_measured":false})"
-      "\n"
-      R"({"event":"conn_close","rule":"web","writes":2,"bytes":100})"
-      "\n"
-      R"({"event":"conn_close","rule":"go","supervised":true,"writes_measured":false})"
-      "\n");
+  const TempLog log(R"({"event":"conn_close","rule":"web","supervised":true,"writes_measured":false})"
+                    "\n"
+                    R"({"event":"conn_close","rule":"web","writes":2,"bytes":100})"
+                    "\n"
+                    R"({"event":"conn_close","rule":"go","supervised":true,"writes_measured":false})"
+                    "\n");
   LogSummary summary;
   std::string error;
   ASSERT_TRUE(summarize_logs({log.path()}, "rule", summary, error)) << error;
