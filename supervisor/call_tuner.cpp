@@ -50,19 +50,19 @@ void report_what_supervision_lacks(const config::Tuning& tuning, shim::TuningOut
     options.push_back({"keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off",
                        "not in supervised mode: a heartbeat from outside the program could land inside one of its "
                        "messages; use congestion = \"bbr\" or net.ipv4.tcp_slow_start_after_idle=0 in the namespace",
-                       shim::OptionStatus::left_alone, 0});
+                       shim::OptionStatus::left_alone, 0, {}});
   }
   if (outcome.rearm_quickack) {
     options.push_back({"quickack", "on", "once",
                        "set once before the connection; re-arming it after each read needs the program's reads, which "
                        "the supervisor does not see",
-                       shim::OptionStatus::left_alone, 0});
+                       shim::OptionStatus::left_alone, 0, {}});
   }
   if (outcome.size_sndbuf_from_rtt) {
     options.push_back({"rtt", "auto", "not measured",
                        "sizing the send buffer from the measured RTT needs the established socket, which the "
                        "supervisor does not hold; give rtt a value",
-                       shim::OptionStatus::left_alone, 0});
+                       shim::OptionStatus::left_alone, 0, {}});
   }
 }
 
@@ -108,10 +108,29 @@ const char* option_the_rule_keeps(int fd, int level, int name, int value, const 
   return option != nullptr && shim::keepalive_in_effect(fd, keepalive) ? option : nullptr;
 }
 
+// The TCP state of a TCP socket (TCP_CLOSE before connect or listen); nullopt for any other
+// descriptor. SO_PROTOCOL tells MPTCP, which answers TCP_INFO too, from TCP.
+std::optional<std::uint8_t> tcp_state(int fd) {
+  if (shim::get_int_option(fd, SOL_SOCKET, SO_PROTOCOL) != std::optional<int>(IPPROTO_TCP)) {
+    return std::nullopt;
+  }
+  const std::optional<shim::TcpInfoSummary> info = shim::read_tcp_info(fd);
+  return info.has_value() ? std::optional<std::uint8_t>(info->state) : std::nullopt;
+}
+
+bool matches_on_program(const config::Policy& policy) {
+  return std::any_of(policy.rules.begin(), policy.rules.end(),
+                     [](const config::Rule& rule) { return !rule.match.programs.empty(); });
+}
+
 }  // namespace
 
 CallTuner::CallTuner(const config::Policy& policy, const SupervisorLog& log, ConnectionWatch* watch)
-    : policy_(policy), log_(log), watch_(watch), host_(shim::read_host_buffer_facts()) {
+    : policy_(policy),
+      log_(log),
+      watch_(watch),
+      host_(shim::read_host_buffer_facts()),
+      matches_on_program_(matches_on_program(policy)) {
   host_congestion_ = config::read_sysctl("net/ipv4/tcp_congestion_control").value_or("");
 }
 
@@ -147,20 +166,9 @@ FilterSpec CallTuner::filter_spec(const config::Policy& policy) {
   return spec;
 }
 
-pid_t CallTuner::process_of(const TrappedCall& call) {
-  constexpr std::size_t kMostThreads = 65536;
-  if (const auto found = process_of_thread_.find(call.thread()); found != process_of_thread_.end()) {
-    return found->second;
-  }
-  if (process_of_thread_.size() >= kMostThreads) {
-    process_of_thread_.clear();
-  }
-  return process_of_thread_.emplace(call.thread(), call.process()).first->second;
-}
-
 void CallTuner::handle(int listener, const seccomp_notif& request) {
   ++calls_;
-  const TrappedCall call(listener, request);
+  const TrappedCall call(listener, request, threads_);
   try {
     if (call.data().nr == SYS_connect || call.data().nr == SYS_listen) {
       tune_connect_or_listen(call);
@@ -181,9 +189,10 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   const OwnedFd socket(call.duplicate_fd(app_fd));
   if (socket.get() < 0) {
     if (errno == EPERM) {
-      const std::string program = call.program();
-      warn_once("eperm/" + program, process_of(call), program,
-                program + " (pid " + std::to_string(process_of(call)) +
+      const pid_t pid = threads_.process(call.thread());
+      const std::string program = threads_.program(call.thread());
+      warn_once("eperm/" + program, pid, program,
+                program + " (pid " + std::to_string(pid) +
                     ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary, or it "
                     "made itself so with prctl(PR_SET_DUMPABLE)); its sockets run untuned");
     }
@@ -192,13 +201,13 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   }
   // Only a TCP socket before its first connect or listen: a second connect (EINPROGRESS
   // polled again) or a listen to change the backlog is the same connection.
-  const std::optional<shim::TcpInfoSummary> info = shim::read_tcp_info(socket.get());
-  if (shim::classify_fd(socket.get()) != shim::FdKind::tcp || !info.has_value() || info->state != TCP_CLOSE) {
+  if (tcp_state(socket.get()) != std::optional<std::uint8_t>(TCP_CLOSE)) {
     call.continue_call();
     return;
   }
+  const config::Endpoint local = shim::local_endpoint(socket.get());
   config::ConnectionFacts facts;
-  facts.local_port = shim::local_endpoint(socket.get()).port;
+  facts.local_port = local.port;
   if (is_connect) {
     sockaddr_storage address{};
     const auto length = std::min<std::uint64_t>(data.args[2], sizeof address);
@@ -222,26 +231,28 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   if (!call.still_pending()) {
     return;
   }
-  const std::string program = call.program();
-  facts.program = program;
+  // The name is read while the call waits only when a rule asks for it; otherwise after.
+  std::string program;
+  if (matches_on_program_) {
+    program = threads_.program(call.thread());
+    facts.program = program;
+  }
   const int rule = config::match_rule(policy_, facts, !is_connect);
   const config::Tuning& tuning = config::tuning_for(policy_, rule);
   const shim::ApplyPhase phase = is_connect ? shim::ApplyPhase::before_connect : shim::ApplyPhase::before_listen;
-  shim::TuningOutcome outcome = shim::apply_tuning(
-      socket.get(), observe_app_settings(socket.get(), host_, host_congestion_), tuning, phase, host_);
-  report_what_supervision_lacks(tuning, outcome);
-  ++tuned_;
-  // The record's endpoints are read before the call goes on, as the shim reads them: a
-  // client's conn_open has no peer yet.
-  std::optional<telemetry::Record> record;
-  if (log_.enabled(config::LogLevel::info)) {
-    record = shim::connection_record("conn_open", socket.get(), app_fd,
-                                     is_connect ? shim::SocketRole::client : shim::SocketRole::listener, policy_, rule,
-                                     phase);
-  }
+  // Only the options are set while the call waits; they are read back after it goes on.
+  shim::TuningOutcome outcome = shim::apply_options(
+      socket.get(), observe_app_settings(socket.get(), tuning, local.family, host_, host_congestion_), tuning, phase,
+      host_);
   call.continue_call();
-  // Logged after the answer: the program's call does not wait for the log.
-  const pid_t pid = process_of(call);
+
+  // After the answer: the program's call does not wait for the records.
+  ++tuned_;
+  if (!matches_on_program_) {
+    program = threads_.program(call.thread());
+  }
+  const pid_t pid = threads_.process(call.thread());
+  report_what_supervision_lacks(tuning, outcome);
   for (const shim::OptionReport& option : outcome.report.options) {
     if (option.refused() || (option.name == "keep_warm" && tuning.keep_warm.has_value())) {
       const std::string rule_name(config::rule_name(policy_, rule));
@@ -258,13 +269,18 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
       watch_->watch_listener(facts.local_port, pid, program);
     }
   }
-  if (record.has_value()) {
-    record->add("supervised", true);
+  if (log_.enabled(config::LogLevel::info)) {
+    shim::read_effective(socket.get(), outcome.report);
+    // The endpoints as the shim reads them before the call: a client's conn_open has no peer yet.
+    telemetry::Record record = shim::connection_record(
+        "conn_open", app_fd, is_connect ? shim::SocketRole::client : shim::SocketRole::listener, policy_, rule, phase,
+        local, config::Endpoint{});
+    record.add("supervised", true);
     if (inode != 0) {
-      record->add("inode", inode);
+      record.add("inode", inode);
     }
-    shim::add_options(*record, outcome.report);
-    log_.write(config::LogLevel::info, pid, program, *record);
+    shim::add_options(record, outcome.report);
+    log_.write(config::LogLevel::info, pid, program, record);
   }
 }
 
@@ -288,41 +304,51 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   const OwnedFd socket(call.duplicate_fd(app_fd));
   // Before connect or listen the program's own settings stand, as in the shim: the rule,
   // chosen then, leaves what the program set alone unless it forces it.
-  const std::optional<shim::TcpInfoSummary> info = socket.get() < 0 ? std::nullopt : shim::read_tcp_info(socket.get());
-  if (!info.has_value() || info->state == TCP_CLOSE || shim::classify_fd(socket.get()) != shim::FdKind::tcp) {
+  const std::optional<std::uint8_t> state = socket.get() < 0 ? std::nullopt : tcp_state(socket.get());
+  if (!state.has_value() || *state == TCP_CLOSE) {
     call.continue_call();
     return;
   }
   config::ConnectionFacts facts;
   facts.local_port = shim::local_endpoint(socket.get()).port;
-  const bool is_listener = info->state == TCP_LISTEN;
+  const bool is_listener = *state == TCP_LISTEN;
   if (!is_listener) {
     facts.peer = shim::peer_endpoint(socket.get());
     facts.role = listening_ports_.contains(facts.local_port) ? config::Role::server : config::Role::client;
   } else {
     facts.role = config::Role::server;
   }
-  const std::string program = call.program();
-  facts.program = program;
   if (!call.still_pending()) {
     return;
   }
+  std::string program;
+  if (matches_on_program_) {
+    program = threads_.program(call.thread());
+    facts.program = program;
+  }
   const int rule = config::match_rule(policy_, facts, is_listener);
   const config::Tuning& tuning = config::tuning_for(policy_, rule);
-  if (watch_ != nullptr && facts.role == config::Role::server && !is_listener) {
-    struct stat socket_stat {};
-    if (fstat(socket.get(), &socket_stat) == 0) {
-      watch_->watch_connection(socket_stat.st_ino, app_fd, shim::SocketRole::server, rule, process_of(call), program);
-    }
-  }
   const char* option = option_the_rule_keeps(socket.get(), level, name, value, tuning);
   if (option == nullptr) {
     call.continue_call();
-    return;
+  } else {
+    call.complete_call(0, 0);  // success, unmade: the policy's value stays
   }
-  call.complete_call(0, 0);  // success, unmade: the policy's value stays
+
+  // After the answer.
+  if (!matches_on_program_) {
+    program = threads_.program(call.thread());
+  }
+  const pid_t pid = threads_.process(call.thread());
+  if (watch_ != nullptr && facts.role == config::Role::server && !is_listener) {
+    struct stat socket_stat {};
+    if (fstat(socket.get(), &socket_stat) == 0) {
+      watch_->watch_connection(socket_stat.st_ino, app_fd, shim::SocketRole::server, rule, pid, program);
+    }
+  }
   const std::string rule_name(config::rule_name(policy_, rule));
-  if (log_.enabled(config::LogLevel::info) && vetoes_logged_.insert(rule_name + "/" + option).second) {
+  if (option != nullptr && log_.enabled(config::LogLevel::info) &&
+      vetoes_logged_.insert(rule_name + "/" + option).second) {
     telemetry::Record record("veto");
     record.add("fd", app_fd)
         .add("rule", rule_name)
@@ -332,7 +358,7 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
         .add("note",
              "the program's setsockopt answered without being made: the rule's value stays (logged once per "
              "rule and option)");
-    log_.write(config::LogLevel::info, process_of(call), program, record);
+    log_.write(config::LogLevel::info, pid, program, record);
   }
 }
 

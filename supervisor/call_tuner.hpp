@@ -13,12 +13,12 @@
 #include <cstdint>
 #include <set>
 #include <string>
-#include <unordered_map>
 
 #include "app_settings.hpp"
 #include "connection_watch.hpp"
 #include "seccomp_filter.hpp"
 #include "supervisor_log.hpp"
+#include "thread_handles.hpp"
 #include "tcptune/config/policy.hpp"
 
 namespace tcptune::supervisor {
@@ -44,11 +44,6 @@ class CallTuner {
   void tune_connect_or_listen(const TrappedCall& call);
   void keep_policy_over_setsockopt(const TrappedCall& call);
   void warn_once(const std::string& key, pid_t pid, const std::string& program, const std::string& message);
-  // The calling thread's process, remembered per thread: reading /proc/TID/status for it was
-  // the largest part of the supervisor's work per call. A thread keeps its process for life (an
-  // exec by another thread ends it); a recycled thread id could name the wrong pid in a record,
-  // and the table is emptied when it grows large.
-  pid_t process_of(const TrappedCall& call);
 
   const config::Policy& policy_;
   const SupervisorLog& log_;
@@ -59,7 +54,9 @@ class CallTuner {
   std::set<std::string> vetoes_logged_;
   // Ports the program listens on: a connected socket on one of them was accepted (role server).
   std::set<std::uint16_t> listening_ports_;
-  std::unordered_map<pid_t, pid_t> process_of_thread_;
+  ThreadHandles threads_;
+  // Whether any rule matches on the program's name, which must then be read before the answer.
+  bool matches_on_program_;
   std::uint64_t calls_ = 0;
   std::uint64_t tuned_ = 0;
 };

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <linux/seccomp.h>
+#include <sys/ioctl.h>
 
 namespace tcptune::supervisor::kernel {
 

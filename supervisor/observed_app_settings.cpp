@@ -28,23 +28,34 @@ std::int32_t held_buffer(int fd, int name, std::uint64_t fresh) {
 
 }  // namespace
 
-shim::AppSettings observe_app_settings(int fd, const shim::HostBufferFacts& host, const std::string& host_congestion) {
+shim::AppSettings observe_app_settings(int fd, const config::Tuning& tuning, int family,
+                                       const shim::HostBufferFacts& host, const std::string& host_congestion) {
   shim::AppSettings app;
-  const auto mark = [&app](bool set, shim::AppOption option) {
-    if (set) {
+  const auto mark = [&app, fd](bool asked, shim::AppOption option, int level, int name) {
+    if (asked && is_set(fd, level, name)) {
       app.app_options = static_cast<std::uint16_t>(app.app_options | option);
     }
   };
-  mark(is_set(fd, IPPROTO_TCP, TCP_NODELAY), shim::app_nodelay);
-  mark(is_set(fd, SOL_SOCKET, SO_KEEPALIVE), shim::app_keepalive);
-  mark(is_set(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), shim::app_user_timeout);
-  mark(is_set(fd, IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS), shim::app_thin_linear);
-  const bool ipv6 = shim::socket_family(fd) == AF_INET6;
-  mark(is_set(fd, ipv6 ? IPPROTO_IPV6 : IPPROTO_IP, ipv6 ? IPV6_TCLASS : IP_TOS), shim::app_tos);
-  const std::string congestion = shim::get_congestion(fd);
-  mark(!congestion.empty() && !host_congestion.empty() && congestion != host_congestion, shim::app_congestion);
-  app.held_sndbuf = held_buffer(fd, SO_SNDBUF, host.sndbuf.autotune_default);
-  app.held_rcvbuf = held_buffer(fd, SO_RCVBUF, host.rcvbuf.autotune_default);
+  // nodelay = "force" overrides the program's value, and "keep" does not touch it.
+  const bool nodelay_asked = tuning.nodelay == config::NodelayMode::on || tuning.nodelay == config::NodelayMode::off;
+  mark(nodelay_asked, shim::app_nodelay, IPPROTO_TCP, TCP_NODELAY);
+  mark(tuning.keepalive.has_value(), shim::app_keepalive, SOL_SOCKET, SO_KEEPALIVE);
+  mark(tuning.user_timeout.has_value(), shim::app_user_timeout, IPPROTO_TCP, TCP_USER_TIMEOUT);
+  mark(tuning.notsent_lowat.has_value(), shim::app_notsent_lowat, IPPROTO_TCP, TCP_NOTSENT_LOWAT);
+  mark(tuning.thin_linear_timeouts.has_value(), shim::app_thin_linear, IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS);
+  const bool ipv6 = family == AF_INET6;
+  mark(tuning.tos.has_value(), shim::app_tos, ipv6 ? IPPROTO_IPV6 : IPPROTO_IP, ipv6 ? IPV6_TCLASS : IP_TOS);
+  if (tuning.congestion.has_value()) {
+    const std::string congestion = shim::get_congestion(fd);
+    if (!congestion.empty() && !host_congestion.empty() && congestion != host_congestion) {
+      app.app_options = static_cast<std::uint16_t>(app.app_options | shim::app_congestion);
+    }
+  }
+  // Without a buffer rule the program's own value is on the socket already and stays there.
+  if (tuning.buffers.has_value() || tuning.override_app_buffers.value_or(false)) {
+    app.held_sndbuf = held_buffer(fd, SO_SNDBUF, host.sndbuf.autotune_default);
+    app.held_rcvbuf = held_buffer(fd, SO_RCVBUF, host.rcvbuf.autotune_default);
+  }
   return app;
 }
 

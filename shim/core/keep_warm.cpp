@@ -20,7 +20,7 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
   if (!tuning.keep_warm) {
     return std::nullopt;
   }
-  OptionReport report{"keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off", "", OptionStatus::left_alone};
+  OptionReport report{"keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off", "", OptionStatus::left_alone, 0, {}};
   if (role == SocketRole::listener) {
     report.effective = "-";
     report.note = "applies to the accepted connections";

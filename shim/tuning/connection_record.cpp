@@ -10,15 +10,21 @@ namespace tcptune::shim {
 
 telemetry::Record connection_record(const char* event, int fd, int app_fd, SocketRole role,
                                     const config::Policy& policy, int rule, ApplyPhase phase) {
+  return connection_record(event, app_fd, role, policy, rule, phase, local_endpoint(fd), peer_endpoint(fd));
+}
+
+telemetry::Record connection_record(const char* event, int app_fd, SocketRole role, const config::Policy& policy,
+                                    int rule, ApplyPhase phase, const config::Endpoint& local,
+                                    const config::Endpoint& peer) {
   telemetry::Record record(event);
   record.add("fd", app_fd)
       .add("role", role_name(role))
       .add("rule", config::rule_name(policy, rule))
       .add("phase", phase_name(phase));
-  if (const config::Endpoint local = local_endpoint(fd); local.family != 0) {
+  if (local.family != 0) {
     record.add("local", config::format_endpoint(local));
   }
-  if (const config::Endpoint peer = peer_endpoint(fd); peer.family != 0) {
+  if (peer.family != 0) {
     record.add("peer", config::format_endpoint(peer));
   }
   return record;

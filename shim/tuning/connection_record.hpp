@@ -8,6 +8,7 @@
 #include "record.hpp"
 #include "socket_role.hpp"
 #include "tcp_info_reader.hpp"
+#include "tcptune/config/cidr.hpp"
 #include "tcptune/config/policy.hpp"
 
 namespace tcptune::shim {
@@ -16,6 +17,10 @@ namespace tcptune::shim {
 // shim; the supervisor asks a duplicate).
 telemetry::Record connection_record(const char* event, int fd, int app_fd, SocketRole role,
                                     const config::Policy& policy, int rule, ApplyPhase phase);
+// The same with the endpoints known already (family 0: not known, left out).
+telemetry::Record connection_record(const char* event, int app_fd, SocketRole role, const config::Policy& policy,
+                                    int rule, ApplyPhase phase, const config::Endpoint& local,
+                                    const config::Endpoint& peer);
 
 // A closing connection's last TCP_INFO, as conn_close's "tcp_info" object.
 void add_tcp_info(telemetry::Record& record, const TcpInfoSummary& info);

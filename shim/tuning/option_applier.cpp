@@ -25,6 +25,12 @@ std::string effective_int(int fd, int level, int name) {
   return value.has_value() ? std::to_string(*value) : "?";
 }
 
+EffectiveProbe int_probe(int level, int name) {
+  return {EffectiveProbe::Kind::int_option, level, name};
+}
+constexpr EffectiveProbe kCongestionProbe{EffectiveProbe::Kind::congestion, 0, 0};
+constexpr EffectiveProbe kKeepaliveProbe{EffectiveProbe::Kind::keepalive, 0, 0};
+
 // setsockopt with an int: 0, or the errno it failed with.
 int set_int(int fd, int level, int name, int value) {
   return core_setsockopt(fd, level, name, &value, sizeof value) == 0 ? 0 : errno;
@@ -57,21 +63,21 @@ class Applier {
   TuningOutcome& outcome() { return outcome_; }
 
   bool app_set(AppOption option) const { return (app_.app_options & option) != 0; }
-  void add(std::string name, std::string requested, std::string effective, std::string note = {},
+  void add(std::string name, std::string requested, EffectiveProbe effective, std::string note = {},
            OptionStatus status = OptionStatus::applied, int error = 0) {
     outcome_.report.options.push_back(
-        {std::move(name), std::move(requested), std::move(effective), std::move(note), status, error});
+        {std::move(name), std::move(requested), {}, std::move(note), status, error, effective});
   }
   // A setsockopt's outcome: applied, or refused with its errno.
-  void add_result(std::string name, std::string requested, std::string effective, int error) {
-    add(std::move(name), std::move(requested), std::move(effective), note_of(error),
+  void add_result(std::string name, std::string requested, EffectiveProbe effective, int error) {
+    add(std::move(name), std::move(requested), effective, note_of(error),
         error == 0 ? OptionStatus::applied : OptionStatus::refused, error);
   }
-  void left_alone(std::string name, std::string requested, std::string effective, std::string note) {
-    add(std::move(name), std::move(requested), std::move(effective), std::move(note), OptionStatus::left_alone);
+  void left_alone(std::string name, std::string requested, EffectiveProbe effective, std::string note) {
+    add(std::move(name), std::move(requested), effective, std::move(note), OptionStatus::left_alone);
   }
   void skip_app_owned(const char* name, const std::string& requested, int level, int option) {
-    left_alone(name, requested, effective_int(fd_, level, option), "the app set it itself; left alone");
+    left_alone(name, requested, int_probe(level, option), "the app set it itself; left alone");
   }
 
   void nodelay(config::NodelayMode mode) {
@@ -82,7 +88,7 @@ class Applier {
     const char* requested = mode == NodelayMode::on ? "on" : mode == NodelayMode::force ? "force" : "off";
     if (phase_ == ApplyPhase::inherited_connected) {
       // Setting TCP_NODELAY pushes out what the other owner holds back (MSG_MORE, Nagle).
-      left_alone("nodelay", requested, effective_int(fd_, IPPROTO_TCP, TCP_NODELAY), kInheritedNote);
+      left_alone("nodelay", requested, int_probe(IPPROTO_TCP, TCP_NODELAY), kInheritedNote);
       return;
     }
     if (mode == NodelayMode::force) {
@@ -92,7 +98,7 @@ class Applier {
       return;
     }
     const int error = set_int(fd_, IPPROTO_TCP, TCP_NODELAY, mode == NodelayMode::off ? 0 : 1);
-    add_result("nodelay", requested, effective_int(fd_, IPPROTO_TCP, TCP_NODELAY), error);
+    add_result("nodelay", requested, int_probe(IPPROTO_TCP, TCP_NODELAY), error);
   }
 
   void buffers(const config::Tuning& tuning) {
@@ -103,7 +109,7 @@ class Applier {
     const config::BufferSpec spec = tuning.buffers.value_or(config::BufferSpec{});
     if (phase_ == ApplyPhase::accepted_inherited) {
       if (tuning.buffers.has_value()) {
-        left_alone("rcvbuf", "inherited", effective_int(fd_, SOL_SOCKET, SO_RCVBUF), "set on the listener");
+        left_alone("rcvbuf", "inherited", int_probe(SOL_SOCKET, SO_RCVBUF), "set on the listener");
       }
       return;
     }
@@ -115,7 +121,7 @@ class Applier {
               host_.cap_net_admin, override_app);
     if (spec.rtt_auto && !spec.sndbuf.has_value()) {
       outcome_.size_sndbuf_from_rtt = true;
-      add("sndbuf", "bandwidth x measured rtt", effective_int(fd_, SOL_SOCKET, SO_SNDBUF),
+      add("sndbuf", "bandwidth x measured rtt", int_probe(SOL_SOCKET, SO_SNDBUF),
           "sized once the connection is established");
       drop_or_apply_held("sndbuf", SO_SNDBUF, app_.held_sndbuf, override_app, /*policy_sizes_it=*/true);
       return;
@@ -133,7 +139,7 @@ class Applier {
     if (decision.action == config::BufferAction::pin_forced) {
       first_error = set_int(fd_, SOL_SOCKET, force_option, static_cast<int>(decision.value));
       if (first_error == 0) {
-        add(name, config::format_size(target), effective_int(fd_, SOL_SOCKET, option), note);
+        add(name, config::format_size(target), int_probe(SOL_SOCKET, option), note);
         return;
       }
       decision = config::plan_buffer(target, explicit_size, limits, false, name);
@@ -151,7 +157,7 @@ class Applier {
                                 phase_ == ApplyPhase::adopted_listener || phase_ == ApplyPhase::inherited_connected)) {
       note += "; applied too late for the window scale, which was chosen at the handshake";
     }
-    add(name, config::format_size(target), effective_int(fd_, SOL_SOCKET, option), note,
+    add(name, config::format_size(target), int_probe(SOL_SOCKET, option), note,
         first_error == 0 ? OptionStatus::applied : OptionStatus::refused, first_error);
   }
 
@@ -178,13 +184,13 @@ class Applier {
     }
     const std::string requested = "app " + std::to_string(app_value);
     if (override_app) {
-      add(name, requested, effective_int(fd_, SOL_SOCKET, option),
+      add(name, requested, int_probe(SOL_SOCKET, option),
           policy_sizes_it ? "the app's value was dropped (override_app_buffers); the policy sizes it"
                           : "the app's value was dropped (override_app_buffers); autotuning stays on");
       return true;
     }
     const int error = set_int(fd_, SOL_SOCKET, option, app_value);
-    add(name, requested, effective_int(fd_, SOL_SOCKET, option),
+    add(name, requested, int_probe(SOL_SOCKET, option),
         error == 0 ? "the app's own value, applied before the handshake" : refusal_text(error),
         error == 0 ? OptionStatus::applied : OptionStatus::refused, error);
     return false;
@@ -192,7 +198,7 @@ class Applier {
 
   void congestion(const std::string& algorithm) {
     if (app_set(app_congestion)) {
-      left_alone("congestion", algorithm, get_congestion(fd_), "the app set it itself; left alone");
+      left_alone("congestion", algorithm, kCongestionProbe, "the app set it itself; left alone");
       return;
     }
     std::string note;
@@ -216,7 +222,7 @@ class Applier {
         note = refusal_text(error) + "; keeping " + current;
       }
     }
-    add("congestion", algorithm, get_congestion(fd_), note, status, error);
+    add("congestion", algorithm, kCongestionProbe, note, status, error);
   }
 
   void keepalive(const config::Keepalive& keepalive) {
@@ -245,10 +251,7 @@ class Applier {
         "idle=" + std::to_string(seconds_rounded_up(keepalive.idle)) + "s interval=" +
             (keepalive.interval.count() > 0 ? std::to_string(seconds_rounded_up(keepalive.interval)) + "s" : "kernel") +
             " count=" + (keepalive.count > 0 ? std::to_string(keepalive.count) : "kernel"),
-        "on=" + effective_int(fd_, SOL_SOCKET, SO_KEEPALIVE) +
-            " idle=" + effective_int(fd_, IPPROTO_TCP, TCP_KEEPIDLE) + "s interval=" +
-            effective_int(fd_, IPPROTO_TCP, TCP_KEEPINTVL) + "s count=" + effective_int(fd_, IPPROTO_TCP, TCP_KEEPCNT),
-        note, first_error == 0 ? OptionStatus::applied : OptionStatus::refused, first_error);
+        kKeepaliveProbe, note, first_error == 0 ? OptionStatus::applied : OptionStatus::refused, first_error);
   }
 
   void int_option(const char* name, AppOption owner, int level, int option, int value, std::string requested) {
@@ -257,7 +260,7 @@ class Applier {
       return;
     }
     const int error = set_int(fd_, level, option, value);
-    add_result(name, std::move(requested), effective_int(fd_, level, option), error);
+    add_result(name, std::move(requested), int_probe(level, option), error);
   }
 
   void tos(int value) {
@@ -274,11 +277,11 @@ class Applier {
   void raw(const config::RawSockopt& opt) {
     if (phase_ == ApplyPhase::inherited_connected && opt.level == IPPROTO_TCP &&
         (opt.name == TCP_NODELAY || opt.name == TCP_CORK)) {
-      left_alone(opt.option_name, std::to_string(opt.value), effective_int(fd_, opt.level, opt.name), kInheritedNote);
+      left_alone(opt.option_name, std::to_string(opt.value), int_probe(opt.level, opt.name), kInheritedNote);
       return;
     }
     const int error = set_int(fd_, opt.level, opt.name, opt.value);
-    add_result(opt.option_name, std::to_string(opt.value), effective_int(fd_, opt.level, opt.name), error);
+    add_result(opt.option_name, std::to_string(opt.value), int_probe(opt.level, opt.name), error);
   }
 
  private:
@@ -342,8 +345,34 @@ std::string ApplyReport::to_json() const {
   return array.str();
 }
 
+void read_effective(int fd, ApplyReport& report) {
+  const ErrnoSaver saver;
+  for (OptionReport& option : report.options) {
+    const EffectiveProbe& probe = option.probe;
+    switch (probe.kind) {
+      case EffectiveProbe::Kind::none: continue;
+      case EffectiveProbe::Kind::int_option: option.effective = effective_int(fd, probe.level, probe.name); break;
+      case EffectiveProbe::Kind::congestion: option.effective = get_congestion(fd); break;
+      case EffectiveProbe::Kind::keepalive:
+        option.effective = "on=" + effective_int(fd, SOL_SOCKET, SO_KEEPALIVE) +
+                           " idle=" + effective_int(fd, IPPROTO_TCP, TCP_KEEPIDLE) +
+                           "s interval=" + effective_int(fd, IPPROTO_TCP, TCP_KEEPINTVL) +
+                           "s count=" + effective_int(fd, IPPROTO_TCP, TCP_KEEPCNT);
+        break;
+    }
+    option.probe = {};
+  }
+}
+
 TuningOutcome apply_tuning(int fd, const AppSettings& app, const config::Tuning& tuning, ApplyPhase phase,
                            const HostBufferFacts& host) {
+  TuningOutcome outcome = apply_options(fd, app, tuning, phase, host);
+  read_effective(fd, outcome.report);
+  return outcome;
+}
+
+TuningOutcome apply_options(int fd, const AppSettings& app, const config::Tuning& tuning, ApplyPhase phase,
+                            const HostBufferFacts& host) {
   const ErrnoSaver saver;
   Applier applier(fd, app, phase, host);
   if (tuning.nodelay.has_value()) {
@@ -407,6 +436,7 @@ ApplyReport apply_measured_rtt_sndbuf(int fd, const config::Tuning& tuning, cons
   Applier applier(fd, app, ApplyPhase::adopted_connected, host);
   applier.pin("sndbuf", SO_SNDBUF, SO_SNDBUFFORCE, target, false, host.sndbuf, host.cap_net_admin);
   ApplyReport report = applier.take().report;
+  read_effective(fd, report);
   for (OptionReport& option : report.options) {
     option.note = "measured rtt " + config::format_duration(rtt) + "; " + option.note;
   }

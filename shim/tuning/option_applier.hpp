@@ -38,13 +38,23 @@ enum class OptionStatus : std::uint8_t {
 };
 const char* status_name(OptionStatus status);
 
+// Where an option's effective value is read from once every option is applied: the reads can
+// then wait until a supervised program's call has gone on.
+struct EffectiveProbe {
+  enum class Kind : std::uint8_t { none, int_option, congestion, keepalive };
+  Kind kind = Kind::none;
+  int level = 0;
+  int name = 0;
+};
+
 struct OptionReport {
   std::string name;
   std::string requested;
-  std::string effective;
+  std::string effective;  // empty until read_effective when the probe says where from
   std::string note;  // plain words: why it differs, why it was skipped
   OptionStatus status = OptionStatus::applied;
   int error = 0;  // errno of the first refused call, 0 if none
+  EffectiveProbe probe;
 
   [[nodiscard]] bool refused() const noexcept {
     return status == OptionStatus::refused || status == OptionStatus::not_permitted ||
@@ -71,6 +81,11 @@ struct TuningOutcome {
 
 TuningOutcome apply_tuning(int fd, const AppSettings& app, const config::Tuning& tuning, ApplyPhase phase,
                            const HostBufferFacts& host);
+
+// apply_tuning without reading the options back: read_effective fills the report in later.
+TuningOutcome apply_options(int fd, const AppSettings& app, const config::Tuning& tuning, ApplyPhase phase,
+                            const HostBufferFacts& host);
+void read_effective(int fd, ApplyReport& report);
 
 // Whether `fd` has this keepalive (on, with its idle, interval and count), as apply_tuning sets
 // it: the supervisor keeps it against the program's later keepalive calls only where it is.
