@@ -77,13 +77,15 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
         .add("rules", static_cast<std::int64_t>(policy.rules.size()))
         .add("mode", "supervised");
     log.write(config::LogLevel::info, child, program, start);
-    supervisor::ConnectionWatch watch(policy, log, kConnectionPollNs);
-    supervisor::CallTuner tuner(policy, log, &watch);
-    const int status = supervisor::serve(listener, child, tuner, watch);
+    const supervisor::ServeResult served = supervisor::serve(listener, child, policy, log, kConnectionPollNs);
     telemetry::Record summary("supervisor_summary");
-    summary.add("trapped_calls", tuner.calls()).add("sockets_tuned", tuner.tuned());
+    summary.add("trapped_calls", served.calls).add("sockets_tuned", served.tuned);
+    if (served.records_dropped != 0) {
+      summary.add("records_dropped", served.records_dropped);
+    }
     log.write(config::LogLevel::info, child, program, summary);
-    return status;
+    log.flush();
+    return served.child_status;
   };
   return run_child(resolved, argv, hooks);
 }

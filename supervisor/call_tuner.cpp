@@ -13,8 +13,8 @@
 #include <cstdio>
 #include <optional>
 
-#include "connection_record.hpp"
 #include "observed_app_settings.hpp"
+#include "owned_fd.hpp"
 #include "option_applier.hpp"
 #include "socket_probe.hpp"
 #include "tcp_info_reader.hpp"
@@ -25,46 +25,6 @@
 namespace tcptune::supervisor {
 
 namespace {
-
-// A descriptor of this process, closed when it goes out of scope.
-class OwnedFd {
- public:
-  explicit OwnedFd(int fd) noexcept : fd_(fd) {}
-  ~OwnedFd() {
-    if (fd_ >= 0) {
-      close(fd_);
-    }
-  }
-  OwnedFd(const OwnedFd&) = delete;
-  OwnedFd& operator=(const OwnedFd&) = delete;
-  [[nodiscard]] int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
-
-// What supervised mode cannot do for a rule, said in the socket's report rather than silently.
-void report_what_supervision_lacks(const config::Tuning& tuning, shim::TuningOutcome& outcome) {
-  auto& options = outcome.report.options;
-  if (tuning.keep_warm.has_value()) {
-    options.push_back({"keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off",
-                       "not in supervised mode: a heartbeat from outside the program could land inside one of its "
-                       "messages; use congestion = \"bbr\" or net.ipv4.tcp_slow_start_after_idle=0 in the namespace",
-                       shim::OptionStatus::left_alone, 0, {}});
-  }
-  if (outcome.rearm_quickack) {
-    options.push_back({"quickack", "on", "once",
-                       "set once before the connection; re-arming it after each read needs the program's reads, which "
-                       "the supervisor does not see",
-                       shim::OptionStatus::left_alone, 0, {}});
-  }
-  if (outcome.size_sndbuf_from_rtt) {
-    options.push_back({"rtt", "auto", "not measured",
-                       "sizing the send buffer from the measured RTT needs the established socket, which the "
-                       "supervisor does not hold; give rtt a value",
-                       shim::OptionStatus::left_alone, 0, {}});
-  }
-}
 
 // Whether the kernel would take `value` for this option (include/net/tcp.h: MAX_TCP_KEEPIDLE,
 // MAX_TCP_KEEPINTVL, MAX_TCP_KEEPCNT): a value it refuses is refused under the rule too.
@@ -125,23 +85,12 @@ bool matches_on_program(const config::Policy& policy) {
 
 }  // namespace
 
-CallTuner::CallTuner(const config::Policy& policy, const SupervisorLog& log, ConnectionWatch* watch)
+CallTuner::CallTuner(const config::Policy& policy, FollowUpQueue& follow_ups)
     : policy_(policy),
-      log_(log),
-      watch_(watch),
+      follow_ups_(follow_ups),
       host_(shim::read_host_buffer_facts()),
       matches_on_program_(matches_on_program(policy)) {
   host_congestion_ = config::read_sysctl("net/ipv4/tcp_congestion_control").value_or("");
-}
-
-void CallTuner::warn_once(const std::string& key, pid_t pid, const std::string& program, const std::string& message) {
-  if (!warned_.insert(key).second) {
-    return;
-  }
-  (void)std::fprintf(stderr, "tcptune: %s\n", message.c_str());
-  telemetry::Record record("supervisor_warning");
-  record.add("message", message);
-  log_.write(config::LogLevel::warn, pid, program, record);
 }
 
 FilterSpec CallTuner::filter_spec(const config::Policy& policy) {
@@ -186,15 +135,13 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   const seccomp_data& data = call.data();
   const bool is_connect = data.nr == SYS_connect;
   const int app_fd = static_cast<int>(data.args[0]);
-  const OwnedFd socket(call.duplicate_fd(app_fd));
+  OwnedFd socket(call.duplicate_fd(app_fd));
   if (socket.get() < 0) {
     if (errno == EPERM) {
-      const pid_t pid = threads_.process(call.thread());
-      const std::string program = threads_.program(call.thread());
-      warn_once("eperm/" + program, pid, program,
-                program + " (pid " + std::to_string(pid) +
-                    ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary, or it "
-                    "made itself so with prctl(PR_SET_DUMPABLE)); its sockets run untuned");
+      FollowUp refused;
+      refused.call = FollowUp::Call::not_inspectable;
+      refused.thread = call.thread();
+      (void)follow_ups_.push(std::move(refused));
     }
     call.continue_call();
     return;
@@ -205,9 +152,10 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
     call.continue_call();
     return;
   }
-  const config::Endpoint local = shim::local_endpoint(socket.get());
+  // A client's rule does not depend on its local endpoint (read after the answer, for the
+  // record); a listener's does, by its port.
+  config::Endpoint local;
   config::ConnectionFacts facts;
-  facts.local_port = local.port;
   if (is_connect) {
     sockaddr_storage address{};
     const auto length = std::min<std::uint64_t>(data.args[2], sizeof address);
@@ -223,6 +171,8 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
       return;
     }
   } else {
+    local = shim::local_endpoint(socket.get());
+    facts.local_port = local.port;
     facts.role = config::Role::server;
     listening_ports_.insert(facts.local_port);
   }
@@ -242,46 +192,22 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   const shim::ApplyPhase phase = is_connect ? shim::ApplyPhase::before_connect : shim::ApplyPhase::before_listen;
   // Only the options are set while the call waits; they are read back after it goes on.
   shim::TuningOutcome outcome = shim::apply_options(
-      socket.get(), observe_app_settings(socket.get(), tuning, local.family, host_, host_congestion_), tuning, phase,
+      socket.get(), observe_app_settings(socket.get(), tuning, is_connect ? facts.peer.family : local.family, host_,
+                                         host_congestion_),
+      tuning, phase,
       host_);
   call.continue_call();
-
-  // After the answer: the program's call does not wait for the records.
   ++tuned_;
-  if (!matches_on_program_) {
-    program = threads_.program(call.thread());
-  }
-  const pid_t pid = threads_.process(call.thread());
-  report_what_supervision_lacks(tuning, outcome);
-  for (const shim::OptionReport& option : outcome.report.options) {
-    if (option.refused() || (option.name == "keep_warm" && tuning.keep_warm.has_value())) {
-      const std::string rule_name(config::rule_name(policy_, rule));
-      warn_once(rule_name + "/" + option.name, pid, program,
-                "rule=\"" + rule_name + "\" " + option.name + ": " + option.note + " (logged once per rule)");
-    }
-  }
-  struct stat socket_stat {};
-  const std::uint64_t inode = fstat(socket.get(), &socket_stat) == 0 ? socket_stat.st_ino : 0;
-  if (watch_ != nullptr) {
-    if (is_connect) {
-      watch_->watch_connection(inode, app_fd, shim::SocketRole::client, rule, pid, program);
-    } else {
-      watch_->watch_listener(facts.local_port, pid, program);
-    }
-  }
-  if (log_.enabled(config::LogLevel::info)) {
-    shim::read_effective(socket.get(), outcome.report);
-    // The endpoints as the shim reads them before the call: a client's conn_open has no peer yet.
-    telemetry::Record record = shim::connection_record(
-        "conn_open", app_fd, is_connect ? shim::SocketRole::client : shim::SocketRole::listener, policy_, rule, phase,
-        local, config::Endpoint{});
-    record.add("supervised", true);
-    if (inode != 0) {
-      record.add("inode", inode);
-    }
-    shim::add_options(record, outcome.report);
-    log_.write(config::LogLevel::info, pid, program, record);
-  }
+  FollowUp follow_up;
+  follow_up.call = is_connect ? FollowUp::Call::connect : FollowUp::Call::listen;
+  follow_up.socket = std::move(socket);
+  follow_up.thread = call.thread();
+  follow_up.app_fd = app_fd;
+  follow_up.rule = rule;
+  follow_up.program = std::move(program);
+  follow_up.local = local;
+  follow_up.outcome = std::move(outcome);
+  (void)follow_ups_.push(std::move(follow_up));  // dropped beyond its bound: counted there
 }
 
 void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
@@ -301,7 +227,7 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
     return;
   }
   const int app_fd = static_cast<int>(data.args[0]);
-  const OwnedFd socket(call.duplicate_fd(app_fd));
+  OwnedFd socket(call.duplicate_fd(app_fd));
   // Before connect or listen the program's own settings stand, as in the shim: the rule,
   // chosen then, leaves what the program set alone unless it forces it.
   const std::optional<std::uint8_t> state = socket.get() < 0 ? std::nullopt : tcp_state(socket.get());
@@ -334,32 +260,21 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   } else {
     call.complete_call(0, 0);  // success, unmade: the policy's value stays
   }
-
-  // After the answer.
-  if (!matches_on_program_) {
-    program = threads_.program(call.thread());
+  const bool accepted = facts.role == config::Role::server && !is_listener;
+  if (option == nullptr && !accepted) {
+    return;  // nothing to record
   }
-  const pid_t pid = threads_.process(call.thread());
-  if (watch_ != nullptr && facts.role == config::Role::server && !is_listener) {
-    struct stat socket_stat {};
-    if (fstat(socket.get(), &socket_stat) == 0) {
-      watch_->watch_connection(socket_stat.st_ino, app_fd, shim::SocketRole::server, rule, pid, program);
-    }
-  }
-  const std::string rule_name(config::rule_name(policy_, rule));
-  if (option != nullptr && log_.enabled(config::LogLevel::info) &&
-      vetoes_logged_.insert(rule_name + "/" + option).second) {
-    telemetry::Record record("veto");
-    record.add("fd", app_fd)
-        .add("rule", rule_name)
-        .add("option", option)
-        .add("app_value", value)
-        .add("supervised", true)
-        .add("note",
-             "the program's setsockopt answered without being made: the rule's value stays (logged once per "
-             "rule and option)");
-    log_.write(config::LogLevel::info, pid, program, record);
-  }
+  FollowUp follow_up;
+  follow_up.call = FollowUp::Call::setsockopt;
+  follow_up.socket = std::move(socket);
+  follow_up.thread = call.thread();
+  follow_up.app_fd = app_fd;
+  follow_up.rule = rule;
+  follow_up.program = std::move(program);
+  follow_up.accepted = accepted;
+  follow_up.kept_option = option;
+  follow_up.app_value = value;
+  (void)follow_ups_.push(std::move(follow_up));  // dropped beyond its bound: counted there
 }
 
 }  // namespace tcptune::supervisor

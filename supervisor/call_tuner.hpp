@@ -1,7 +1,7 @@
 // What the supervisor does with one trapped call: for a connect or listen of a TCP socket not
 // yet connected or listening, choose the rule exactly as the shim does (peer, port, role,
-// program), apply it with the shim's tuning core on a duplicate of the socket, log conn_open,
-// and let the call go on. For a setsockopt the policy overrides (TCP_NODELAY=0 and TCP_CORK
+// program), apply it with the shim's tuning core on a duplicate of the socket, and let the call
+// go on; its records follow on the records thread (CallRecords). For a setsockopt the policy overrides (TCP_NODELAY=0 and TCP_CORK
 // under nodelay = "force", keepalive where the rule sets keepalive) on a connected or listening
 // socket where the rule's value is in effect, answer success without making it, so the
 // policy's value stays (a value the kernel would refuse is left to the kernel). Any failure lets the
@@ -15,9 +15,9 @@
 #include <string>
 
 #include "app_settings.hpp"
-#include "connection_watch.hpp"
+#include "follow_up_queue.hpp"
+#include "option_applier.hpp"
 #include "seccomp_filter.hpp"
-#include "supervisor_log.hpp"
 #include "thread_handles.hpp"
 #include "tcptune/config/policy.hpp"
 
@@ -27,8 +27,8 @@ class TrappedCall;
 
 class CallTuner {
  public:
-  // `watch` (may be null) follows the tuned connections for their conn_close records.
-  CallTuner(const config::Policy& policy, const SupervisorLog& log, ConnectionWatch* watch);
+  // What follows each answer (records, the watch) goes to `follow_ups`, for the records thread.
+  CallTuner(const config::Policy& policy, FollowUpQueue& follow_ups);
 
   // The calls to trap for `policy`: connect and listen, and the setsockopt pairs it overrides.
   static FilterSpec filter_spec(const config::Policy& policy);
@@ -43,15 +43,11 @@ class CallTuner {
  private:
   void tune_connect_or_listen(const TrappedCall& call);
   void keep_policy_over_setsockopt(const TrappedCall& call);
-  void warn_once(const std::string& key, pid_t pid, const std::string& program, const std::string& message);
 
   const config::Policy& policy_;
-  const SupervisorLog& log_;
-  ConnectionWatch* watch_;
+  FollowUpQueue& follow_ups_;
   shim::HostBufferFacts host_;
   std::string host_congestion_;
-  std::set<std::string> warned_;
-  std::set<std::string> vetoes_logged_;
   // Ports the program listens on: a connected socket on one of them was accepted (role server).
   std::set<std::uint16_t> listening_ports_;
   ThreadHandles threads_;

@@ -21,7 +21,7 @@ std::int64_t monotonic_ns() {
 
 }  // namespace
 
-ConnectionWatch::ConnectionWatch(const config::Policy& policy, const SupervisorLog& log, std::int64_t interval_ns)
+ConnectionWatch::ConnectionWatch(const config::Policy& policy, SupervisorLog& log, std::int64_t interval_ns)
     : policy_(policy), log_(log), interval_ns_(interval_ns) {
   if (!log_.enabled(config::LogLevel::info) || !policy_.log.summary) {
     return;  // nothing would be written

@@ -28,7 +28,7 @@ class ConnectionWatch {
  public:
   // Polls at most every `interval_ns`; without sock_diag (a kernel without inet_diag) it
   // follows nothing, and says so once.
-  ConnectionWatch(const config::Policy& policy, const SupervisorLog& log, std::int64_t interval_ns);
+  ConnectionWatch(const config::Policy& policy, SupervisorLog& log, std::int64_t interval_ns);
 
   // A connection the supervisor saw a call on: a client at its connect, an accepted socket at a
   // trapped setsockopt (one seen already is left as it is).
@@ -62,7 +62,7 @@ class ConnectionWatch {
   void report_closed(const TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns, bool at_exit);
 
   const config::Policy& policy_;
-  const SupervisorLog& log_;
+  SupervisorLog& log_;
   std::int64_t interval_ns_;
   std::int64_t last_poll_ns_ = 0;
   // tcp_slow_start_after_idle in this namespace: without it no window restarts after idle.

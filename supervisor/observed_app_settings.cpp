@@ -36,8 +36,9 @@ shim::AppSettings observe_app_settings(int fd, const config::Tuning& tuning, int
       app.app_options = static_cast<std::uint16_t>(app.app_options | option);
     }
   };
-  // nodelay = "force" overrides the program's value, and "keep" does not touch it.
-  const bool nodelay_asked = tuning.nodelay == config::NodelayMode::on || tuning.nodelay == config::NodelayMode::off;
+  // Only "off" can tell the program's value from a fresh socket's (0): under "on" the program's
+  // 1 is the rule's, "force" overrides it, and "keep" does not touch it.
+  const bool nodelay_asked = tuning.nodelay == config::NodelayMode::off;
   mark(nodelay_asked, shim::app_nodelay, IPPROTO_TCP, TCP_NODELAY);
   mark(tuning.keepalive.has_value(), shim::app_keepalive, SOL_SOCKET, SO_KEEPALIVE);
   mark(tuning.user_timeout.has_value(), shim::app_user_timeout, IPPROTO_TCP, TCP_USER_TIMEOUT);

@@ -12,9 +12,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <system_error>
+#include <thread>
 
+#include "call_records.hpp"
+#include "call_tuner.hpp"
+#include "connection_watch.hpp"
 #include "fd_passing.hpp"
+#include "follow_up_queue.hpp"
 #include "kernel_abi.hpp"
 
 namespace tcptune::supervisor {
@@ -42,8 +48,32 @@ bool reap(pid_t child, int& child_status) noexcept {
   }
 }
 
+// How often exits are looked for, the connections polled, and the log flushed at the least.
+constexpr int kHousekeepingMs = 100;
+constexpr std::int64_t kHousekeepingNs = std::int64_t{kHousekeepingMs} * 1'000'000;
+
+// How often exits are looked for when no call comes.
+constexpr int kReapEveryMs = 100;
+
 bool has_children() noexcept {
   return waitid(P_ALL, 0, nullptr, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD;
+}
+
+// The records thread: each answered call's records, the watch of the connections, the log
+// flushed; until the answering thread closes `follow_ups`.
+void keep_records(const config::Policy& policy, SupervisorLog& log, FollowUpQueue& follow_ups,
+                  std::int64_t connection_poll_ns) {
+  ConnectionWatch watch(policy, log, connection_poll_ns);
+  CallRecords records(policy, log, &watch);
+  while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(std::chrono::milliseconds(kReapEveryMs))) {
+    for (FollowUp& done : *taken) {
+      records.record(done);
+    }
+    watch.tick();
+    log.flush();
+  }
+  watch.finish();
+  log.flush();
 }
 
 }  // namespace
@@ -92,25 +122,30 @@ int receive_listener(int channel, std::string& problem) {
   return listener;
 }
 
-int serve(int listener, pid_t child, CallTuner& tuner, ConnectionWatch& watch) {
+ServeResult serve(int listener, pid_t child, const config::Policy& policy, SupervisorLog& log,
+                  std::int64_t connection_poll_ns) {
   seccomp_notif_sizes sizes{};
   if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
     (void)ioctl(listener, kernel::kNotifSetFlags, kernel::kSyncWakeUp);  // 6.6+; without, slower
   }
   // The kernel's seccomp_notif may be larger than this header's: receive into its size.
   std::vector<unsigned char> buffer(std::max<std::size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
-  int child_status = 0;
+  FollowUpQueue follow_ups;
+  CallTuner tuner(policy, follow_ups);
+  std::thread records_thread([&policy, &log, &follow_ups, connection_poll_ns] {
+    keep_records(policy, log, follow_ups, connection_poll_ns);
+  });
+  ServeResult result;
   bool child_exited = false;
   bool listening = true;
   while (true) {
-    watch.tick();
-    child_exited = reap(child, child_status) || child_exited;
+    child_exited = reap(child, result.child_status) || child_exited;
     if (child_exited && (!listening || !has_children())) {
       break;
     }
     // Exits are noticed by polling: the wait is bounded, and orphans are reaped within it.
     pollfd ready{listening ? listener : -1, POLLIN, 0};
-    if (poll(&ready, 1, 100) <= 0) {
+    if (poll(&ready, 1, kReapEveryMs) <= 0) {
       continue;  // a timeout or a signal: reap, and look again
     }
     if ((ready.revents & POLLIN) != 0) {
@@ -127,8 +162,12 @@ int serve(int listener, pid_t child, CallTuner& tuner, ConnectionWatch& watch) {
     }
   }
   close(listener);
-  watch.finish();
-  return child_status;
+  follow_ups.close();
+  records_thread.join();
+  result.calls = tuner.calls();
+  result.tuned = tuner.tuned();
+  result.records_dropped = follow_ups.dropped();
+  return result;
 }
 
 }  // namespace tcptune::supervisor

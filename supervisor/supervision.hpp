@@ -8,10 +8,12 @@
 #include <linux/filter.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
-#include "call_tuner.hpp"
+#include "supervisor_log.hpp"
+#include "tcptune/config/policy.hpp"
 
 namespace tcptune::supervisor {
 
@@ -26,9 +28,17 @@ int install_in_child(int channel, const std::vector<sock_filter>& filter) noexce
 // In the parent: the child's listener (close-on-exec), or -1 with why there is none in `problem`.
 int receive_listener(int channel, std::string& problem);
 
-// In the parent: every trapped call answered by `tuner` until `child` has exited and nothing
-// supervised is left; orphans are reaped; `watch` polled between calls. Returns `child`'s wait
-// status. Closes `listener`.
-int serve(int listener, pid_t child, CallTuner& tuner, ConnectionWatch& watch);
+struct ServeResult {
+  int child_status = 0;  // the program's wait status
+  std::uint64_t calls = 0;
+  std::uint64_t tuned = 0;
+  std::uint64_t records_dropped = 0;  // follow-ups beyond FollowUpQueue's bound
+};
+
+// In the parent: every trapped call answered, with `policy`, until `child` has exited and nothing
+// supervised is left; orphans are reaped. A second thread writes the records to `log` and polls
+// the connections (sock_diag) every `connection_poll_ns`. Closes `listener`.
+ServeResult serve(int listener, pid_t child, const config::Policy& policy, SupervisorLog& log,
+                  std::int64_t connection_poll_ns);
 
 }  // namespace tcptune::supervisor

@@ -15,6 +15,9 @@ namespace tcptune::supervisor {
 
 namespace {
 
+// A batch of lines: one write(2) per some fifty conn_open records.
+constexpr std::size_t kBatchBytes = 32 * 1024;
+
 const char* level_word(config::LogLevel level) {
   switch (level) {
     case config::LogLevel::trace: return "trace";
@@ -51,6 +54,7 @@ std::string timestamp(bool utc) {
 }  // namespace
 
 SupervisorLog::~SupervisorLog() {
+  flush();
   if (fd_ >= 0) {
     close(fd_);
   }
@@ -86,20 +90,29 @@ bool SupervisorLog::enabled(config::LogLevel level) const noexcept {
 }
 
 void SupervisorLog::write(config::LogLevel level, pid_t pid, std::string_view program,
-                          const telemetry::Record& record) const {
+                          const telemetry::Record& record) {
   if (!enabled(level)) {
     return;
   }
-  std::string line;
   if (format_ == config::LogFormat::jsonl) {
-    line = "{\"ts\":\"" + timestamp(true) + "\",\"level\":\"" + level_word(level) +
-           "\",\"pid\":" + std::to_string(pid) + ",\"program\":";
-    telemetry::append_json_string(line, program);
-    line += "," + record.json_fields() + "}\n";
+    pending_ += "{\"ts\":\"" + timestamp(true) + "\",\"level\":\"" + level_word(level) +
+                "\",\"pid\":" + std::to_string(pid) + ",\"program\":";
+    telemetry::append_json_string(pending_, program);
+    pending_ += "," + record.json_fields() + "}\n";
   } else {
-    line = timestamp(false) + " " + level_word(level) + " tcptune[" + std::to_string(pid) + "] " + record.text() + "\n";
+    pending_ += timestamp(false) + " " + level_word(level) + " tcptune[" + std::to_string(pid) + "] " +
+                record.text() + "\n";
   }
-  (void)::write(fd_, line.data(), line.size());
+  if (pending_.size() >= kBatchBytes) {
+    flush();
+  }
+}
+
+void SupervisorLog::flush() noexcept {
+  if (fd_ >= 0 && !pending_.empty()) {
+    (void)::write(fd_, pending_.data(), pending_.size());
+  }
+  pending_.clear();
 }
 
 }  // namespace tcptune::supervisor

@@ -23,10 +23,15 @@ class SupervisorLog {
   // Opens `path` for appending (created 0644). Empty on success, else a one-line reason.
   std::string open(const std::string& path, config::LogLevel level, config::LogFormat format);
   [[nodiscard]] bool enabled(config::LogLevel level) const noexcept;
-  // One line, written with one write(2) so that lines from several writers never interleave.
-  void write(config::LogLevel level, pid_t pid, std::string_view program, const telemetry::Record& record) const;
+  // One line, kept until flush or until a batch is full: a write(2) per record cost the
+  // supervisor more than any other step of a connect.
+  void write(config::LogLevel level, pid_t pid, std::string_view program, const telemetry::Record& record);
+  // The lines kept so far, in one write(2) of whole lines, so that lines from several writers
+  // never interleave. The supervisor flushes at least every 100 ms, and at exit.
+  void flush() noexcept;
 
  private:
+  std::string pending_;
   int fd_ = -1;
   config::LogLevel level_ = config::LogLevel::off;
   config::LogFormat format_ = config::LogFormat::jsonl;

@@ -119,14 +119,30 @@ Parsed<std::uint64_t> to_u64(const Parsed<double>& parsed, std::string_view text
   return succeed(static_cast<std::uint64_t>(round_up(parsed.value())));
 }
 
-std::string decimal(double value, const char* unit) {
-  char buffer[64];
-  if (value < 1e15 && value == static_cast<double>(static_cast<std::uint64_t>(value))) {
-    (void)std::snprintf(buffer, sizeof buffer, "%.0f %s", value, unit);
+// `amount` / `scale` and its unit, to three significant digits as %.3g rounds them (a whole
+// number in full). By hand: formatting a double costs microseconds, and the report of a
+// supervised connect formats several while the program's call waits.
+std::string decimal(std::uint64_t amount, std::uint64_t scale, const char* unit) {
+  const std::uint64_t whole = amount / scale;
+  std::string text;
+  if (amount % scale == 0 || whole >= 1000) {
+    text = std::to_string((amount + scale / 2) / scale);
   } else {
-    (void)std::snprintf(buffer, sizeof buffer, "%.3g %s", value, unit);
+    const int places = whole >= 100 ? 0 : whole >= 10 ? 1 : 2;
+    const std::uint64_t factor = places == 0 ? 1 : places == 1 ? 10 : 100;
+    // Half up, from the remainder (below scale), so that nothing passes 2^64.
+    const std::uint64_t rounded = whole * factor + ((amount % scale) * factor * 2 + scale) / (scale * 2);
+    text = std::to_string(rounded / factor);
+    std::string fraction = std::to_string(rounded % factor);
+    fraction.insert(0, static_cast<std::size_t>(places) - std::min(fraction.size(), static_cast<std::size_t>(places)), '0');
+    while (!fraction.empty() && fraction.back() == '0') {
+      fraction.pop_back();
+    }
+    if (!fraction.empty()) {
+      text += "." + fraction;
+    }
   }
-  return buffer;
+  return text + " " + unit;
 }
 
 }  // namespace
@@ -155,45 +171,47 @@ Parsed<std::uint64_t> parse_rate(std::string_view text) {
 }
 
 std::string format_size(std::uint64_t bytes) {
-  const auto b = static_cast<double>(bytes);
   if (bytes >= 1000000000ULL) {
-    return decimal(b / 1e9, "GB");
+    return decimal(bytes, 1000000000ULL, "GB");
   }
   if (bytes >= 1000000ULL) {
-    return decimal(b / 1e6, "MB");
+    return decimal(bytes, 1000000ULL, "MB");
   }
   if (bytes >= 1000ULL) {
-    return decimal(b / 1e3, "kB");
+    return decimal(bytes, 1000ULL, "kB");
   }
-  return decimal(b, "B");
+  return decimal(bytes, 1, "B");
 }
 
 std::string format_duration(Duration d) {
-  const auto ns = static_cast<double>(d.count());
-  if (ns >= 1e9) {
-    return decimal(ns / 1e9, "s");
+  if (d.count() < 0) {
+    return "-" + format_duration(-d);
   }
-  if (ns >= 1e6) {
-    return decimal(ns / 1e6, "ms");
+  const auto ns = static_cast<std::uint64_t>(d.count());
+  if (ns >= 1000000000ULL) {
+    return decimal(ns, 1000000000ULL, "s");
   }
-  if (ns >= 1e3) {
-    return decimal(ns / 1e3, "us");
+  if (ns >= 1000000ULL) {
+    return decimal(ns, 1000000ULL, "ms");
   }
-  return decimal(ns, "ns");
+  if (ns >= 1000ULL) {
+    return decimal(ns, 1000ULL, "us");
+  }
+  return decimal(ns, 1, "ns");
 }
 
+// In bytes: bits = 8 * bytes, so a Gbit/s is 125,000,000 B/s (and 8 * bytes could pass 2^64).
 std::string format_rate(std::uint64_t bytes_per_s) {
-  const double bits = static_cast<double>(bytes_per_s) * 8;
-  if (bits >= 1e9) {
-    return decimal(bits / 1e9, "Gbit/s");
+  if (bytes_per_s >= 125000000ULL) {
+    return decimal(bytes_per_s, 125000000ULL, "Gbit/s");
   }
-  if (bits >= 1e6) {
-    return decimal(bits / 1e6, "Mbit/s");
+  if (bytes_per_s >= 125000ULL) {
+    return decimal(bytes_per_s, 125000ULL, "Mbit/s");
   }
-  if (bits >= 1e3) {
-    return decimal(bits / 1e3, "Kbit/s");
+  if (bytes_per_s >= 125ULL) {
+    return decimal(bytes_per_s, 125ULL, "Kbit/s");
   }
-  return decimal(bits, "bit/s");
+  return decimal(bytes_per_s * 8, 1, "bit/s");
 }
 
 }  // namespace tcptune::config

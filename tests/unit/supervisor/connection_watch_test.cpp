@@ -44,9 +44,11 @@ class ConnectionWatchTest : public ::testing::Test {
   }
   void TearDown() override { (void)std::remove(path_.c_str()); }
 
-  static void tick_after(ConnectionWatch& watch) {
+  // A tick, and its records flushed to the file (the supervisor flushes between calls).
+  void tick_after(ConnectionWatch& watch) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     watch.tick();
+    log_.flush();
   }
 
   std::string path_;
@@ -95,6 +97,7 @@ TEST_F(ConnectionWatchTest, AConnectionNeverDumpedIsReportedAtTheEndWithoutTcpIn
   watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, -1, getpid(), "probe");
   loopback.close_all();
   watch.finish();
+  log_.flush();
   const std::vector<nlohmann::json> closes = conn_closes(path_);
   ASSERT_EQ(closes.size(), 1U);
   EXPECT_EQ(closes[0]["rule"], "(defaults)");

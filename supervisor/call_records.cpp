@@ -1,0 +1,146 @@
+#include "call_records.hpp"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "connection_record.hpp"
+#include "socket_probe.hpp"
+#include "tcptune/config/rule_matcher.hpp"
+
+namespace tcptune::supervisor {
+
+namespace {
+
+// What supervised mode cannot do for a rule, said in the socket's report rather than silently.
+void report_what_supervision_lacks(const config::Tuning& tuning, shim::TuningOutcome& outcome) {
+  auto& options = outcome.report.options;
+  if (tuning.keep_warm.has_value()) {
+    options.push_back({"keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off",
+                       "not in supervised mode: a heartbeat from outside the program could land inside one of its "
+                       "messages; use congestion = \"bbr\" or net.ipv4.tcp_slow_start_after_idle=0 in the namespace",
+                       shim::OptionStatus::left_alone, 0, {}});
+  }
+  if (outcome.rearm_quickack) {
+    options.push_back({"quickack", "on", "once",
+                       "set once before the connection; re-arming it after each read needs the program's reads, which "
+                       "the supervisor does not see",
+                       shim::OptionStatus::left_alone, 0, {}});
+  }
+  if (outcome.size_sndbuf_from_rtt) {
+    options.push_back({"rtt", "auto", "not measured",
+                       "sizing the send buffer from the measured RTT needs the established socket, which the "
+                       "supervisor does not hold; give rtt a value",
+                       shim::OptionStatus::left_alone, 0, {}});
+  }
+}
+
+}  // namespace
+
+CallRecords::CallRecords(const config::Policy& policy, SupervisorLog& log, ConnectionWatch* watch)
+    : policy_(policy), log_(log), watch_(watch) {}
+
+void CallRecords::record(FollowUp& done) {
+  try {
+    if (done.program.empty()) {
+      done.program = names_.program(done.thread);
+    }
+    switch (done.call) {
+      case FollowUp::Call::connect:
+      case FollowUp::Call::listen: record_tuned(done); break;
+      case FollowUp::Call::setsockopt: record_setsockopt(done); break;
+      case FollowUp::Call::not_inspectable: record_not_inspectable(done); break;
+    }
+  } catch (...) {
+    // out of memory: the record is lost, the program is not affected
+  }
+}
+
+void CallRecords::warn_once(const std::string& key, pid_t pid, const std::string& program, const std::string& message) {
+  if (!warned_.insert(key).second) {
+    return;
+  }
+  (void)std::fprintf(stderr, "tcptune: %s\n", message.c_str());
+  telemetry::Record record("supervisor_warning");
+  record.add("message", message);
+  log_.write(config::LogLevel::warn, pid, program, record);
+}
+
+void CallRecords::record_tuned(FollowUp& done) {
+  const bool is_connect = done.call == FollowUp::Call::connect;
+  const config::Tuning& tuning = config::tuning_for(policy_, done.rule);
+  const pid_t pid = names_.process(done.thread);
+  const std::string& program = done.program;
+  report_what_supervision_lacks(tuning, done.outcome);
+  for (const shim::OptionReport& option : done.outcome.report.options) {
+    if (option.refused() || (option.name == "keep_warm" && tuning.keep_warm.has_value())) {
+      const std::string rule_name(config::rule_name(policy_, done.rule));
+      warn_once(rule_name + "/" + option.name, pid, program,
+                "rule=\"" + rule_name + "\" " + option.name + ": " + option.note + " (logged once per rule)");
+    }
+  }
+  struct stat socket_stat {};
+  const std::uint64_t inode = fstat(done.socket.get(), &socket_stat) == 0 ? socket_stat.st_ino : 0;
+  if (watch_ != nullptr) {
+    if (is_connect) {
+      watch_->watch_connection(inode, done.app_fd, shim::SocketRole::client, done.rule, pid, program);
+    } else {
+      watch_->watch_listener(done.local.port, pid, program);
+    }
+  }
+  if (log_.enabled(config::LogLevel::info)) {
+    shim::read_effective(done.socket.get(), done.outcome.report);
+    // A client's local endpoint as the call left it (bound by connect); no peer, as in the shim's
+    // conn_open, written before the call.
+    if (is_connect) {
+      done.local = shim::local_endpoint(done.socket.get());
+    }
+    const shim::ApplyPhase phase = is_connect ? shim::ApplyPhase::before_connect : shim::ApplyPhase::before_listen;
+    telemetry::Record record = shim::connection_record(
+        "conn_open", done.app_fd, is_connect ? shim::SocketRole::client : shim::SocketRole::listener, policy_,
+        done.rule, phase, done.local, config::Endpoint{});
+    record.add("supervised", true);
+    if (inode != 0) {
+      record.add("inode", inode);
+    }
+    shim::add_options(record, done.outcome.report);
+    log_.write(config::LogLevel::info, pid, program, record);
+  }
+}
+
+void CallRecords::record_setsockopt(FollowUp& done) {
+  const pid_t pid = names_.process(done.thread);
+  if (watch_ != nullptr && done.accepted) {
+    struct stat socket_stat {};
+    if (fstat(done.socket.get(), &socket_stat) == 0) {
+      watch_->watch_connection(socket_stat.st_ino, done.app_fd, shim::SocketRole::server, done.rule, pid,
+                               done.program);
+    }
+  }
+  if (done.kept_option == nullptr) {
+    return;
+  }
+  const std::string rule_name(config::rule_name(policy_, done.rule));
+  if (log_.enabled(config::LogLevel::info) && vetoes_logged_.insert(rule_name + "/" + done.kept_option).second) {
+    telemetry::Record record("veto");
+    record.add("fd", done.app_fd)
+        .add("rule", rule_name)
+        .add("option", done.kept_option)
+        .add("app_value", done.app_value)
+        .add("supervised", true)
+        .add("note",
+             "the program's setsockopt answered without being made: the rule's value stays (logged once per "
+             "rule and option)");
+    log_.write(config::LogLevel::info, pid, done.program, record);
+  }
+}
+
+void CallRecords::record_not_inspectable(const FollowUp& done) {
+  const pid_t pid = names_.process(done.thread);
+  warn_once("eperm/" + done.program, pid, done.program,
+            done.program + " (pid " + std::to_string(pid) +
+                ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary, or it "
+                "made itself so with prctl(PR_SET_DUMPABLE)); its sockets run untuned");
+}
+
+}  // namespace tcptune::supervisor

@@ -1,0 +1,41 @@
+// The supervisor's records thread: what follows an answered call (FollowUp). The conn_open
+// record with the options' effective values (read back on the duplicate now), the veto of a
+// setsockopt, the warnings once per rule, and the connection handed to the watch. Runs apart
+// from the answering thread, so that the program's calls never wait for a record.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "connection_watch.hpp"
+#include "follow_up.hpp"
+#include "supervisor_log.hpp"
+#include "tcptune/config/policy.hpp"
+#include "thread_handles.hpp"
+
+namespace tcptune::supervisor {
+
+class CallRecords {
+ public:
+  // `watch` (may be null) follows the tuned connections for their conn_close records.
+  CallRecords(const config::Policy& policy, SupervisorLog& log, ConnectionWatch* watch);
+
+  // Writes what `done` calls for; never throws (a record lost to a failure is only lost).
+  void record(FollowUp& done);
+
+ private:
+  void record_tuned(FollowUp& done);
+  void record_setsockopt(FollowUp& done);
+  void record_not_inspectable(const FollowUp& done);
+  void warn_once(const std::string& key, pid_t pid, const std::string& program, const std::string& message);
+
+  const config::Policy& policy_;
+  SupervisorLog& log_;
+  ConnectionWatch* watch_;
+  // The records' pid and program, kept apart from the answering thread's handles.
+  ThreadHandles names_;
+  std::set<std::string> warned_;
+  std::set<std::string> vetoes_logged_;
+};
+
+}  // namespace tcptune::supervisor

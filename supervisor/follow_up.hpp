@@ -1,0 +1,32 @@
+// What is left to do once a trapped call is answered: its records and the watch of its
+// connection. The supervisor's answering thread hands it to the records thread (CallRecords),
+// so that the program's next call never waits for the last one's records.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "option_applier.hpp"
+#include "owned_fd.hpp"
+#include "tcptune/config/cidr.hpp"
+
+namespace tcptune::supervisor {
+
+struct FollowUp {
+  enum class Call : std::uint8_t { connect, listen, setsockopt, not_inspectable };
+  Call call = Call::connect;
+  OwnedFd socket;  // the duplicate the call was tuned on (-1 for not_inspectable)
+  pid_t thread = 0;
+  int app_fd = -1;
+  int rule = -1;
+  std::string program;                // read before the answer when a rule matches on it
+  config::Endpoint local;             // listen: the listener's; connect: read afterwards
+  shim::TuningOutcome outcome;        // connect, listen: effective values not read yet
+  bool accepted = false;              // setsockopt: on an accepted socket
+  const char* kept_option = nullptr;  // setsockopt: answered unmade, the rule's value kept
+  int app_value = 0;                  // setsockopt: the value the program asked for
+};
+
+}  // namespace tcptune::supervisor

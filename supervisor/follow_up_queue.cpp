@@ -1,0 +1,44 @@
+#include "follow_up_queue.hpp"
+
+#include <iterator>
+
+namespace tcptune::supervisor {
+
+bool FollowUpQueue::push(FollowUp follow_up) {
+  {
+    const std::lock_guard lock(mutex_);
+    if (waiting_.size() >= kMostWaiting) {
+      ++dropped_;
+      return false;
+    }
+    waiting_.push_back(std::move(follow_up));
+  }
+  ready_.notify_one();
+  return true;
+}
+
+std::optional<std::vector<FollowUp>> FollowUpQueue::take(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  ready_.wait_for(lock, timeout, [this] { return closed_ || !waiting_.empty(); });
+  if (closed_ && waiting_.empty()) {
+    return std::nullopt;
+  }
+  std::vector<FollowUp> taken(std::make_move_iterator(waiting_.begin()), std::make_move_iterator(waiting_.end()));
+  waiting_.clear();
+  return taken;
+}
+
+void FollowUpQueue::close() {
+  {
+    const std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
+  ready_.notify_one();
+}
+
+std::uint64_t FollowUpQueue::dropped() const {
+  const std::lock_guard lock(mutex_);
+  return dropped_;
+}
+
+}  // namespace tcptune::supervisor

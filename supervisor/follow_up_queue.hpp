@@ -1,0 +1,40 @@
+// The hand-over from the supervisor's answering thread to its records thread. Bounded: each
+// follow-up holds a duplicate of a socket, and the answering thread never waits for the records
+// thread, so beyond the bound a follow-up is dropped (its records are lost, the program is not
+// affected) and counted.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "follow_up.hpp"
+
+namespace tcptune::supervisor {
+
+class FollowUpQueue {
+ public:
+  static constexpr std::size_t kMostWaiting = 512;
+
+  // False (and the follow-up dropped) when kMostWaiting wait already.
+  bool push(FollowUp follow_up);
+  // What waits, after waiting at most `timeout` for something (possibly nothing); nullopt once
+  // closed and drained.
+  std::optional<std::vector<FollowUp>> take(std::chrono::milliseconds timeout);
+  // No more follow-ups: take returns what is left without waiting, then nullopt.
+  void close();
+  [[nodiscard]] std::uint64_t dropped() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<FollowUp> waiting_;
+  bool closed_ = false;
+  std::uint64_t dropped_ = 0;
+};
+
+}  // namespace tcptune::supervisor
