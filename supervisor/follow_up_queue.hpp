@@ -18,7 +18,7 @@ namespace tcptune::supervisor {
 
 class FollowUpQueue {
  public:
-  static constexpr std::size_t kMostWaiting = 512;
+  static constexpr std::size_t kMostWaiting = 256;
 
   // False (and the follow-up dropped) when kMostWaiting wait already.
   bool push(FollowUp follow_up);

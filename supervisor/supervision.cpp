@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -130,6 +131,12 @@ ServeResult serve(int listener, pid_t child, const config::Policy& policy, Super
   }
   // The kernel's seccomp_notif may be larger than this header's: receive into its size.
   std::vector<unsigned char> buffer(std::max<std::size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
+  // The supervisor keeps a pidfd per thread and a duplicate per waiting follow-up: as many
+  // descriptors as the hard limit allows (the program, forked already, keeps its own limit).
+  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &files);
+  }
   FollowUpQueue follow_ups;
   CallTuner tuner(policy, follow_ups);
   std::thread records_thread([&policy, &log, &follow_ups, connection_poll_ns] {

@@ -14,8 +14,9 @@ namespace tcptune::supervisor {
 
 namespace {
 
-// Enough for Go's threads; the table is emptied (and its descriptors closed) beyond it.
-constexpr std::size_t kMostThreads = 1024;
+// Enough for Go's threads; the table is emptied (and its descriptors closed) beyond it, or when
+// the supervisor runs out of descriptors.
+constexpr std::size_t kMostThreads = 256;
 
 int pidfd_open(pid_t pid, unsigned flags) noexcept {
   return static_cast<int>(syscall(SYS_pidfd_open, pid, flags));
@@ -72,6 +73,10 @@ int ThreadHandles::pidfd(pid_t thread) {
     handles.pidfd = pidfd_open(thread, kernel::kPidfdThread);
     if (handles.pidfd < 0 && errno == EINVAL) {
       handles.pidfd = pidfd_open(process(thread), 0);
+    }
+    if (handles.pidfd < 0 && (errno == EMFILE || errno == ENFILE) && entries_.size() > 1) {
+      clear();
+      return pidfd(thread);  // once: only this thread's entry is left to clear
     }
   }
   return handles.pidfd;
