@@ -16,22 +16,34 @@ namespace {
 void report_what_supervision_lacks(const config::Tuning& tuning, shim::TuningOutcome& outcome) {
   auto& options = outcome.report.options;
   if (tuning.keep_warm.has_value()) {
-    options.push_back({"keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off",
+    options.push_back({"keep_warm",
+                       config::describe_keep_warm(*tuning.keep_warm),
+                       "off",
                        "not in supervised mode: a heartbeat from outside the program could land inside one of its "
                        "messages; use congestion = \"bbr\" or net.ipv4.tcp_slow_start_after_idle=0 in the namespace",
-                       shim::OptionStatus::left_alone, 0, {}});
+                       shim::OptionStatus::left_alone,
+                       0,
+                       {}});
   }
   if (outcome.rearm_quickack) {
-    options.push_back({"quickack", "on", "once",
+    options.push_back({"quickack",
+                       "on",
+                       "once",
                        "set once before the connection; re-arming it after each read needs the program's reads, which "
                        "the supervisor does not see",
-                       shim::OptionStatus::left_alone, 0, {}});
+                       shim::OptionStatus::left_alone,
+                       0,
+                       {}});
   }
   if (outcome.size_sndbuf_from_rtt) {
-    options.push_back({"rtt", "auto", "not measured",
+    options.push_back({"rtt",
+                       "auto",
+                       "not measured",
                        "sizing the send buffer from the measured RTT needs the established socket, which the "
                        "supervisor does not hold; give rtt a value",
-                       shim::OptionStatus::left_alone, 0, {}});
+                       shim::OptionStatus::left_alone,
+                       0,
+                       {}});
   }
 }
 
@@ -42,8 +54,8 @@ CallRecords::CallRecords(const config::Policy& policy, SupervisorLog& log, Conne
 
 void CallRecords::record(FollowUp& done) {
   try {
-    if (done.program.empty()) {
-      done.program = names_.program(done.thread);
+    if (std::string now = names_.program(done.thread); !now.empty()) {
+      done.program = std::move(now);
     }
     switch (done.call) {
       case FollowUp::Call::connect:
@@ -69,7 +81,7 @@ void CallRecords::warn_once(const std::string& key, pid_t pid, const std::string
 void CallRecords::record_tuned(FollowUp& done) {
   const bool is_connect = done.call == FollowUp::Call::connect;
   const config::Tuning& tuning = config::tuning_for(policy_, done.rule);
-  const pid_t pid = names_.process(done.thread);
+  const pid_t pid = done.process;
   const std::string& program = done.program;
   report_what_supervision_lacks(tuning, done.outcome);
   for (const shim::OptionReport& option : done.outcome.report.options) {
@@ -109,12 +121,11 @@ void CallRecords::record_tuned(FollowUp& done) {
 }
 
 void CallRecords::record_setsockopt(FollowUp& done) {
-  const pid_t pid = names_.process(done.thread);
+  const pid_t pid = done.process;
   if (watch_ != nullptr && done.accepted) {
     struct stat socket_stat {};
     if (fstat(done.socket.get(), &socket_stat) == 0) {
-      watch_->watch_connection(socket_stat.st_ino, done.app_fd, shim::SocketRole::server, done.rule, pid,
-                               done.program);
+      watch_->watch_connection(socket_stat.st_ino, done.app_fd, shim::SocketRole::server, done.rule, pid, done.program);
     }
   }
   if (done.kept_option == nullptr) {
@@ -136,7 +147,7 @@ void CallRecords::record_setsockopt(FollowUp& done) {
 }
 
 void CallRecords::record_not_inspectable(const FollowUp& done) {
-  const pid_t pid = names_.process(done.thread);
+  const pid_t pid = done.process;
   warn_once("eperm/" + done.program, pid, done.program,
             done.program + " (pid " + std::to_string(pid) +
                 ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary, or it "

@@ -14,8 +14,8 @@
 #include <optional>
 
 #include "observed_app_settings.hpp"
-#include "owned_fd.hpp"
 #include "option_applier.hpp"
+#include "owned_fd.hpp"
 #include "socket_probe.hpp"
 #include "tcp_info_reader.hpp"
 #include "tcptune/config/host_sysctl.hpp"
@@ -83,6 +83,29 @@ bool matches_on_program(const config::Policy& policy) {
                      [](const config::Rule& rule) { return !rule.match.programs.empty(); });
 }
 
+struct AddressInProgram {
+  std::uint64_t address = 0;
+  std::uint64_t length = 0;
+};
+
+// Where a connecting call's address lies in the program: connect(fd, addr, len), sendto(fd, buf,
+// n, flags, addr, len), or the msghdr of sendmsg(fd, msg, flags). nullopt: none (a msghdr that
+// cannot be read, or no name in it).
+std::optional<AddressInProgram> connect_address(const TrappedCall& call) {
+  const seccomp_data& data = call.data();
+  if (data.nr == SYS_connect) {
+    return AddressInProgram{data.args[1], data.args[2]};
+  }
+  if (data.nr == SYS_sendto) {
+    return AddressInProgram{data.args[4], data.args[5]};
+  }
+  msghdr message{};
+  if (!call.read_memory(data.args[1], &message, sizeof message) || message.msg_name == nullptr) {
+    return std::nullopt;
+  }
+  return AddressInProgram{reinterpret_cast<std::uintptr_t>(message.msg_name), message.msg_namelen};
+}
+
 }  // namespace
 
 CallTuner::CallTuner(const config::Policy& policy, FollowUpQueue& follow_ups)
@@ -119,7 +142,8 @@ void CallTuner::handle(int listener, const seccomp_notif& request) {
   ++calls_;
   const TrappedCall call(listener, request, threads_);
   try {
-    if (call.data().nr == SYS_connect || call.data().nr == SYS_listen) {
+    const auto nr = call.data().nr;
+    if (nr == SYS_connect || nr == SYS_listen || nr == SYS_sendto || nr == SYS_sendmsg) {
       tune_connect_or_listen(call);
     } else if (call.data().nr == SYS_setsockopt) {
       keep_policy_over_setsockopt(call);
@@ -133,7 +157,8 @@ void CallTuner::handle(int listener, const seccomp_notif& request) {
 
 void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   const seccomp_data& data = call.data();
-  const bool is_connect = data.nr == SYS_connect;
+  // sendto and sendmsg are trapped only with MSG_FASTOPEN: they connect as connect does.
+  const bool is_connect = data.nr != SYS_listen;
   const int app_fd = static_cast<int>(data.args[0]);
   OwnedFd socket(call.duplicate_fd(app_fd));
   if (socket.get() < 0) {
@@ -141,6 +166,8 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
       FollowUp refused;
       refused.call = FollowUp::Call::not_inspectable;
       refused.thread = call.thread();
+      refused.process = threads_.process(call.thread());
+      refused.program = threads_.program(call.thread());
       (void)follow_ups_.push(std::move(refused));
     }
     call.continue_call();
@@ -158,9 +185,10 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   config::ConnectionFacts facts;
   if (is_connect) {
     sockaddr_storage address{};
-    const auto length = std::min<std::uint64_t>(data.args[2], sizeof address);
-    if (length == 0 || !call.read_memory(data.args[1], &address, length)) {
-      call.continue_call();  // the kernel answers EFAULT
+    const std::optional<AddressInProgram> where = connect_address(call);
+    const auto length = where.has_value() ? std::min<std::uint64_t>(where->length, sizeof address) : 0;
+    if (length == 0 || !call.read_memory(where->address, &address, length)) {
+      call.continue_call();  // the kernel answers EFAULT, or (no address) sends on a connected socket
       return;
     }
     facts.role = config::Role::client;
@@ -181,7 +209,8 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   if (!call.still_pending()) {
     return;
   }
-  // The name is read while the call waits only when a rule asks for it; otherwise after.
+  // The name is read at every call, while it waits, only when a rule asks for it; otherwise at
+  // the thread's first call, after the answer, and again by the records thread.
   std::string program;
   if (matches_on_program_) {
     program = threads_.program(call.thread());
@@ -191,20 +220,21 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   const config::Tuning& tuning = config::tuning_for(policy_, rule);
   const shim::ApplyPhase phase = is_connect ? shim::ApplyPhase::before_connect : shim::ApplyPhase::before_listen;
   // Only the options are set while the call waits; they are read back after it goes on.
-  shim::TuningOutcome outcome = shim::apply_options(
-      socket.get(), observe_app_settings(socket.get(), tuning, is_connect ? facts.peer.family : local.family, host_,
-                                         host_congestion_),
-      tuning, phase,
-      host_);
+  shim::TuningOutcome outcome =
+      shim::apply_options(socket.get(),
+                          observe_app_settings(socket.get(), tuning, is_connect ? facts.peer.family : local.family,
+                                               host_, host_congestion_),
+                          tuning, phase, host_);
   call.continue_call();
   ++tuned_;
   FollowUp follow_up;
   follow_up.call = is_connect ? FollowUp::Call::connect : FollowUp::Call::listen;
   follow_up.socket = std::move(socket);
   follow_up.thread = call.thread();
+  follow_up.process = threads_.process(call.thread());
   follow_up.app_fd = app_fd;
   follow_up.rule = rule;
-  follow_up.program = std::move(program);
+  follow_up.program = matches_on_program_ ? std::move(program) : threads_.program_once(call.thread());
   follow_up.local = local;
   follow_up.outcome = std::move(outcome);
   (void)follow_ups_.push(std::move(follow_up));  // dropped beyond its bound: counted there
@@ -268,9 +298,10 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   follow_up.call = FollowUp::Call::setsockopt;
   follow_up.socket = std::move(socket);
   follow_up.thread = call.thread();
+  follow_up.process = threads_.process(call.thread());
   follow_up.app_fd = app_fd;
   follow_up.rule = rule;
-  follow_up.program = std::move(program);
+  follow_up.program = matches_on_program_ ? std::move(program) : threads_.program_once(call.thread());
   follow_up.accepted = accepted;
   follow_up.kept_option = option;
   follow_up.app_value = value;

@@ -1,11 +1,11 @@
 // What the supervisor does with one trapped call: for a connect or listen of a TCP socket not
 // yet connected or listening, choose the rule exactly as the shim does (peer, port, role,
 // program), apply it with the shim's tuning core on a duplicate of the socket, and let the call
-// go on; its records follow on the records thread (CallRecords). For a setsockopt the policy overrides (TCP_NODELAY=0 and TCP_CORK
-// under nodelay = "force", keepalive where the rule sets keepalive) on a connected or listening
-// socket where the rule's value is in effect, answer success without making it, so the
-// policy's value stays (a value the kernel would refuse is left to the kernel). Any failure lets the
-// call go on untuned: the program never waits on or fails because of the supervisor.
+// go on; its records follow on the records thread (CallRecords). For a setsockopt the policy overrides (TCP_NODELAY=0
+// and TCP_CORK under nodelay = "force", keepalive where the rule sets keepalive) on a connected or listening socket
+// where the rule's value is in effect, answer success without making it, so the policy's value stays (a value the
+// kernel would refuse is left to the kernel). Any failure lets the call go on untuned: the program never waits on or
+// fails because of the supervisor.
 #pragma once
 
 #include <linux/seccomp.h>
@@ -18,8 +18,8 @@
 #include "follow_up_queue.hpp"
 #include "option_applier.hpp"
 #include "seccomp_filter.hpp"
-#include "thread_handles.hpp"
 #include "tcptune/config/policy.hpp"
+#include "thread_handles.hpp"
 
 namespace tcptune::supervisor {
 

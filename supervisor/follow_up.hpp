@@ -19,9 +19,12 @@ struct FollowUp {
   Call call = Call::connect;
   OwnedFd socket;  // the duplicate the call was tuned on (-1 for not_inspectable)
   pid_t thread = 0;
+  pid_t process = 0;  // the thread's, for the records' pid
   int app_fd = -1;
   int rule = -1;
-  std::string program;                // read before the answer when a rule matches on it
+  // The program's name as the answering thread knows it: read again for the record (an exec
+  // since shows), and used if the program has gone by then.
+  std::string program;
   config::Endpoint local;             // listen: the listener's; connect: read afterwards
   shim::TuningOutcome outcome;        // connect, listen: effective values not read yet
   bool accepted = false;              // setsockopt: on an accepted socket

@@ -5,9 +5,25 @@
 
 #include <fcntl.h>
 #include <linux/seccomp.h>
+#include <linux/types.h>
 #include <sys/ioctl.h>
 
 namespace tcptune::supervisor::kernel {
+
+// PIDFD_GET_INFO (6.13+, include/uapi/linux/pidfd.h): a pidfd's thread group id without /proc.
+struct PidfdInfo {
+  __u64 mask;
+  __u64 cgroupid;
+  __u32 pid;
+  __u32 tgid;
+  __u32 ppid;
+  __u32 ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+  __s32 exit_code;
+  __u32 coredump_mask;
+  __u32 spare;
+};
+inline constexpr unsigned long kPidfdGetInfo = _IOWR(0xFF, 11, PidfdInfo);
+inline constexpr __u64 kPidfdInfoPid = 1ULL << 0;
 
 // pidfd_open(tid, PIDFD_THREAD): a pidfd for a thread that is not the group leader (6.9+).
 inline constexpr unsigned kPidfdThread = O_EXCL;

@@ -2,10 +2,12 @@
 
 #include <linux/audit.h>
 #include <linux/seccomp.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace tcptune::supervisor {
 
@@ -54,6 +56,17 @@ std::vector<sock_filter> build_filter(const FilterSpec& spec) {
   for (const std::uint32_t nr : notified) {
     program.push_back(jump_if_equal(nr, 0, 1));
     program.push_back(statement(BPF_RET | BPF_K, notify));
+  }
+  if (spec.fastopen_sends) {
+    // nr == X ? (flags & MSG_FASTOPEN ? notify : allow) : next test. Every other send is allowed
+    // after two more instructions; the accumulator keeps nr on the way past.
+    for (const auto& [nr, flags_index] : {std::pair<std::uint32_t, int>{SYS_sendto, 3}, {SYS_sendmsg, 2}}) {
+      program.push_back(jump_if_equal(nr, 0, 4));
+      program.push_back(statement(BPF_LD | BPF_W | BPF_ABS, argument_offset(flags_index)));
+      program.push_back(sock_filter{BPF_JMP | BPF_JSET | BPF_K, 0, 1, static_cast<std::uint32_t>(MSG_FASTOPEN)});
+      program.push_back(statement(BPF_RET | BPF_K, notify));
+      program.push_back(statement(BPF_RET | BPF_K, allow));
+    }
   }
   if (!spec.setsockopt.empty()) {
     // nr == setsockopt ? (the pairs) : allow. Each pair: level == L ? (optname == N ? notify :

@@ -139,9 +139,8 @@ ServeResult serve(int listener, pid_t child, const config::Policy& policy, Super
   }
   FollowUpQueue follow_ups;
   CallTuner tuner(policy, follow_ups);
-  std::thread records_thread([&policy, &log, &follow_ups, connection_poll_ns] {
-    keep_records(policy, log, follow_ups, connection_poll_ns);
-  });
+  std::thread records_thread(
+      [&policy, &log, &follow_ups, connection_poll_ns] { keep_records(policy, log, follow_ups, connection_poll_ns); });
   ServeResult result;
   bool child_exited = false;
   bool listening = true;

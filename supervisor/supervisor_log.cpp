@@ -100,8 +100,8 @@ void SupervisorLog::write(config::LogLevel level, pid_t pid, std::string_view pr
     telemetry::append_json_string(pending_, program);
     pending_ += "," + record.json_fields() + "}\n";
   } else {
-    pending_ += timestamp(false) + " " + level_word(level) + " tcptune[" + std::to_string(pid) + "] " +
-                record.text() + "\n";
+    pending_ +=
+        timestamp(false) + " " + level_word(level) + " tcptune[" + std::to_string(pid) + "] " + record.text() + "\n";
   }
   if (pending_.size() >= kBatchBytes) {
     flush();

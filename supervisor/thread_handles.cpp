@@ -1,6 +1,7 @@
 #include "thread_handles.hpp"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -84,14 +85,23 @@ int ThreadHandles::pidfd(pid_t thread) {
 
 pid_t ThreadHandles::process(pid_t thread) {
   Entry& handles = entry(thread);
-  if (handles.process == 0) {
-    const int fd = open_proc_file(thread, "status");
-    const std::string status = read_start(fd);
-    close_if_open(fd);
-    const std::size_t tgid = status.find("\nTgid:");
-    handles.process =
-        tgid == std::string::npos ? thread : static_cast<pid_t>(std::strtol(status.c_str() + tgid + 6, nullptr, 10));
+  if (handles.process != 0) {
+    return handles.process;
   }
+  kernel::PidfdInfo info{};
+  info.mask = kernel::kPidfdInfoPid;
+  if (handles.pidfd >= 0 && ioctl(handles.pidfd, kernel::kPidfdGetInfo, &info) == 0 &&
+      (info.mask & kernel::kPidfdInfoPid) != 0 && info.tgid != 0) {
+    handles.process = static_cast<pid_t>(info.tgid);
+    return handles.process;
+  }
+  // Before 6.13, or without a pidfd: the Tgid line of /proc/TID/status.
+  const int fd = open_proc_file(thread, "status");
+  const std::string status = read_start(fd);
+  close_if_open(fd);
+  const std::size_t tgid = status.find("\nTgid:");
+  handles.process =
+      tgid == std::string::npos ? thread : static_cast<pid_t>(std::strtol(status.c_str() + tgid + 6, nullptr, 10));
   return handles.process;
 }
 
@@ -107,6 +117,11 @@ std::string ThreadHandles::program(pid_t thread) {
     handles.program = slash == std::string::npos ? argv0 : argv0.substr(slash + 1);
   }
   return handles.program;
+}
+
+std::string ThreadHandles::program_once(pid_t thread) {
+  Entry& handles = entry(thread);
+  return handles.program.empty() ? program(thread) : handles.program;
 }
 
 void ThreadHandles::forget(pid_t thread) {

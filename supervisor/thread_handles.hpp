@@ -21,11 +21,14 @@ class ThreadHandles {
 
   // A pidfd for the thread (for its process before Linux 6.9), -1 with errno if it is gone.
   int pidfd(pid_t thread);
-  // The thread group (process) id, for the records' pid; the thread's own id if unknown.
+  // The thread group (process) id, for the records' pid; the thread's own id if unknown. Read
+  // once per thread (a thread keeps its process for life).
   pid_t process(pid_t thread);
-  // The basename of the program's argv[0], as the preloaded shim names a program; the last one
-  // read if the thread is gone, "" if never read.
+  // The basename of the program's argv[0], as the preloaded shim names a program, read now (an
+  // exec shows at once); the last one read if the thread is gone, "" if never read.
   std::string program(pid_t thread);
+  // The same, read at this thread's first call only: an exec since is not seen.
+  std::string program_once(pid_t thread);
   // Drops what is kept for `thread`: its pidfd named a thread that has died.
   void forget(pid_t thread);
 

@@ -181,6 +181,12 @@ static void* answer_notifications(void* arg) {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LOW(2)), BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (name), 0, 1), \
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF)
 
+/* A send that connects (MSG_FASTOPEN in its flags argument) is trapped; any other is allowed. */
+#define TRAP_FASTOPEN(nr, flags_index)                                                       \
+  BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 4), BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LOW(flags_index)), \
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF), \
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
 /* The supervisor's longest filter (supervisor/seccomp_filter.cpp; a policy that forces nodelay
  * and sets keepalive) on the calling thread alone; its listener. */
 static int install_supervisor_filter(void) {
@@ -193,6 +199,8 @@ static int install_supervisor_filter(void) {
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_listen, 0, 1),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+      TRAP_FASTOPEN(SYS_sendto, 3),
+      TRAP_FASTOPEN(SYS_sendmsg, 2),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setsockopt, 1, 0),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
       TRAP_PAIR(IPPROTO_TCP, TCP_NODELAY),

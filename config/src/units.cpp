@@ -134,7 +134,8 @@ std::string decimal(std::uint64_t amount, std::uint64_t scale, const char* unit)
     const std::uint64_t rounded = whole * factor + ((amount % scale) * factor * 2 + scale) / (scale * 2);
     text = std::to_string(rounded / factor);
     std::string fraction = std::to_string(rounded % factor);
-    fraction.insert(0, static_cast<std::size_t>(places) - std::min(fraction.size(), static_cast<std::size_t>(places)), '0');
+    fraction.insert(0, static_cast<std::size_t>(places) - std::min(fraction.size(), static_cast<std::size_t>(places)),
+                    '0');
     while (!fraction.empty() && fraction.back() == '0') {
       fraction.pop_back();
     }

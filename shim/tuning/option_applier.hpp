@@ -51,7 +51,7 @@ struct OptionReport {
   std::string name;
   std::string requested;
   std::string effective;  // empty until read_effective when the probe says where from
-  std::string note;  // plain words: why it differs, why it was skipped
+  std::string note;       // plain words: why it differs, why it was skipped
   OptionStatus status = OptionStatus::applied;
   int error = 0;  // errno of the first refused call, 0 if none
   EffectiveProbe probe;

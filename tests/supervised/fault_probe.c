@@ -41,6 +41,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -720,6 +721,20 @@ static int mode_attack(const char *unix_path) {
   wrong_family.sin6_port = a.sin_port;
   wrong_family.sin6_addr = in6addr_loopback;
   ATTEMPT("ipv6_address_on_ipv4_socket", connect(fd, (struct sockaddr *)&wrong_family, sizeof wrong_family));
+  /* The same through the sends that connect (TCP Fast Open). */
+  ATTEMPT("fastopen_sendto_bad_pointer", sendto(fd, "x", 1, MSG_FASTOPEN | MSG_NOSIGNAL, (struct sockaddr *)1, sizeof a));
+  ATTEMPT("fastopen_sendto_no_address", sendto(fd, "x", 1, MSG_FASTOPEN | MSG_NOSIGNAL, NULL, 0));
+  ATTEMPT("fastopen_sendto_straddles_unreadable_page",
+          sendto(fd, "x", 1, MSG_FASTOPEN | MSG_NOSIGNAL, (struct sockaddr *)(pages + page - 8), sizeof a));
+  ATTEMPT("fastopen_sendmsg_bad_msghdr", sendmsg(fd, (struct msghdr *)1, MSG_FASTOPEN | MSG_NOSIGNAL));
+  ATTEMPT("fastopen_sendmsg_msghdr_unreadable",
+          sendmsg(fd, (struct msghdr *)(pages + page - 8), MSG_FASTOPEN | MSG_NOSIGNAL));
+  {
+    struct msghdr message = {0};
+    message.msg_name = (void *)1;
+    message.msg_namelen = sizeof a;
+    ATTEMPT("fastopen_sendmsg_bad_name", sendmsg(fd, &message, MSG_FASTOPEN | MSG_NOSIGNAL));
+  }
   /* The socket was never connected: a good connect still works and is tuned. */
   ATTEMPT("after_refusals", connect(fd, (struct sockaddr *)&a, sizeof a));
   tuned("after_refusals", fd);
@@ -889,6 +904,22 @@ static int mode_attack(const char *unix_path) {
   if (sent == 1) {
     ATTEMPT("fastopen_keepalive", setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one));
     printf("R fastopen_keepalive_effective %d\n", int_option(fd, SOL_SOCKET, SO_KEEPALIVE));
+  }
+  close(fd);
+  /* The same through sendmsg, the address in its msghdr. */
+  fd = tcp_socket(AF_INET, 0);
+  {
+    char byte = 'x';
+    struct iovec part = {&byte, 1};
+    struct msghdr message = {0};
+    message.msg_name = &a;
+    message.msg_namelen = sizeof a;
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    errno = 0;
+    sent = sendmsg(fd, &message, MSG_FASTOPEN | MSG_NOSIGNAL);
+    printf("R fastopen_sendmsg %d %d\n", sent < 0 ? -1 : (int)sent, sent < 0 ? errno : 0);
+    tuned("fastopen_sendmsg", fd);
   }
   close(fd);
   fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

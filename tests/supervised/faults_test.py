@@ -472,14 +472,14 @@ class Harness:
         print(f"tuning under tcptune: {tuned}")
         for name in ("after_refusals", "ipv6_connect", "ipv4_mapped_connect", "nonblocking", "fork_shared",
                      "fork_concurrent", "scm_rights_connect", "vfork_exec_connect", "vfork_child_connect",
-                     "unshared_files_connect"):
+                     "unshared_files_connect", "fastopen", "fastopen_sendmsg"):
             if name in tuning(control.out):
                 self.checks.check(tuned.get(name) == 1, f"{name}: tuned (TCP_NODELAY {tuned.get(name)})")
         if "unshared_files_other_socket" in tuned:
             self.checks.check(tuned["unshared_files_other_socket"] == 0,
                               "the socket the process (not the unshared thread) has under the same number is left "
                               f"alone (TCP_NODELAY {tuned['unshared_files_other_socket']})")
-        for name in ("ia32_connect", "ia32_socketcall_connect", "x32_connect", "fastopen"):
+        for name in ("ia32_connect", "ia32_socketcall_connect", "x32_connect"):
             if name in tuned:
                 print(f"observed: {name} under tcptune: TCP_NODELAY {tuned[name]} "
                       f"({'tuned' if tuned[name] == 1 else 'untuned: not a native connect(), which is all the filter traps'})")

@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,6 +90,31 @@ void socket_calls() {
   close(fd);
 }
 
+// Sends with and without MSG_FASTOPEN; the fast-open ones to a closed loopback port, nonblocking.
+void send_calls() {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(9);
+  const int udp = socket(AF_INET, SOCK_DGRAM, 0);
+  (void)sendto(udp, "x", 1, 0, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  char byte = 'x';
+  iovec part{&byte, 1};
+  msghdr message{};
+  message.msg_name = &address;
+  message.msg_namelen = sizeof address;
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  (void)sendmsg(udp, &message, MSG_DONTWAIT);
+  close(udp);
+  const int first = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  (void)sendto(first, "x", 1, MSG_FASTOPEN, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  close(first);
+  const int second = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  (void)sendmsg(second, &message, MSG_FASTOPEN | MSG_NOSIGNAL);
+  close(second);
+}
+
 TEST(SeccompFilter, TrapsConnectAndListenOnly) {
   EXPECT_EQ(notified_calls(FilterSpec{}, socket_calls), (std::vector<int>{SYS_listen, SYS_connect}));
 }
@@ -101,11 +127,20 @@ TEST(SeccompFilter, TrapsExactlyTheNamedSockoptPairs) {
   EXPECT_EQ(notified_calls(spec, socket_calls), (std::vector<int>{SYS_setsockopt, SYS_setsockopt}));
 }
 
+TEST(SeccompFilter, TrapsOnlyTheSendsThatConnect) {
+  FilterSpec spec;
+  spec.connect = false;
+  spec.listen = false;
+  EXPECT_EQ(notified_calls(spec, send_calls), (std::vector<int>{SYS_sendto, SYS_sendmsg}));
+}
+
 TEST(SeccompFilter, NothingTrappedAllowsEverything) {
   FilterSpec spec;
   spec.connect = false;
   spec.listen = false;
+  spec.fastopen_sends = false;
   EXPECT_TRUE(notified_calls(spec, socket_calls).empty());
+  EXPECT_TRUE(notified_calls(spec, send_calls).empty());
 }
 
 }  // namespace
