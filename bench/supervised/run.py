@@ -28,6 +28,9 @@ The program is tcptune_supervised_cost (supervised_cost.c). Six arms, each a fre
                     from one process to the next (where the scheduler puts it, how its memory is
                     laid out: on a small VM that moves a tight loop by tens of per cent, as the
                     shim arm shows on getppid, which the shim does not hook).
+  in_process_allow_all  (system calls only) the same with a one-instruction filter that allows
+                    every call: what any seccomp filter costs (the kernel's slower way into a
+                    system call, whatever the filter says), the least a filter can cost.
 P is connect.toml for the connect runs (a client rule: nodelay "on", a congestion control other
 than the host's default, sndbuf and rcvbuf 256 KiB) and syscall.toml for the system-call runs
 (nodelay "force" and keepalive: the longest filter the supervisor builds, with the setsockopt
@@ -94,8 +97,8 @@ def load_module(name, path):
 wait_for_quiet = load_module("keep_warm_scale_run", ROOT / "bench" / "keep_warm_scale" / "run.py").wait_for_quiet
 
 ARMS = ("plain", "floor", "shim", "supervised", "supervised_empty")
-SYSCALL_ARMS = tuple(arm for arm in ARMS if arm != "floor") + ("in_process",)
-CROSS_PROCESS_ARMS = SYSCALL_ARMS[:-1]
+SYSCALL_ARMS = tuple(arm for arm in ARMS if arm != "floor") + ("in_process", "in_process_allow_all")
+CROSS_PROCESS_ARMS = SYSCALL_ARMS[:-2]
 TUNED_ARMS = ("shim", "supervised")
 SUPERVISED_ARMS = ("supervised", "supervised_empty")
 CALLS = ("getppid", "write_devnull", "send_udp", "send_tcp")
@@ -156,7 +159,8 @@ def clean_env():
 
 
 def command_for(arm, program_args, paths, log):
-    flags = {"plain": [], "floor": ["--notify-floor"], "in_process": ["--filter-midway"]}
+    flags = {"plain": [], "floor": ["--notify-floor"], "in_process": ["--filter-midway"],
+             "in_process_allow_all": ["--allow-all-midway"]}
     if arm in flags:
         return [str(paths["program"])] + flags[arm] + program_args
     command = [str(paths["tcptune"]), "run"]
@@ -268,14 +272,15 @@ def summarize_syscalls(runs, calls):
             arms[arm] = {"ns": median_of(ok), "per_round_ns": ok}
         for arm in CROSS_PROCESS_ARMS[1:]:
             arms[arm]["over_plain"], arms[arm]["minus_plain_ns"] = paired(mine, arm, lambda got: got["min_ns"])
-        inside = [r["result"] for r in mine if r["arm"] == "in_process"]
-        arms["in_process"] = {
-            "ns": median_of([got["min_ns"] for got in inside]),
-            "unfiltered_ns": median_of([got["unfiltered_min_ns"] for got in inside]),
-            "per_round_ratio": [got["min_ns"] / got["unfiltered_min_ns"] for got in inside],
-            "over_plain": median_of([got["min_ns"] / got["unfiltered_min_ns"] for got in inside]),
-            "minus_plain_ns": median_of([got["min_ns"] - got["unfiltered_min_ns"] for got in inside]),
-        }
+        for arm in ("in_process", "in_process_allow_all"):
+            inside = [r["result"] for r in mine if r["arm"] == arm]
+            arms[arm] = {
+                "ns": median_of([got["min_ns"] for got in inside]),
+                "unfiltered_ns": median_of([got["unfiltered_min_ns"] for got in inside]),
+                "per_round_ratio": [got["min_ns"] / got["unfiltered_min_ns"] for got in inside],
+                "over_plain": median_of([got["min_ns"] / got["unfiltered_min_ns"] for got in inside]),
+                "minus_plain_ns": median_of([got["min_ns"] - got["unfiltered_min_ns"] for got in inside]),
+            }
         supervised_ratio = arms["supervised"]["over_plain"]
         filter_ratio = arms["in_process"]["over_plain"]
         out[call] = {"arms": arms, "target": {
@@ -283,6 +288,9 @@ def summarize_syscalls(runs, calls):
                            f"the same call without it, in the same process (in_process); supervised/plain across "
                            f"processes alongside",
             "ratio": filter_ratio, "extra_ns": arms["in_process"]["minus_plain_ns"],
+            # What a filter that allows everything costs: seccomp's own path, the least any filter costs.
+            "seccomp_floor_ratio": arms["in_process_allow_all"]["over_plain"],
+            "seccomp_floor_ns": arms["in_process_allow_all"]["minus_plain_ns"],
             "supervised_over_plain": supervised_ratio,
             "met": filter_ratio is not None and filter_ratio <= SYSCALL_TARGET_RATIO}}
     return out
@@ -364,8 +372,9 @@ def print_tables(results):
     for call, summary in results["syscall"].items():
         t = summary["target"]
         print(f"target {call}: the filter in the same process {fmt(t['ratio'], '.3f')}x "
-              f"({fmt(t['extra_ns'], '+.1f')} ns): {'met' if t['met'] else 'MISSED'}; supervised/plain across processes "
-              f"{fmt(t['supervised_over_plain'], '.3f')}")
+              f"({fmt(t['extra_ns'], '+.1f')} ns): {'met' if t['met'] else 'MISSED'}; any filter (allow all) "
+              f"{fmt(t['seccomp_floor_ratio'], '.3f')}x ({fmt(t['seccomp_floor_ns'], '+.1f')} ns); supervised/plain "
+              f"across processes {fmt(t['supervised_over_plain'], '.3f')}")
 
 
 def main():

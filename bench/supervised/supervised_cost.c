@@ -16,7 +16,7 @@
  *     first_socket: the options on the first timed socket after its connect, read with
  *     getsockopt, so a run can show that its connects were tuned (or not).
  *
- *   supervised_cost [--notify-floor | --filter-midway] syscall CALL LOOPS REPS
+ *   supervised_cost [--notify-floor | --filter-midway | --allow-all-midway] syscall CALL LOOPS REPS
  *     REPS repetitions of LOOPS calls of CALL in a tight loop, each repetition timed whole, after
  *     one untimed:
  *       getppid        the cheapest call there is (the worst case for a per-call overhead);
@@ -35,6 +35,9 @@
  *     is called) and they run again: the filter's cost on the same calls in the same process,
  *     without the differences between one process and the next (where it runs, how its memory
  *     is laid out). Adds "unfiltered_ns_per_call", "unfiltered_median_ns" and "unfiltered_min_ns".
+ *     --allow-all-midway: the same with a filter of one instruction that allows every call: what
+ *     any seccomp filter costs (the kernel's slower path into a system call), which no filter
+ *     can go below.
  *
  * --notify-floor: the least a seccomp supervisor can cost, in the same program. Before it measures,
  * the main thread installs the supervisor's longest filter (native arch; connect, listen and the
@@ -90,7 +93,7 @@ static void die(const char* what) {
 static void usage(void) {
   fprintf(stderr,
           "usage: supervised_cost [--notify-floor] connect COUNT [WARMUP]\n"
-          "       supervised_cost [--notify-floor|--filter-midway] syscall getppid|write_devnull|send_udp|send_tcp LOOPS "
+          "       supervised_cost [--notify-floor|--filter-midway|--allow-all-midway] syscall getppid|write_devnull|send_udp|send_tcp LOOPS "
           "REPS\n");
   exit(2);
 }
@@ -223,6 +226,17 @@ static int install_supervisor_filter(void) {
 }
 
 /* The supervisor's filter on the calling thread alone, and a thread that answers it. */
+/* A filter that allows every call: seccomp's own cost, without any test of ours. */
+static void install_allow_all_filter(void) {
+  struct sock_filter program[] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  struct sock_fprog fprog = {.len = 1, .filter = program};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) != 0) {
+    die("seccomp(allow all)");
+  }
+}
+
+enum { SUPERVISOR_FILTER_MIDWAY = 1, ALLOW_ALL_MIDWAY = 2 };
+
 static void start_notify_floor(void) {
   floor_notifier.listener = install_supervisor_filter();
   if (pthread_create(&floor_notifier.thread, NULL, answer_notifications, &floor_notifier) != 0) {
@@ -491,9 +505,13 @@ static int syscall_mode(const char* call, long loops, long reps, int notify_floo
   }
   /* One untimed repetition first: caches, page faults, a UDP receiver's buffer filled. */
   long failures = time_calls(which, fd, loops, 1, per_call);
-  if (filter_midway) {
+  if (filter_midway != 0) {
     failures += time_calls(which, fd, loops, reps, unfiltered);
-    (void)install_supervisor_filter();
+    if (filter_midway == ALLOW_ALL_MIDWAY) {
+      install_allow_all_filter();
+    } else {
+      (void)install_supervisor_filter();
+    }
   }
   failures += time_calls(which, fd, loops, reps, per_call);
   if (failures != 0) {
@@ -516,7 +534,7 @@ static int syscall_mode(const char* call, long loops, long reps, int notify_floo
   printf("{\"mode\":\"syscall\",\"call\":\"%s\",\"loops\":%ld", call, loops);
   const double median = print_reps("ns_per_call", per_call, reps);
   printf(",\"median_ns\":%.2f,\"min_ns\":%.2f,%s", median, per_call[0], floor);
-  if (filter_midway) {
+  if (filter_midway != 0) {
     const double before = print_reps("unfiltered_ns_per_call", unfiltered, reps);
     printf(",\"unfiltered_median_ns\":%.2f,\"unfiltered_min_ns\":%.2f", before, unfiltered[0]);
   }
@@ -534,7 +552,11 @@ int main(int argc, char** argv) {
     --argc;
     ++argv;
   } else if (argc >= 2 && strcmp(argv[1], "--filter-midway") == 0) {
-    filter_midway = 1;
+    filter_midway = SUPERVISOR_FILTER_MIDWAY;
+    --argc;
+    ++argv;
+  } else if (argc >= 2 && strcmp(argv[1], "--allow-all-midway") == 0) {
+    filter_midway = ALLOW_ALL_MIDWAY;
     --argc;
     ++argv;
   }
