@@ -7,7 +7,7 @@ namespace tcptune::supervisor {
 bool FollowUpQueue::push(FollowUp follow_up) {
   {
     const std::lock_guard lock(mutex_);
-    if (waiting_.size() >= kMostWaiting) {
+    if (abandoned_ || waiting_.size() >= kMostWaiting) {
       ++dropped_;
       return false;
     }
@@ -34,6 +34,13 @@ void FollowUpQueue::close() {
     closed_ = true;
   }
   ready_.notify_one();
+}
+
+void FollowUpQueue::abandon() noexcept {
+  const std::lock_guard lock(mutex_);
+  abandoned_ = true;
+  dropped_ += waiting_.size();
+  waiting_.clear();
 }
 
 std::uint64_t FollowUpQueue::dropped() const {

@@ -27,6 +27,9 @@ class FollowUpQueue {
   std::optional<std::vector<FollowUp>> take(std::chrono::milliseconds timeout);
   // No more follow-ups: take returns what is left without waiting, then nullopt.
   void close();
+  // The records thread has stopped: what waits is dropped (its duplicates closed), and so is
+  // every later follow-up.
+  void abandon() noexcept;
   [[nodiscard]] std::uint64_t dropped() const;
 
  private:
@@ -34,6 +37,7 @@ class FollowUpQueue {
   std::condition_variable ready_;
   std::deque<FollowUp> waiting_;
   bool closed_ = false;
+  bool abandoned_ = false;
   std::uint64_t dropped_ = 0;
 };
 

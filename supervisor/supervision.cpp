@@ -63,18 +63,23 @@ bool has_children() noexcept {
 // The records thread: each answered call's records, the watch of the connections, the log
 // flushed; until the answering thread closes `follow_ups`.
 void keep_records(const config::Policy& policy, SupervisorLog& log, FollowUpQueue& follow_ups,
-                  std::int64_t connection_poll_ns) {
-  ConnectionWatch watch(policy, log, connection_poll_ns);
-  CallRecords records(policy, log, &watch);
-  while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(std::chrono::milliseconds(kReapEveryMs))) {
-    for (FollowUp& done : *taken) {
-      records.record(done);
+                  std::int64_t connection_poll_ns) noexcept {
+  try {
+    ConnectionWatch watch(policy, log, connection_poll_ns);
+    CallRecords records(policy, log, &watch);
+    while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(std::chrono::milliseconds(kReapEveryMs))) {
+      for (FollowUp& done : *taken) {
+        records.record(done);
+      }
+      watch.tick();
+      log.flush();
     }
-    watch.tick();
+    watch.finish();
     log.flush();
+  } catch (...) {
+    // Out of memory: the records stop, the calls are still answered, and no duplicate is held.
+    follow_ups.abandon();
   }
-  watch.finish();
-  log.flush();
 }
 
 }  // namespace

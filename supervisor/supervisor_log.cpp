@@ -16,7 +16,7 @@ namespace tcptune::supervisor {
 namespace {
 
 // A batch of lines: one write(2) per some fifty conn_open records.
-constexpr std::size_t kBatchBytes = 32 * 1024;
+constexpr std::size_t kBatchBytes = std::size_t{32} * 1024;
 
 const char* level_word(config::LogLevel level) {
   switch (level) {

@@ -30,8 +30,8 @@ int TrappedCall::duplicate_fd(int fd) const {
 bool TrappedCall::read_memory(std::uint64_t address, void* out, std::size_t length) const noexcept {
   iovec local{out, length};
   // An address in the program, never dereferenced here.
-  iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)),
-               length};  // NOLINT(performance-no-int-to-ptr)
+  // NOLINTNEXTLINE(performance-no-int-to-ptr)
+  iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), length};
   return process_vm_readv(thread(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(length);
 }
 
