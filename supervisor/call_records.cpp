@@ -52,6 +52,22 @@ void report_what_supervision_lacks(const config::Tuning& tuning, shim::TuningOut
 CallRecords::CallRecords(const config::Policy& policy, SupervisorLog& log, ConnectionWatch* watch)
     : policy_(policy), log_(log), watch_(watch) {}
 
+void CallRecords::read_socket(FollowUp& done) const {
+  if (done.socket.get() < 0) {
+    return;
+  }
+  struct stat socket_stat {};
+  done.inode = fstat(done.socket.get(), &socket_stat) == 0 ? socket_stat.st_ino : 0;
+  if (done.call != FollowUp::Call::setsockopt && log_.enabled(config::LogLevel::info)) {
+    shim::read_effective(done.socket.get(), done.outcome.report);
+    // A client's local endpoint as the call left it (bound by connect).
+    if (done.call == FollowUp::Call::connect) {
+      done.local = shim::local_endpoint(done.socket.get());
+    }
+  }
+  done.socket = OwnedFd();
+}
+
 void CallRecords::record(FollowUp& done) {
   try {
     if (std::string now = names_.program(done.thread); !now.empty()) {
@@ -91,8 +107,7 @@ void CallRecords::record_tuned(FollowUp& done) {
                 "rule=\"" + rule_name + "\" " + option.name + ": " + option.note + " (logged once per rule)");
     }
   }
-  struct stat socket_stat {};
-  const std::uint64_t inode = fstat(done.socket.get(), &socket_stat) == 0 ? socket_stat.st_ino : 0;
+  const std::uint64_t inode = done.inode;
   if (watch_ != nullptr) {
     if (is_connect) {
       watch_->watch_connection(inode, done.app_fd, shim::SocketRole::client, done.rule, pid, program);
@@ -101,12 +116,7 @@ void CallRecords::record_tuned(FollowUp& done) {
     }
   }
   if (log_.enabled(config::LogLevel::info)) {
-    shim::read_effective(done.socket.get(), done.outcome.report);
-    // A client's local endpoint as the call left it (bound by connect); no peer, as in the shim's
-    // conn_open, written before the call.
-    if (is_connect) {
-      done.local = shim::local_endpoint(done.socket.get());
-    }
+    // No peer, as in the shim's conn_open, written before the call.
     const shim::ApplyPhase phase = is_connect ? shim::ApplyPhase::before_connect : shim::ApplyPhase::before_listen;
     telemetry::Record record = shim::connection_record(
         "conn_open", done.app_fd, is_connect ? shim::SocketRole::client : shim::SocketRole::listener, policy_,
@@ -122,11 +132,8 @@ void CallRecords::record_tuned(FollowUp& done) {
 
 void CallRecords::record_setsockopt(FollowUp& done) {
   const pid_t pid = done.process;
-  if (watch_ != nullptr && done.accepted) {
-    struct stat socket_stat {};
-    if (fstat(done.socket.get(), &socket_stat) == 0) {
-      watch_->watch_connection(socket_stat.st_ino, done.app_fd, shim::SocketRole::server, done.rule, pid, done.program);
-    }
+  if (watch_ != nullptr && done.accepted && done.inode != 0) {
+    watch_->watch_connection(done.inode, done.app_fd, shim::SocketRole::server, done.rule, pid, done.program);
   }
   if (done.kept_option == nullptr) {
     return;

@@ -17,7 +17,8 @@ namespace tcptune::supervisor {
 struct FollowUp {
   enum class Call : std::uint8_t { connect, listen, setsockopt, not_inspectable };
   Call call = Call::connect;
-  OwnedFd socket;  // the duplicate the call was tuned on (-1 for not_inspectable)
+  OwnedFd socket;           // the duplicate the call was tuned on (-1 for not_inspectable), until read
+  std::uint64_t inode = 0;  // the socket's, read from the duplicate
   pid_t thread = 0;
   pid_t process = 0;  // the thread's, for the records' pid
   int app_fd = -1;

@@ -69,6 +69,9 @@ void keep_records(const config::Policy& policy, SupervisorLog& log, FollowUpQueu
     CallRecords records(policy, log, &watch);
     while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(std::chrono::milliseconds(kReapEveryMs))) {
       for (FollowUp& done : *taken) {
+        records.read_socket(done);
+      }
+      for (FollowUp& done : *taken) {
         records.record(done);
       }
       watch.tick();
