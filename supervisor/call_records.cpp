@@ -14,36 +14,29 @@ namespace {
 
 // What supervised mode cannot do for a rule, said in the socket's report rather than silently.
 void report_what_supervision_lacks(const config::Tuning& tuning, shim::TuningOutcome& outcome) {
-  auto& options = outcome.report.options;
+  const auto left_alone = [&outcome](std::string name, std::string requested, std::string effective, std::string note) {
+    outcome.report.options.push_back({std::move(name),
+                                      std::move(requested),
+                                      std::move(effective),
+                                      std::move(note),
+                                      shim::OptionStatus::left_alone,
+                                      0,
+                                      {}});
+  };
   if (tuning.keep_warm.has_value()) {
-    options.push_back({"keep_warm",
-                       config::describe_keep_warm(*tuning.keep_warm),
-                       "off",
-                       "not in supervised mode: a heartbeat from outside the program could land inside one of its "
-                       "messages; use congestion = \"bbr\" or net.ipv4.tcp_slow_start_after_idle=0 in the namespace",
-                       shim::OptionStatus::left_alone,
-                       0,
-                       {}});
+    left_alone("keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off",
+               "not in supervised mode: a heartbeat from outside the program could land inside one of its messages; "
+               "use congestion = \"bbr\" or net.ipv4.tcp_slow_start_after_idle=0 in the namespace");
   }
   if (outcome.rearm_quickack) {
-    options.push_back({"quickack",
-                       "on",
-                       "once",
-                       "set once before the connection; re-arming it after each read needs the program's reads, which "
-                       "the supervisor does not see",
-                       shim::OptionStatus::left_alone,
-                       0,
-                       {}});
+    left_alone("quickack", "on", "once",
+               "set once before the connection; re-arming it after each read needs the program's reads, which the "
+               "supervisor does not see");
   }
   if (outcome.size_sndbuf_from_rtt) {
-    options.push_back({"rtt",
-                       "auto",
-                       "not measured",
-                       "sizing the send buffer from the measured RTT needs the established socket, which the "
-                       "supervisor does not hold; give rtt a value",
-                       shim::OptionStatus::left_alone,
-                       0,
-                       {}});
+    left_alone("rtt", "auto", "not measured",
+               "sizing the send buffer from the measured RTT needs the established socket, which the supervisor does "
+               "not hold; give rtt a value");
   }
 }
 

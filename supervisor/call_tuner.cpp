@@ -227,17 +227,25 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
                           tuning, phase, host_);
   call.continue_call();
   ++tuned_;
-  FollowUp follow_up;
-  follow_up.call = is_connect ? FollowUp::Call::connect : FollowUp::Call::listen;
-  follow_up.socket = std::move(socket);
-  follow_up.thread = call.thread();
-  follow_up.process = threads_.process(call.thread());
-  follow_up.app_fd = app_fd;
-  follow_up.rule = rule;
-  follow_up.program = matches_on_program_ ? std::move(program) : threads_.program_once(call.thread());
+  FollowUp follow_up = follow_up_of(call, is_connect ? FollowUp::Call::connect : FollowUp::Call::listen,
+                                    std::move(socket), rule, std::move(program));
   follow_up.local = local;
   follow_up.outcome = std::move(outcome);
   (void)follow_ups_.push(std::move(follow_up));  // dropped beyond its bound: counted there
+}
+
+FollowUp CallTuner::follow_up_of(const TrappedCall& call, FollowUp::Call kind, OwnedFd socket, int rule,
+                                 std::string program) {
+  FollowUp follow_up;
+  follow_up.call = kind;
+  follow_up.socket = std::move(socket);
+  follow_up.thread = call.thread();
+  follow_up.process = threads_.process(call.thread());
+  follow_up.app_fd = static_cast<int>(call.data().args[0]);
+  follow_up.rule = rule;
+  // Read while the call waited when a rule matches on it; else known from the thread's first call.
+  follow_up.program = matches_on_program_ ? std::move(program) : threads_.program_once(call.thread());
+  return follow_up;
 }
 
 void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
@@ -294,14 +302,7 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   if (option == nullptr && !accepted) {
     return;  // nothing to record
   }
-  FollowUp follow_up;
-  follow_up.call = FollowUp::Call::setsockopt;
-  follow_up.socket = std::move(socket);
-  follow_up.thread = call.thread();
-  follow_up.process = threads_.process(call.thread());
-  follow_up.app_fd = app_fd;
-  follow_up.rule = rule;
-  follow_up.program = matches_on_program_ ? std::move(program) : threads_.program_once(call.thread());
+  FollowUp follow_up = follow_up_of(call, FollowUp::Call::setsockopt, std::move(socket), rule, std::move(program));
   follow_up.accepted = accepted;
   follow_up.kept_option = option;
   follow_up.app_value = value;

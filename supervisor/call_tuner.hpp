@@ -43,6 +43,8 @@ class CallTuner {
  private:
   void tune_connect_or_listen(const TrappedCall& call);
   void keep_policy_over_setsockopt(const TrappedCall& call);
+  // What the records thread needs of an answered call on `socket` (its duplicate).
+  FollowUp follow_up_of(const TrappedCall& call, FollowUp::Call kind, OwnedFd socket, int rule, std::string program);
 
   const config::Policy& policy_;
   FollowUpQueue& follow_ups_;

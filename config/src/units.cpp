@@ -1,5 +1,6 @@
 #include "tcptune/config/units.hpp"
 
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -146,6 +147,21 @@ std::string decimal(std::uint64_t amount, std::uint64_t scale, const char* unit)
   return text + " " + unit;
 }
 
+struct OutputUnit {
+  std::uint64_t scale;
+  const char* name;
+};
+
+// `amount` in the largest of `units` (largest first, the last of scale 1) it reaches.
+std::string in_largest_unit(std::uint64_t amount, const std::array<OutputUnit, 4>& units) {
+  for (const OutputUnit& unit : units) {
+    if (amount >= unit.scale || unit.scale == 1) {
+      return decimal(amount, unit.scale, unit.name);
+    }
+  }
+  return decimal(amount, 1, "");
+}
+
 }  // namespace
 
 Parsed<std::uint64_t> parse_size(std::string_view text) {
@@ -172,47 +188,23 @@ Parsed<std::uint64_t> parse_rate(std::string_view text) {
 }
 
 std::string format_size(std::uint64_t bytes) {
-  if (bytes >= 1000000000ULL) {
-    return decimal(bytes, 1000000000ULL, "GB");
-  }
-  if (bytes >= 1000000ULL) {
-    return decimal(bytes, 1000000ULL, "MB");
-  }
-  if (bytes >= 1000ULL) {
-    return decimal(bytes, 1000ULL, "kB");
-  }
-  return decimal(bytes, 1, "B");
+  return in_largest_unit(bytes, {{{1000000000ULL, "GB"}, {1000000ULL, "MB"}, {1000ULL, "kB"}, {1, "B"}}});
 }
 
 std::string format_duration(Duration d) {
   if (d.count() < 0) {
     return "-" + format_duration(-d);
   }
-  const auto ns = static_cast<std::uint64_t>(d.count());
-  if (ns >= 1000000000ULL) {
-    return decimal(ns, 1000000000ULL, "s");
-  }
-  if (ns >= 1000000ULL) {
-    return decimal(ns, 1000000ULL, "ms");
-  }
-  if (ns >= 1000ULL) {
-    return decimal(ns, 1000ULL, "us");
-  }
-  return decimal(ns, 1, "ns");
+  return in_largest_unit(static_cast<std::uint64_t>(d.count()),
+                         {{{1000000000ULL, "s"}, {1000000ULL, "ms"}, {1000ULL, "us"}, {1, "ns"}}});
 }
 
 // In bytes: bits = 8 * bytes, so a Gbit/s is 125,000,000 B/s (and 8 * bytes could pass 2^64).
 std::string format_rate(std::uint64_t bytes_per_s) {
-  if (bytes_per_s >= 125000000ULL) {
-    return decimal(bytes_per_s, 125000000ULL, "Gbit/s");
+  if (bytes_per_s < 125) {
+    return decimal(bytes_per_s * 8, 1, "bit/s");
   }
-  if (bytes_per_s >= 125000ULL) {
-    return decimal(bytes_per_s, 125000ULL, "Mbit/s");
-  }
-  if (bytes_per_s >= 125ULL) {
-    return decimal(bytes_per_s, 125ULL, "Kbit/s");
-  }
-  return decimal(bytes_per_s * 8, 1, "bit/s");
+  return in_largest_unit(bytes_per_s, {{{125000000ULL, "Gbit/s"}, {125000ULL, "Mbit/s"}, {125ULL, "Kbit/s"}, {1, ""}}});
 }
 
 }  // namespace tcptune::config
