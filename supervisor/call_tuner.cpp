@@ -145,7 +145,7 @@ void CallTuner::handle(int listener, const seccomp_notif& request) {
     const auto nr = call.data().nr;
     if (nr == SYS_connect || nr == SYS_listen || nr == SYS_sendto || nr == SYS_sendmsg) {
       tune_connect_or_listen(call);
-    } else if (call.data().nr == SYS_setsockopt) {
+    } else if (nr == SYS_setsockopt) {
       keep_policy_over_setsockopt(call);
     } else {
       call.continue_call();
