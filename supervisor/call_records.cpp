@@ -45,22 +45,6 @@ void report_what_supervision_lacks(const config::Tuning& tuning, shim::TuningOut
 CallRecords::CallRecords(const config::Policy& policy, SupervisorLog& log, ConnectionWatch* watch)
     : policy_(policy), log_(log), watch_(watch) {}
 
-void CallRecords::read_socket(FollowUp& done) const {
-  if (done.socket.get() < 0) {
-    return;
-  }
-  struct stat socket_stat {};
-  done.inode = fstat(done.socket.get(), &socket_stat) == 0 ? socket_stat.st_ino : 0;
-  if (done.call != FollowUp::Call::setsockopt && log_.enabled(config::LogLevel::info)) {
-    shim::read_effective(done.socket.get(), done.outcome.report);
-    // A client's local endpoint as the call left it (bound by connect).
-    if (done.call == FollowUp::Call::connect) {
-      done.local = shim::local_endpoint(done.socket.get());
-    }
-  }
-  done.socket = OwnedFd();
-}
-
 void CallRecords::record(FollowUp& done) {
   try {
     if (std::string now = names_.program(done.thread); !now.empty()) {

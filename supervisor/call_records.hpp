@@ -20,10 +20,6 @@ class CallRecords {
   // `watch` (may be null) follows the tuned connections for their conn_close records.
   CallRecords(const config::Policy& policy, SupervisorLog& log, ConnectionWatch* watch);
 
-  // What the records need from the duplicate (effective values, inode, a client's local
-  // endpoint), then the duplicate closed: done for a whole batch before any record is
-  // formatted, so that no duplicate is held longer than its reads.
-  void read_socket(FollowUp& done) const;
   // Writes what `done` calls for; never throws (a record lost to a failure is only lost).
   void record(FollowUp& done);
 

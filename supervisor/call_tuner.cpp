@@ -108,9 +108,10 @@ std::optional<AddressInProgram> connect_address(const TrappedCall& call) {
 
 }  // namespace
 
-CallTuner::CallTuner(const config::Policy& policy, FollowUpQueue& follow_ups)
+CallTuner::CallTuner(const config::Policy& policy, FollowUpQueue& follow_ups, bool effective_values)
     : policy_(policy),
       follow_ups_(follow_ups),
+      effective_values_(effective_values),
       host_(shim::read_host_buffer_facts()),
       matches_on_program_(matches_on_program(policy)) {
   host_congestion_ = config::read_sysctl("net/ipv4/tcp_congestion_control").value_or("");
@@ -168,7 +169,7 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
       refused.thread = call.thread();
       refused.process = threads_.process(call.thread());
       refused.program = threads_.program(call.thread());
-      (void)follow_ups_.push(std::move(refused));
+      hand_over(std::move(refused));
     }
     call.continue_call();
     return;
@@ -231,6 +232,13 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
                                     std::move(socket), rule, std::move(program));
   follow_up.local = local;
   follow_up.outcome = std::move(outcome);
+  hand_over(std::move(follow_up));
+}
+
+void CallTuner::hand_over(FollowUp follow_up) {
+  if (follow_ups_.deep()) {
+    read_socket(follow_up, effective_values_);  // the records thread is behind: hold no duplicate
+  }
   (void)follow_ups_.push(std::move(follow_up));  // dropped beyond its bound: counted there
 }
 
@@ -306,7 +314,7 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   follow_up.accepted = accepted;
   follow_up.kept_option = option;
   follow_up.app_value = value;
-  (void)follow_ups_.push(std::move(follow_up));  // dropped beyond its bound: counted there
+  hand_over(std::move(follow_up));
 }
 
 }  // namespace tcptune::supervisor

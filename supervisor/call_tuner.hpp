@@ -27,8 +27,9 @@ class TrappedCall;
 
 class CallTuner {
  public:
-  // What follows each answer (records, the watch) goes to `follow_ups`, for the records thread.
-  CallTuner(const config::Policy& policy, FollowUpQueue& follow_ups);
+  // What follows each answer (records, the watch) goes to `follow_ups`, for the records thread;
+  // `effective_values`: the records want the options read back (conn_open is logged).
+  CallTuner(const config::Policy& policy, FollowUpQueue& follow_ups, bool effective_values);
 
   // The calls to trap for `policy`: connect and listen, and the setsockopt pairs it overrides.
   static FilterSpec filter_spec(const config::Policy& policy);
@@ -43,11 +44,13 @@ class CallTuner {
  private:
   void tune_connect_or_listen(const TrappedCall& call);
   void keep_policy_over_setsockopt(const TrappedCall& call);
+  void hand_over(FollowUp follow_up);
   // What the records thread needs of an answered call on `socket` (its duplicate).
   FollowUp follow_up_of(const TrappedCall& call, FollowUp::Call kind, OwnedFd socket, int rule, std::string program);
 
   const config::Policy& policy_;
   FollowUpQueue& follow_ups_;
+  bool effective_values_;
   shim::HostBufferFacts host_;
   std::string host_congestion_;
   // Ports the program listens on: a connected socket on one of them was accepted (role server).

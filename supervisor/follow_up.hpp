@@ -33,4 +33,10 @@ struct FollowUp {
   int app_value = 0;                  // setsockopt: the value the program asked for
 };
 
+// What the records need from the duplicate (inode; with `effective_values`, the options read
+// back and a client's local endpoint), then the duplicate closed. The records thread does it
+// for a whole batch before it formats any record; the answering thread does it itself when
+// many follow-ups wait, so that few duplicates are ever held.
+void read_socket(FollowUp& follow_up, bool effective_values);
+
 }  // namespace tcptune::supervisor

@@ -1,7 +1,8 @@
-// The hand-over from the supervisor's answering thread to its records thread. Bounded: each
-// follow-up holds a duplicate of a socket, and the answering thread never waits for the records
-// thread, so beyond the bound a follow-up is dropped (its records are lost, the program is not
-// affected) and counted.
+// The hand-over from the supervisor's answering thread to its records thread. The answering
+// thread never waits for the records thread: beyond kMostWaiting (memory: about a kilobyte
+// each) a follow-up is dropped (its records are lost, the program is not affected) and
+// counted. Past kMostHoldingSockets waiting, the answering thread reads and closes each
+// duplicate itself before handing it over (read_socket), so few are ever held.
 #pragma once
 
 #include <chrono>
@@ -18,7 +19,8 @@ namespace tcptune::supervisor {
 
 class FollowUpQueue {
  public:
-  static constexpr std::size_t kMostWaiting = 256;
+  static constexpr std::size_t kMostWaiting = 8192;
+  static constexpr std::size_t kMostHoldingSockets = 64;
 
   // False (and the follow-up dropped) when kMostWaiting wait already.
   bool push(FollowUp follow_up);
@@ -31,6 +33,8 @@ class FollowUpQueue {
   // every later follow-up.
   void abandon() noexcept;
   [[nodiscard]] std::uint64_t dropped() const;
+  // Whether kMostHoldingSockets wait already: the next one should come without its duplicate.
+  [[nodiscard]] bool deep() const;
 
  private:
   mutable std::mutex mutex_;

@@ -69,7 +69,7 @@ void keep_records(const config::Policy& policy, SupervisorLog& log, FollowUpQueu
     CallRecords records(policy, log, &watch);
     while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(std::chrono::milliseconds(kReapEveryMs))) {
       for (FollowUp& done : *taken) {
-        records.read_socket(done);
+        read_socket(done, log.enabled(config::LogLevel::info));
       }
       for (FollowUp& done : *taken) {
         records.record(done);
@@ -146,7 +146,7 @@ ServeResult serve(int listener, pid_t child, const config::Policy& policy, Super
     (void)setrlimit(RLIMIT_NOFILE, &files);
   }
   FollowUpQueue follow_ups;
-  CallTuner tuner(policy, follow_ups);
+  CallTuner tuner(policy, follow_ups, log.enabled(config::LogLevel::info));
   std::thread records_thread(
       [&policy, &log, &follow_ups, connection_poll_ns] { keep_records(policy, log, follow_ups, connection_poll_ns); });
   ServeResult result;

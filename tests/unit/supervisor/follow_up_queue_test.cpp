@@ -67,6 +67,17 @@ TEST(FollowUpQueue, BeyondItsBoundAFollowUpIsDroppedCountedAndItsDuplicateClosed
   EXPECT_EQ(queue.dropped(), 1U);
 }
 
+TEST(FollowUpQueue, DeepOnceEnoughWaitToHoldNoMoreSockets) {
+  FollowUpQueue queue;
+  for (std::size_t i = 0; i < FollowUpQueue::kMostHoldingSockets; ++i) {
+    EXPECT_FALSE(queue.deep()) << i;
+    ASSERT_TRUE(queue.push(holding(-1)));
+  }
+  EXPECT_TRUE(queue.deep());
+  (void)queue.take(milliseconds(0));
+  EXPECT_FALSE(queue.deep());
+}
+
 TEST(FollowUpQueue, AbandonedItDropsWhatWaitsAndWhatComes) {
   FollowUpQueue queue;
   const int waiting = open("/dev/null", O_RDONLY | O_CLOEXEC);
