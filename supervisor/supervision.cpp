@@ -23,6 +23,7 @@
 #include "fd_passing.hpp"
 #include "follow_up_queue.hpp"
 #include "kernel_abi.hpp"
+#include "metrics_textfile.hpp"
 
 namespace tcptune::supervisor {
 
@@ -60,20 +61,23 @@ bool has_children() noexcept {
   return waitid(P_ALL, 0, nullptr, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD;
 }
 
-// The records thread: each answered call's records, the watch of the connections, the log
-// flushed; until the answering thread closes `follow_ups`.
-void keep_records(const config::Policy& policy, SupervisorLog& log, FollowUpQueue& follow_ups,
-                  std::int64_t connection_poll_ns) {
+// The records thread: each answered call's records, the watch of the connections, the
+// textfile, the log flushed; until the answering thread closes `follow_ups`.
+void keep_records(const Supervised& supervised, const config::Policy& policy, SupervisorLog& log,
+                  FollowUpQueue& follow_ups, std::int64_t connection_poll_ns) {
   ConnectionWatch watch(policy, log, connection_poll_ns);
   CallRecords records(policy, log, &watch);
+  MetricsTextfile textfile(policy, log, supervised.program, supervised.child);
   while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(std::chrono::milliseconds(kReapEveryMs))) {
     for (FollowUp& done : *taken) {
       records.record(done);
     }
     watch.tick();
+    textfile.tick(watch, follow_ups.dropped());
     log.flush();
   }
   watch.finish();
+  textfile.write(watch, follow_ups.dropped());
   log.flush();
 }
 
@@ -123,8 +127,9 @@ int receive_listener(int channel, std::string& problem) {
   return listener;
 }
 
-ServeResult serve(int listener, pid_t child, const config::Policy& policy, SupervisorLog& log,
+ServeResult serve(int listener, const Supervised& supervised, const config::Policy& policy, SupervisorLog& log,
                   std::int64_t connection_poll_ns) {
+  const pid_t child = supervised.child;
   seccomp_notif_sizes sizes{};
   if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
     (void)ioctl(listener, kernel::kNotifSetFlags, kernel::kSyncWakeUp);  // 6.6+; without, slower
@@ -139,8 +144,8 @@ ServeResult serve(int listener, pid_t child, const config::Policy& policy, Super
   }
   FollowUpQueue follow_ups;
   CallTuner tuner(policy, follow_ups);
-  std::thread records_thread([&policy, &log, &follow_ups, connection_poll_ns] {
-    keep_records(policy, log, follow_ups, connection_poll_ns);
+  std::thread records_thread([&supervised, &policy, &log, &follow_ups, connection_poll_ns] {
+    keep_records(supervised, policy, log, follow_ups, connection_poll_ns);
   });
   ServeResult result;
   bool child_exited = false;
