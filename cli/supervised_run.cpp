@@ -77,7 +77,8 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
         .add("rules", static_cast<std::int64_t>(policy.rules.size()))
         .add("mode", "supervised");
     log.write(config::LogLevel::info, child, program, start);
-    const supervisor::ServeResult served = supervisor::serve(listener, child, policy, log, kConnectionPollNs);
+    const supervisor::ServeResult served =
+        supervisor::serve(listener, {child, program}, policy, log, kConnectionPollNs);
     telemetry::Record summary("supervisor_summary");
     summary.add("trapped_calls", served.calls).add("sockets_tuned", served.tuned);
     if (served.records_dropped != 0) {

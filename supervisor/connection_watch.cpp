@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <utility>
 
 #include "connection_record.hpp"
 #include "polled_idle_restart.hpp"
@@ -22,8 +23,11 @@ std::int64_t monotonic_ns() {
 }  // namespace
 
 ConnectionWatch::ConnectionWatch(const config::Policy& policy, SupervisorLog& log, std::int64_t interval_ns)
-    : policy_(policy), log_(log), interval_ns_(interval_ns) {
-  if (!log_.enabled(config::LogLevel::info) || !policy_.log.summary) {
+    : policy_(policy),
+      log_(log),
+      interval_ns_(interval_ns),
+      conn_close_records_(log_.enabled(config::LogLevel::info) && policy_.log.summary) {
+  if (!conn_close_records_ && policy_.log.prometheus_textfile.empty()) {
     return;  // nothing would be written
   }
   restarts_after_idle_ = config::read_sysctl("net/ipv4/tcp_slow_start_after_idle").value_or("1") != "0";
@@ -39,7 +43,14 @@ ConnectionWatch::ConnectionWatch(const config::Policy& policy, SupervisorLog& lo
 void ConnectionWatch::watch_connection(std::uint64_t inode, int app_fd, shim::SocketRole role, int rule, pid_t pid,
                                        const std::string& program) {
   if (diag_.has_value()) {
-    tracked_.add(inode, Watched{app_fd, role, rule, pid, program, monotonic_ns()});
+    follow(inode, Watched{app_fd, role, rule, pid, program, monotonic_ns()});
+  }
+}
+
+void ConnectionWatch::follow(std::uint64_t inode, Watched watched) {
+  const int rule = watched.rule;
+  if (tracked_.add(inode, std::move(watched))) {
+    ++counts_[rule].connections;
   }
 }
 
@@ -105,8 +116,8 @@ void ConnectionWatch::follow_accepted(const std::vector<DiagSocket>& dump, std::
     facts.local_port = socket.local.port;
     facts.program = listener->second.program;
     const int rule = config::match_rule(policy_, facts);
-    tracked_.add(socket.inode,
-                 Watched{-1, shim::SocketRole::server, rule, listener->second.pid, listener->second.program, now_ns});
+    follow(socket.inode,
+           Watched{-1, shim::SocketRole::server, rule, listener->second.pid, listener->second.program, now_ns});
   }
 }
 
@@ -125,6 +136,7 @@ void ConnectionWatch::report_idle_restarts(const std::vector<DiagSocket>& dump, 
     }
     Watched& watched = connection->metadata;
     ++watched.idle_restarts;
+    ++counts_[watched.rule].idle_restarts;
     telemetry::Record record("idle_restart");
     if (watched.app_fd >= 0) {
       record.add("fd", watched.app_fd);
@@ -145,6 +157,9 @@ void ConnectionWatch::report_idle_restarts(const std::vector<DiagSocket>& dump, 
 
 void ConnectionWatch::report_closed(const TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns,
                                     bool at_exit) {
+  if (!conn_close_records_) {
+    return;
+  }
   const Watched& watched = connection.metadata;
   telemetry::Record record("conn_close");
   if (watched.app_fd >= 0) {

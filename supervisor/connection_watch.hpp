@@ -5,7 +5,8 @@
 // with the last TCP_INFO seen (RTT, retransmits, cwnd, delivery rate, bytes acked), at most one
 // poll old. Between two dumps it also sees a window restarted after idle (idle_restart records,
 // polled_idle_restart.hpp). Write latency needs the program's writes and is absent; the
-// records say so.
+// records say so. It also counts, per rule, the connections it follows and the idle restarts
+// it reports: the supervisor's Prometheus textfile.
 #pragma once
 
 #include <sys/types.h>
@@ -26,8 +27,15 @@ namespace tcptune::supervisor {
 
 class ConnectionWatch {
  public:
+  // Since a connection was first followed, whether open or closed since.
+  struct RuleCounts {
+    std::uint64_t connections = 0;
+    std::uint64_t idle_restarts = 0;
+  };
+
   // Polls at most every `interval_ns`; without sock_diag (a kernel without inet_diag) it
-  // follows nothing, and says so once.
+  // follows nothing, and says so once. It follows nothing either when neither its records nor
+  // the textfile would be written.
   ConnectionWatch(const config::Policy& policy, SupervisorLog& log, std::int64_t interval_ns);
 
   // A connection the supervisor saw a call on: a client at its connect, an accepted socket at a
@@ -40,6 +48,8 @@ class ConnectionWatch {
   void tick();
   // The last dump; what is still open is reported with open_at_exit.
   void finish();
+  // By rule index (-1: the defaults); only rules that have followed a connection.
+  [[nodiscard]] const std::map<int, RuleCounts>& counts_by_rule() const noexcept { return counts_; }
 
  private:
   struct Watched {
@@ -60,17 +70,20 @@ class ConnectionWatch {
   void follow_accepted(const std::vector<DiagSocket>& dump, std::int64_t now_ns);
   void report_idle_restarts(const std::vector<DiagSocket>& dump, std::uint32_t gap_ms);
   void report_closed(const TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns, bool at_exit);
+  void follow(std::uint64_t inode, Watched watched);
 
   const config::Policy& policy_;
   SupervisorLog& log_;
   std::int64_t interval_ns_;
   std::int64_t last_poll_ns_ = 0;
+  bool conn_close_records_ = false;  // [log] summary, and a log that takes info records
   // tcp_slow_start_after_idle in this namespace: without it no window restarts after idle.
   bool restarts_after_idle_ = false;
   std::optional<SockDiag> diag_;
   TrackedConnections<Watched> tracked_;
   std::map<std::uint16_t, Listener> listeners_;
   std::vector<DiagSocket> dump_;
+  std::map<int, RuleCounts> counts_;
 };
 
 }  // namespace tcptune::supervisor

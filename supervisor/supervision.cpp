@@ -23,6 +23,8 @@
 #include "fd_passing.hpp"
 #include "follow_up_queue.hpp"
 #include "kernel_abi.hpp"
+#include "metrics_textfile.hpp"
+#include "monotonic_clock.hpp"
 
 namespace tcptune::supervisor {
 
@@ -50,8 +52,6 @@ bool reap(pid_t child, int& child_status) noexcept {
 }
 
 // How often exits are looked for, the connections polled, and the log flushed at the least.
-constexpr int kHousekeepingMs = 100;
-constexpr std::int64_t kHousekeepingNs = std::int64_t{kHousekeepingMs} * 1'000'000;
 
 // How often exits are looked for when no call comes.
 constexpr int kReapEveryMs = 100;
@@ -60,13 +60,14 @@ bool has_children() noexcept {
   return waitid(P_ALL, 0, nullptr, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD;
 }
 
-// The records thread: each answered call's records, the watch of the connections, the log
-// flushed; until the answering thread closes `follow_ups`.
-void keep_records(const config::Policy& policy, SupervisorLog& log, FollowUpQueue& follow_ups,
-                  std::int64_t connection_poll_ns) noexcept {
+// The records thread: each answered call's records, the watch of the connections, the
+// textfile, the log flushed; until the answering thread closes `follow_ups`.
+void keep_records(const Supervised& supervised, const config::Policy& policy, SupervisorLog& log,
+                  FollowUpQueue& follow_ups, std::int64_t connection_poll_ns) noexcept {
   try {
     ConnectionWatch watch(policy, log, connection_poll_ns);
     CallRecords records(policy, log, &watch);
+    MetricsTextfile textfile(policy, log, supervised.program, supervised.child);
     while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(std::chrono::milliseconds(kReapEveryMs))) {
       for (FollowUp& done : *taken) {
         read_socket(done, log.enabled(config::LogLevel::info));
@@ -75,9 +76,11 @@ void keep_records(const config::Policy& policy, SupervisorLog& log, FollowUpQueu
         records.record(done);
       }
       watch.tick();
+      textfile.tick(watch, follow_ups.dropped());
       log.flush();
     }
     watch.finish();
+    textfile.write(watch, follow_ups.dropped());
     log.flush();
   } catch (...) {
     // Out of memory: the records stop, the calls are still answered, and no duplicate is held.
@@ -131,8 +134,9 @@ int receive_listener(int channel, std::string& problem) {
   return listener;
 }
 
-ServeResult serve(int listener, pid_t child, const config::Policy& policy, SupervisorLog& log,
+ServeResult serve(int listener, const Supervised& supervised, const config::Policy& policy, SupervisorLog& log,
                   std::int64_t connection_poll_ns) {
+  const pid_t child = supervised.child;
   seccomp_notif_sizes sizes{};
   if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
     (void)ioctl(listener, kernel::kNotifSetFlags, kernel::kSyncWakeUp);  // 6.6+; without, slower
@@ -147,20 +151,28 @@ ServeResult serve(int listener, pid_t child, const config::Policy& policy, Super
   }
   FollowUpQueue follow_ups;
   CallTuner tuner(policy, follow_ups, log.enabled(config::LogLevel::info));
-  std::thread records_thread(
-      [&policy, &log, &follow_ups, connection_poll_ns] { keep_records(policy, log, follow_ups, connection_poll_ns); });
+  std::thread records_thread([&supervised, &policy, &log, &follow_ups, connection_poll_ns] {
+    keep_records(supervised, policy, log, follow_ups, connection_poll_ns);
+  });
   ServeResult result;
   bool child_exited = false;
   bool listening = true;
+  std::int64_t next_reap_ns = 0;
   while (true) {
-    child_exited = reap(child, result.child_status) || child_exited;
-    if (child_exited && (!listening || !has_children())) {
-      break;
+    // Exits are noticed by polling, at most every kReapEveryMs and whenever no call comes for
+    // that long: the wait is bounded, orphans are reaped within it, and a busy program's calls
+    // do not each pay a wait4.
+    if (const std::int64_t now = shim::monotonic_ns(); now >= next_reap_ns || !listening) {
+      next_reap_ns = now + std::int64_t{kReapEveryMs} * 1'000'000;
+      child_exited = reap(child, result.child_status) || child_exited;
+      if (child_exited && (!listening || !has_children())) {
+        break;
+      }
     }
-    // Exits are noticed by polling: the wait is bounded, and orphans are reaped within it.
     pollfd ready{listening ? listener : -1, POLLIN, 0};
-    if (poll(&ready, 1, kReapEveryMs) <= 0) {
-      continue;  // a timeout or a signal: reap, and look again
+    if (const int ready_count = poll(&ready, 1, kReapEveryMs); ready_count <= 0) {
+      next_reap_ns = ready_count == 0 ? 0 : next_reap_ns;  // a quiet spell: reap now
+      continue;                                            // or a signal: look again
     }
     if ((ready.revents & POLLIN) != 0) {
       std::memset(buffer.data(), 0, buffer.size());

@@ -35,10 +35,18 @@ struct ServeResult {
   std::uint64_t records_dropped = 0;  // follow-ups beyond FollowUpQueue's bound
 };
 
-// In the parent: every trapped call answered, with `policy`, until `child` has exited and nothing
-// supervised is left; orphans are reaped. A second thread writes the records to `log` and polls
-// the connections (sock_diag) every `connection_poll_ns`. Closes `listener`.
-ServeResult serve(int listener, pid_t child, const config::Policy& policy, SupervisorLog& log,
+// The program supervised: the child the parent started, and its name for the records and the
+// textfile's path.
+struct Supervised {
+  pid_t child = 0;
+  std::string program;
+};
+
+// In the parent: every trapped call answered, with `policy`, until the child has exited and
+// nothing supervised is left; orphans are reaped. A second thread writes the records to `log`,
+// polls the connections (sock_diag) every `connection_poll_ns` and rewrites the Prometheus
+// textfile if the policy sets one. Closes `listener`.
+ServeResult serve(int listener, const Supervised& supervised, const config::Policy& policy, SupervisorLog& log,
                   std::int64_t connection_poll_ns);
 
 }  // namespace tcptune::supervisor

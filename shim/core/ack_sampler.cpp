@@ -81,7 +81,7 @@ void AckSampler::sweep_closed(std::int64_t now_ns) {
   }
 }
 
-void AckSampler::add_to(const Stats& stats, AckLatency& into) {
+void AckSampler::add_to(const Stats& stats, telemetry::AckLatency& into) {
   for (const auto& [bucket, count] : stats.buckets) {
     into.histogram.add(bucket, count);
   }
@@ -90,8 +90,8 @@ void AckSampler::add_to(const Stats& stats, AckLatency& into) {
   into.sum_ns += stats.sum_ns;
 }
 
-AckLatency AckSampler::take(int fd, std::uint32_t generation) {
-  AckLatency out;
+telemetry::AckLatency AckSampler::take(int fd, std::uint32_t generation) {
+  telemetry::AckLatency out;
   if (const auto found = stats_.find({fd, generation}); found != stats_.end()) {
     add_to(found->second, out);
     stats_.erase(found);
@@ -99,7 +99,7 @@ AckLatency AckSampler::take(int fd, std::uint32_t generation) {
   return out;
 }
 
-void AckSampler::add_open_to(int fd, std::uint32_t generation, AckLatency& into) const {
+void AckSampler::add_open_to(int fd, std::uint32_t generation, telemetry::AckLatency& into) const {
   if (const auto found = stats_.find({fd, generation}); found != stats_.end()) {
     add_to(found->second, into);
   }

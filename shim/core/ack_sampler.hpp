@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "latency_histogram.hpp"
+#include "ack_latency.hpp"
 
 namespace tcptune::shim {
 
@@ -26,20 +26,6 @@ struct AckSample {
 // How often outstanding samples are polled: the ack latency's resolution.
 inline constexpr std::int64_t kAckPollNs = 1'000'000;
 
-// One connection's (or a sum of connections') ack latencies.
-struct AckLatency {
-  telemetry::LatencyHistogram histogram;
-  std::uint64_t acked_before_first_poll = 0;  // faster than the worker could see: not timed
-  std::uint64_t sum_ns = 0;
-
-  AckLatency& operator+=(const AckLatency& other) noexcept {
-    histogram.merge(other.histogram);
-    acked_before_first_poll += other.acked_before_first_poll;
-    sum_ns += other.sum_ns;
-    return *this;
-  }
-};
-
 class AckSampler {
  public:
   void add(const AckSample& sample) { outstanding_.push_back(sample); }
@@ -51,9 +37,9 @@ class AckSampler {
   // close record was lost, so nothing else would take them).
   void sweep_closed(std::int64_t now_ns);
   // A closing connection's statistics, removed.
-  AckLatency take(int fd, std::uint32_t generation);
+  telemetry::AckLatency take(int fd, std::uint32_t generation);
   // An open connection's statistics so far, added to `into` (the Prometheus rows).
-  void add_open_to(int fd, std::uint32_t generation, AckLatency& into) const;
+  void add_open_to(int fd, std::uint32_t generation, telemetry::AckLatency& into) const;
 
  private:
   // Sparse, because acks cluster in a few buckets.
@@ -64,7 +50,7 @@ class AckSampler {
     std::uint64_t sum_ns = 0;
     bool seen_closed = false;  // by the last sweep: the connection had closed
   };
-  static void add_to(const Stats& stats, AckLatency& into);
+  static void add_to(const Stats& stats, telemetry::AckLatency& into);
   std::map<std::pair<int, std::uint32_t>, Stats> stats_;  // by (fd, generation)
   std::vector<AckSample> outstanding_;
   std::int64_t next_sweep_ns_ = 0;

@@ -18,7 +18,7 @@ const Totals* ConnectionTotals::rule(std::int16_t rule_index) const noexcept {
   return index >= 1 && index < rows_.size() ? &rows_[index] : nullptr;
 }
 
-void ConnectionTotals::add_closed(const ConnectionSnapshot& snapshot, const AckLatency& acks) {
+void ConnectionTotals::add_closed(const ConnectionSnapshot& snapshot, const telemetry::AckLatency& acks) {
   const auto add = [&](Totals& totals) {
     ++totals.connections;
     totals.counters += snapshot.counters;

@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "ack_sampler.hpp"
+#include "ack_latency.hpp"
 #include "connection_counters.hpp"
 #include "connection_summary.hpp"
 #include "latency_histogram.hpp"
@@ -23,7 +23,7 @@ struct Totals {
   std::uint64_t connections = 0;
   telemetry::ConnectionCounters counters;
   telemetry::LatencyHistogram write_latency;
-  AckLatency acks;
+  telemetry::AckLatency acks;
 };
 
 class ConnectionTotals {
@@ -32,7 +32,7 @@ class ConnectionTotals {
   explicit ConnectionTotals(std::size_t rule_count);
 
   // Worker: a closed connection (or one open at exit) and its ack latencies.
-  void add_closed(const ConnectionSnapshot& snapshot, const AckLatency& acks);
+  void add_closed(const ConnectionSnapshot& snapshot, const telemetry::AckLatency& acks);
   // Any thread, lock-free, async-signal-safe: a connection whose record was lost.
   void count_unrecorded(std::int16_t rule_index, const telemetry::ConnectionCounters& counters) noexcept;
   // Any thread, lock-free, async-signal-safe: a write that returned after another thread

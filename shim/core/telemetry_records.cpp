@@ -9,7 +9,7 @@ namespace tcptune::shim {
 
 namespace {
 
-std::string ack_json(const AckLatency& acks) {
+std::string ack_json(const telemetry::AckLatency& acks) {
   return latency_object_us(acks.histogram)
       .field("resolution_us", static_cast<std::uint64_t>(kAckPollNs / 1000))
       .field("acked_before_first_poll", acks.acked_before_first_poll)
@@ -55,7 +55,7 @@ telemetry::Record idle_restart_record(const IdleRestart& idle, const config::Pol
   return record;
 }
 
-telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const AckLatency& acks,
+telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const telemetry::AckLatency& acks,
                                     const config::Policy& policy) {
   telemetry::Record record = conn_close_record(snapshot, policy);
   record.add_json("ack_latency_us", ack_json(acks), latency_text_us(acks.histogram))

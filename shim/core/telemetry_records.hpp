@@ -32,7 +32,7 @@ struct WriteEvent {
 telemetry::Record write_record(const WriteEvent& write, const config::Policy& policy);
 telemetry::Record idle_restart_record(const IdleRestart& idle, const config::Policy& policy);
 // conn_close, with the connection's ack latencies.
-telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const AckLatency& acks,
+telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const telemetry::AckLatency& acks,
                                     const config::Policy& policy);
 
 // What the summary says beyond the totals.

@@ -21,6 +21,7 @@
 #include "idle_restart.hpp"
 #include "json_writer.hpp"
 #include "keep_warm_scheduler.hpp"
+#include "next_symbols.hpp"
 #include "process_runtime.hpp"
 #include "prometheus_textfile.hpp"
 #include "record.hpp"
@@ -85,7 +86,7 @@ void handle_idle_restart(const IdleRestart& idle, const Runtime& runtime) {
 }
 
 void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
-  const AckLatency acks = g_acks->take(snapshot.fd, snapshot.generation);
+  const telemetry::AckLatency acks = g_acks->take(snapshot.fd, snapshot.generation);
   if (runtime.policy->log.summary) {
     log_record(LogLevel::info, conn_close_record(snapshot, acks, *runtime.policy));
   }
@@ -126,6 +127,11 @@ void drain(const Runtime& runtime) {
   report_drops();
 }
 
+// The textfile's writes through libc's next definitions, past the shim's own hooks.
+constexpr telemetry::FileCalls kNextFileCalls{
+    [](int fd, const void* data, std::size_t size) { return next::write(fd, data, size); },
+    [](int fd) { return next::close(fd); }};
+
 // The textfile: closed connections' totals plus what open ones have measured so far, so that
 // counters move while connections live and never go back when they close.
 void write_prometheus_textfile(const Runtime& runtime) {
@@ -133,10 +139,10 @@ void write_prometheus_textfile(const Runtime& runtime) {
   if (pattern.empty()) {
     return;
   }
-  std::vector<MetricsRow> rows(g_totals->row_count());
+  std::vector<telemetry::MetricsRow> rows(g_totals->row_count());
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const Totals& closed = g_totals->row(i);
-    MetricsRow& row = rows[i];
+    telemetry::MetricsRow& row = rows[i];
     row.rule = config::rule_name(*runtime.policy, static_cast<int>(i) - 2);
     row.connections = closed.connections;
     row.counters = closed.counters;
@@ -148,15 +154,17 @@ void write_prometheus_textfile(const Runtime& runtime) {
     if (!slot.has_flag(flag_measured) || index >= rows.size()) {
       return;
     }
-    MetricsRow& row = rows[index];
+    telemetry::MetricsRow& row = rows[index];
     ++row.connections;
     row.counters += slot.stats.counters.load();
     slot.stats.write_latency_into(row.write_latency);
     g_acks->add_open_to(fd, slot.generation.load(std::memory_order_acquire), row.acks);
   });
-  std::erase_if(rows, [](const MetricsRow& row) { return row.connections == 0; });
-  const std::string error = write_file_atomically(config::expand_log_path(pattern, runtime.program, getpid()),
-                                                  render_prometheus(rows, runtime.program, g_dropped_total));
+  std::erase_if(rows, [](const telemetry::MetricsRow& row) { return row.connections == 0; });
+  const std::string error = telemetry::write_file_atomically(
+      config::expand_log_path(pattern, runtime.program, getpid()),
+      telemetry::render_prometheus(rows, runtime.program, g_dropped_total, telemetry::MetricsSource::preloaded_shim),
+      kNextFileCalls);
   if (!error.empty() && log_first_time("prometheus_textfile")) {
     log_message(LogLevel::warn, error + " (logged once)");
   }

@@ -3,98 +3,11 @@
 strict parser of the text exposition format, rewritten every interval while the program runs,
 with counters that match what the program did."""
 import os
-import re
 import subprocess
 import sys
 import time
 
-from testlib import Checks, clean_env, parse_args, run
-
-NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*$")
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\["\\n])*)"')
-
-
-def parse_exposition(text):
-    """{(name, frozenset(labels.items())): value}; raises ValueError on anything not allowed."""
-    if not text.endswith("\n"):
-        raise ValueError("the file does not end with a newline")
-    types, samples = {}, {}
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.startswith("# HELP "):
-            parts = line.split(" ", 3)
-            if len(parts) < 4 or not NAME.match(parts[2]):
-                raise ValueError(f"line {number}: bad HELP")
-            continue
-        if line.startswith("# TYPE "):
-            parts = line.split(" ")
-            if len(parts) != 4 or not NAME.match(parts[2]) or parts[3] not in ("counter", "gauge", "histogram",
-                                                                                  "summary", "untyped"):
-                raise ValueError(f"line {number}: bad TYPE")
-            if parts[2] in types:
-                raise ValueError(f"line {number}: second TYPE for {parts[2]}")
-            types[parts[2]] = parts[3]
-            continue
-        if line.startswith("#") or not line:
-            raise ValueError(f"line {number}: unexpected comment or blank line")
-        match = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$", line)
-        if not match:
-            raise ValueError(f"line {number}: not a sample: {line}")
-        name, _, label_text, value = match.groups()
-        labels = {}
-        if label_text:
-            rest = label_text
-            while rest:
-                label = LABEL.match(rest)
-                if not label or label.group(1) in labels:
-                    raise ValueError(f"line {number}: bad labels {label_text}")
-                labels[label.group(1)] = label.group(2)
-                rest = rest[label.end():]
-                if rest.startswith(","):
-                    rest = rest[1:]
-                elif rest:
-                    raise ValueError(f"line {number}: bad labels {label_text}")
-        family = re.sub(r"_(bucket|sum|count)$", "", name) if name not in types else name
-        if family not in types:
-            raise ValueError(f"line {number}: {name} has no TYPE before it")
-        if types[family] == "counter" and not name.endswith("_total"):
-            raise ValueError(f"line {number}: counter {name} should end in _total")
-        key = (name, frozenset(labels.items()))
-        if key in samples:
-            raise ValueError(f"line {number}: duplicate series {line}")
-        samples[key] = float(value)
-        if types[family] == "counter" and samples[key] < 0:
-            raise ValueError(f"line {number}: negative counter")
-    # Histograms: le increasing, cumulative counts non-decreasing, +Inf == _count.
-    for family, kind in types.items():
-        if kind != "histogram":
-            continue
-        series = {}
-        for (name, labels), value in samples.items():
-            if name == family + "_bucket":
-                rest = frozenset((k, v) for k, v in labels if k != "le")
-                le = dict(labels)["le"]
-                series.setdefault(rest, []).append((float("inf") if le == "+Inf" else float(le), value))
-        for rest, buckets in series.items():
-            buckets.sort()
-            counts = [count for _, count in buckets]
-            if buckets[-1][0] != float("inf") or counts != sorted(counts):
-                raise ValueError(f"{family}: buckets not cumulative or no +Inf")
-            if samples.get((family + "_count", rest)) != counts[-1] or (family + "_sum", rest) not in samples:
-                raise ValueError(f"{family}: _count differs from the +Inf bucket, or _sum is missing")
-    return samples
-
-
-def value(samples, name, **labels):
-    return samples.get((name, frozenset(labels.items())))
-
-
-def rejects(text):
-    try:
-        parse_exposition(text)
-        return False
-    except ValueError:
-        return True
-
+from testlib import Checks, clean_env, parse_args, parse_exposition, rejects, run, value
 
 def main():
     args = parse_args()

@@ -40,7 +40,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
-from testlib import SKIP, Checks, records  # noqa: E402
+from testlib import SKIP, Checks, records, seccomp_listener_available  # noqa: E402
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 BOUND = 25  # seconds: any single run; ctest's TIMEOUT bounds the whole case
@@ -519,15 +519,6 @@ def pick_congestion():
         if name != default and name in available and os.geteuid() == 0:
             return name
     return None
-
-
-def seccomp_listener_available():
-    """Whether this kernel and sandbox give a seccomp listener (no_new_privs, a filter)."""
-    try:
-        with open("/proc/self/status", encoding="utf-8") as f:
-            return any(line.startswith("Seccomp:") for line in f)
-    except OSError:
-        return False
 
 
 def main():

@@ -61,7 +61,7 @@ TEST_F(AckSamplerTest, AckBeforeTheFirstPollIsCountedButNotTimed) {
   sampler.poll(5'000'000);
   EXPECT_FALSE(sampler.has_outstanding());
   EXPECT_FALSE(slot_->stats.ack_sample_outstanding.load()) << "the next write may be sampled";
-  const AckLatency acks = sampler.take(client_, slot_->generation.load());
+  const telemetry::AckLatency acks = sampler.take(client_, slot_->generation.load());
   EXPECT_EQ(acks.acked_before_first_poll, 1U);
   EXPECT_EQ(acks.histogram.count(), 0U);
 }
@@ -73,7 +73,7 @@ TEST_F(AckSamplerTest, AckSeenAfterAPollThatFoundItOutstandingIsTimed) {
   sampler.add(sample);
   usleep(20'000);
   sampler.poll(4'000'000);
-  const AckLatency acks = sampler.take(client_, slot_->generation.load());
+  const telemetry::AckLatency acks = sampler.take(client_, slot_->generation.load());
   ASSERT_EQ(acks.histogram.count(), 1U);
   EXPECT_EQ(acks.sum_ns, 3'000'000U);
   EXPECT_NEAR(acks.histogram.percentile_ns(50), 3e6, 0.06 * 3e6);
@@ -95,13 +95,13 @@ TEST_F(AckSamplerTest, ClosedConnectionDropsItsSampleAndItsStatisticsAfterTwoSwe
   usleep(20'000);
   sampler.poll(1'000'000);  // recorded (untimed) under the connection's generation
   const std::uint32_t generation = slot_->generation.load();
-  AckLatency open;
+  telemetry::AckLatency open;
   sampler.add_open_to(client_, generation, open);
   EXPECT_EQ(open.acked_before_first_poll, 1U);
   fd_table().retire(client_);  // closed, and its record never came
   sampler.sweep_closed(2'000'000'000);
   sampler.sweep_closed(2'500'000'000);  // within the sweep interval: no sweep
-  AckLatency still;
+  telemetry::AckLatency still;
   sampler.add_open_to(client_, generation, still);
   EXPECT_EQ(still.acked_before_first_poll, 1U) << "one sweep only marks it";
   sampler.sweep_closed(3'000'000'000);

@@ -22,11 +22,11 @@ ConnectionSnapshot closed(std::int16_t rule_index, std::uint64_t writes, std::ui
 
 TEST(ConnectionTotals, ClosedConnectionsJoinTheProcessAndTheirRule) {
   ConnectionTotals totals(2);  // [defaults], rule 0, rule 1
-  AckLatency acks;
+  telemetry::AckLatency acks;
   acks.histogram.record(5'000'000);
   acks.sum_ns = 5'000'000;
   totals.add_closed(closed(0, 3, 1'000), acks);
-  totals.add_closed(closed(kRuleDefaults, 1, 2'000), AckLatency{});
+  totals.add_closed(closed(kRuleDefaults, 1, 2'000), telemetry::AckLatency{});
   EXPECT_EQ(totals.process().connections, 2U);
   EXPECT_EQ(totals.process().counters.writes, 4U);
   EXPECT_EQ(totals.process().write_latency.count(), 4U);
@@ -41,8 +41,8 @@ TEST(ConnectionTotals, ClosedConnectionsJoinTheProcessAndTheirRule) {
 
 TEST(ConnectionTotals, ConnectionWithoutARuleCountsOnceInTheProcess) {
   ConnectionTotals totals(1);
-  totals.add_closed(closed(kRuleUnchosen, 2, 1'000), AckLatency{});
-  totals.add_closed(closed(7, 2, 1'000), AckLatency{});  // a rule this policy does not have
+  totals.add_closed(closed(kRuleUnchosen, 2, 1'000), telemetry::AckLatency{});
+  totals.add_closed(closed(7, 2, 1'000), telemetry::AckLatency{});  // a rule this policy does not have
   EXPECT_EQ(totals.process().connections, 2U);
   EXPECT_EQ(totals.process().counters.writes, 4U);
 }
@@ -68,7 +68,7 @@ TEST(ConnectionTotals, UnrecordedCountsJoinOnlyWhenAbsorbed) {
 
 TEST(ConnectionTotals, ResetForgetsEverything) {
   ConnectionTotals totals(1);
-  totals.add_closed(closed(0, 1, 1'000), AckLatency{});
+  totals.add_closed(closed(0, 1, 1'000), telemetry::AckLatency{});
   totals.count_write_after_close(0, 1, 1, 0);
   totals.reset();
   totals.absorb_unrecorded();

@@ -29,7 +29,7 @@ TEST(TelemetryRecords, SummaryCarriesEveryCounterAndByRuleTheExportedOnes) {
   for (const telemetry::CounterField& field : telemetry::kCounterFields) {
     snapshot.counters.*field.member = 7;
   }
-  totals.add_closed(snapshot, AckLatency{});
+  totals.add_closed(snapshot, telemetry::AckLatency{});
   const telemetry::Record record = summary_record(totals, policy, {.dropped_records = 2});
   const std::string json = record.json_fields();
   EXPECT_NE(json.find("\"connections\":1"), std::string::npos) << json;

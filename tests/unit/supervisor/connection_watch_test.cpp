@@ -1,5 +1,6 @@
 // The connection watch against the kernel: a watched client and an accepted socket found by its
-// listener's port get conn_close records with the rule and the last TCP_INFO, once closed.
+// listener's port get conn_close records with the rule and the last TCP_INFO, once closed, and
+// are counted per rule for the textfile.
 #include "connection_watch.hpp"
 
 #include <gtest/gtest.h>
@@ -102,6 +103,35 @@ TEST_F(ConnectionWatchTest, AConnectionNeverDumpedIsReportedAtTheEndWithoutTcpIn
   ASSERT_EQ(closes.size(), 1U);
   EXPECT_EQ(closes[0]["rule"], "(defaults)");
   EXPECT_FALSE(closes[0].contains("tcp_info"));
+}
+
+TEST_F(ConnectionWatchTest, FollowedConnectionsAreCountedPerRuleOnceOpenAndClosed) {
+  ConnectionWatch watch(policy_, log_, kIntervalNs);
+  Loopback loopback;
+  ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, -1, getpid(), "probe");
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, -1, getpid(), "probe");
+  watch.watch_listener(local_port(loopback.listener), getpid(), "probe");
+  EXPECT_EQ(watch.counts_by_rule().at(-1).connections, 1U) << "a client counts once, from its connect";
+  EXPECT_EQ(watch.counts_by_rule().count(0), 0U) << "the accepted socket is not found yet";
+  tick_after(watch);
+  EXPECT_EQ(watch.counts_by_rule().at(0).connections, 1U) << "the accepted socket, under the only rule";
+  loopback.close_all();
+  tick_after(watch);
+  watch.finish();
+  EXPECT_EQ(watch.counts_by_rule().at(-1).connections, 1U) << "closed connections stay counted";
+  EXPECT_EQ(watch.counts_by_rule().at(0).connections, 1U);
+  EXPECT_EQ(watch.counts_by_rule().at(-1).idle_restarts, 0U);
+}
+
+TEST_F(ConnectionWatchTest, ATextfileAloneIsEnoughToFollowAndCount) {
+  SupervisorLog no_log;
+  policy_.log.prometheus_textfile = "/tmp/unused.prom";
+  ConnectionWatch watch(policy_, no_log, kIntervalNs);
+  Loopback loopback;
+  ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe");
+  EXPECT_EQ(watch.counts_by_rule().at(0).connections, 1U);
 }
 
 }  // namespace

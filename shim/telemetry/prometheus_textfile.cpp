@@ -7,9 +7,7 @@
 #include <cstdio>
 #include <system_error>
 
-#include "next_symbols.hpp"
-
-namespace tcptune::shim {
+namespace tcptune::telemetry {
 
 namespace {
 
@@ -41,15 +39,14 @@ void header(std::string& out, const char* name, const char* type, const char* he
   out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
 }
 
-void histogram(std::string& out, const std::string& name, const std::string& labels,
-               const telemetry::LatencyHistogram& values, std::uint64_t sum_ns) {
+void histogram(std::string& out, const std::string& name, const std::string& labels, const LatencyHistogram& values,
+               std::uint64_t sum_ns) {
   // Every kBucketsPerOctave-th bucket of the layout starts at a power of two: cumulative counts there are exact.
   std::uint64_t cumulative = 0;
   int bucket = 0;
   for (int octave = kFirstBucketOctave; octave <= kLastBucketOctave; ++octave) {
     const double bound = static_cast<double>(std::uint64_t{1} << octave);
-    for (; bucket < telemetry::HistogramLayout::kBuckets && telemetry::HistogramLayout::upper_bound(bucket) <= bound;
-         ++bucket) {
+    for (; bucket < HistogramLayout::kBuckets && HistogramLayout::upper_bound(bucket) <= bound; ++bucket) {
       cumulative += values.bucket_count(bucket);
     }
     out.append(name).append("_bucket{").append(labels).append(",le=\"").append(number(bound / 1e9));
@@ -66,40 +63,59 @@ void histogram(std::string& out, const std::string& name, const std::string& lab
 }  // namespace
 
 std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::string& program,
-                              std::uint64_t dropped_records) {
+                              std::uint64_t dropped_records, MetricsSource source) {
+  const bool supervised = source == MetricsSource::supervisor;
   std::string out;
   const std::string program_label = "program=\"" + label_value(program) + "\"";
   auto labels = [&](const MetricsRow& row) { return program_label + ",rule=\"" + label_value(row.rule) + "\""; };
-  header(out, "tcptune_connections_total", "counter", "TCP connections measured by the shim (open and closed).");
+  header(out, "tcptune_connections_total", "counter",
+         supervised ? "TCP connections followed by the supervisor (open and closed)."
+                    : "TCP connections measured by the shim (open and closed).");
   for (const MetricsRow& row : rows) {
     out += "tcptune_connections_total{" + labels(row) + "} " + std::to_string(row.connections) + "\n";
   }
-  for (const telemetry::CounterField& counter : telemetry::kCounterFields) {
+  for (const CounterField& counter : kCounterFields) {
     if (counter.prometheus_name == nullptr) {
       continue;
     }
-    header(out, counter.prometheus_name, "counter", counter.help);
+    // Idle restarts are the one exported counter the supervisor sees without the writes.
+    const bool idle_restarts = counter.member == &ConnectionCounters::idle_restarts;
+    if (supervised && !idle_restarts) {
+      continue;
+    }
+    header(out, counter.prometheus_name, "counter",
+           supervised ? "Congestion windows found restarted after idle between two polls of the connections."
+                      : counter.help);
     for (const MetricsRow& row : rows) {
       out += std::string(counter.prometheus_name) + "{" + labels(row) + "} " +
              std::to_string(row.counters.*counter.member) + "\n";
     }
   }
-  header(out, "tcptune_write_latency_seconds", "histogram", "How long write-family calls took.");
-  for (const MetricsRow& row : rows) {
-    histogram(out, "tcptune_write_latency_seconds", labels(row), row.write_latency,
-              static_cast<std::uint64_t>(row.write_latency.estimated_sum_ns()));
+  if (!supervised) {
+    header(out, "tcptune_write_latency_seconds", "histogram", "How long write-family calls took.");
+    for (const MetricsRow& row : rows) {
+      histogram(out, "tcptune_write_latency_seconds", labels(row), row.write_latency,
+                static_cast<std::uint64_t>(row.write_latency.estimated_sum_ns()));
+    }
+    header(out, "tcptune_ack_latency_seconds", "histogram",
+           "From a sampled write's return to the peer's acknowledgement of its last byte (1 ms resolution).");
+    for (const MetricsRow& row : rows) {
+      histogram(out, "tcptune_ack_latency_seconds", labels(row), row.acks.histogram, row.acks.sum_ns);
+    }
   }
-  header(out, "tcptune_ack_latency_seconds", "histogram",
-         "From a sampled write's return to the peer's acknowledgement of its last byte (1 ms resolution).");
-  for (const MetricsRow& row : rows) {
-    histogram(out, "tcptune_ack_latency_seconds", labels(row), row.acks.histogram, row.acks.sum_ns);
-  }
-  header(out, "tcptune_dropped_records_total", "counter", "Records lost because the telemetry worker fell behind.");
+  header(out, "tcptune_dropped_records_total", "counter",
+         supervised ? "Records lost because the supervisor's records thread fell behind."
+                    : "Records lost because the telemetry worker fell behind.");
   out += "tcptune_dropped_records_total{" + program_label + "} " + std::to_string(dropped_records) + "\n";
   return out;
 }
 
-std::string write_file_atomically(const std::string& path, const std::string& text) {
+FileCalls plain_file_calls() noexcept {
+  return {[](int fd, const void* data, std::size_t size) { return ::write(fd, data, size); },
+          [](int fd) { return ::close(fd); }};
+}
+
+std::string write_file_atomically(const std::string& path, const std::string& text, const FileCalls& calls) {
   const std::string temporary = path + ".tmp." + std::to_string(getpid());
   // A fresh regular file every time: whatever was left at that name (a FIFO, whose open would
   // block the exiting thread; a symbolic link; a dead process's file) goes first, and O_EXCL
@@ -111,18 +127,18 @@ std::string write_file_atomically(const std::string& path, const std::string& te
   }
   std::size_t done = 0;
   while (done < text.size()) {
-    const ssize_t written = next::write(fd, text.data() + done, text.size() - done);
+    const ssize_t written = calls.write(fd, text.data() + done, text.size() - done);
     if (written <= 0) {
       if (written < 0 && errno == EINTR) {
         continue;
       }
-      next::close(fd);
+      calls.close(fd);
       (void)::unlink(temporary.c_str());
       return "cannot write " + temporary + ": " + std::generic_category().message(errno);
     }
     done += static_cast<std::size_t>(written);
   }
-  next::close(fd);
+  calls.close(fd);
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     (void)::unlink(temporary.c_str());
     return "cannot rename " + temporary + " to " + path + ": " + std::generic_category().message(errno);
@@ -130,4 +146,4 @@ std::string write_file_atomically(const std::string& path, const std::string& te
   return {};
 }
 
-}  // namespace tcptune::shim
+}  // namespace tcptune::telemetry

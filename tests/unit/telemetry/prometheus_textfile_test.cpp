@@ -1,0 +1,63 @@
+// The textfile's families: all of them from the preloaded shim, and from the supervisor only
+// those it can count without the program's writes.
+#include "prometheus_textfile.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tcptune::telemetry {
+namespace {
+
+std::vector<MetricsRow> one_row() {
+  MetricsRow row;
+  row.rule = "wan \"east\"";
+  row.connections = 3;
+  row.counters.writes = 5;
+  row.counters.idle_restarts = 2;
+  row.write_latency.record(4'000);
+  return {row};
+}
+
+TEST(PrometheusTextfile, TheShimExportsEveryFamily) {
+  const std::string text = render_prometheus(one_row(), "probe", 1, MetricsSource::preloaded_shim);
+  for (const char* family : {"tcptune_connections_total", "tcptune_writes_total", "tcptune_write_bytes_total",
+                             "tcptune_idle_restarts_total", "tcptune_heartbeats_total", "tcptune_write_latency_seconds",
+                             "tcptune_ack_latency_seconds", "tcptune_dropped_records_total"}) {
+    EXPECT_NE(text.find(std::string("# TYPE ") + family + " "), std::string::npos) << family;
+  }
+  EXPECT_NE(text.find("tcptune_connections_total{program=\"probe\",rule=\"wan \\\"east\\\"\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("tcptune_writes_total{program=\"probe\",rule=\"wan \\\"east\\\"\"} 5\n"), std::string::npos);
+}
+
+TEST(PrometheusTextfile, TheSupervisorLeavesOutWhatNeedsTheWrites) {
+  const std::string text = render_prometheus(one_row(), "probe", 1, MetricsSource::supervisor);
+  for (const char* family : {"tcptune_writes_total", "tcptune_write_bytes_total", "tcptune_heartbeats_total",
+                             "tcptune_write_latency_seconds", "tcptune_ack_latency_seconds"}) {
+    EXPECT_EQ(text.find(family), std::string::npos) << family;
+  }
+  EXPECT_NE(text.find("tcptune_connections_total{program=\"probe\",rule=\"wan \\\"east\\\"\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("tcptune_idle_restarts_total{program=\"probe\",rule=\"wan \\\"east\\\"\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("tcptune_dropped_records_total{program=\"probe\"} 1\n"), std::string::npos);
+}
+
+TEST(PrometheusTextfile, WrittenWholeThroughARename) {
+  const std::string path = "/tmp/tcptune-textfile-test-" + std::to_string(getpid()) + ".prom";
+  EXPECT_EQ(write_file_atomically(path, "a_total 1\n"), "");
+  std::ifstream in(path);
+  std::stringstream read;
+  read << in.rdbuf();
+  EXPECT_EQ(read.str(), "a_total 1\n");
+  EXPECT_NE(access((path + ".tmp." + std::to_string(getpid())).c_str(), F_OK), 0) << "no temporary is left";
+  (void)std::remove(path.c_str());
+  EXPECT_NE(write_file_atomically("/nonexistent-dir/x.prom", "a_total 1\n").find("cannot write"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tcptune::telemetry
