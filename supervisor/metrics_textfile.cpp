@@ -1,24 +1,15 @@
 #include "metrics_textfile.hpp"
 
-#include <chrono>
 #include <cstdio>
 #include <vector>
 
+#include "monotonic_clock.hpp"
 #include "prometheus_textfile.hpp"
 #include "record.hpp"
 #include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 
 namespace tcptune::supervisor {
-
-namespace {
-
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 MetricsTextfile::MetricsTextfile(const config::Policy& policy, SupervisorLog& log, const std::string& program,
                                  pid_t child)
@@ -29,7 +20,7 @@ MetricsTextfile::MetricsTextfile(const config::Policy& policy, SupervisorLog& lo
 }
 
 void MetricsTextfile::tick(const ConnectionWatch& watch, std::uint64_t dropped_records) {
-  const std::int64_t now_ns = steady_ns();
+  const std::int64_t now_ns = shim::monotonic_ns();
   if (path_.empty() || now_ns < next_write_ns_) {
     return;
   }
