@@ -58,6 +58,7 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
     close(channel[1]);
     // The supervisor must outlive the program: a call trapped after it is gone fails (ENOSYS).
     (void)std::signal(SIGPIPE, SIG_IGN);
+    (void)std::signal(SIGXFSZ, SIG_IGN);  // a log past `ulimit -f`: the write fails (EFBIG) instead
     std::string problem;
     const int listener = supervisor::receive_listener(channel[0], problem);
     close(channel[0]);

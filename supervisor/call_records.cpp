@@ -47,14 +47,12 @@ CallRecords::CallRecords(const config::Policy& policy, SupervisorLog& log, Conne
 
 void CallRecords::record(FollowUp& done) {
   try {
-    if (std::string now = names_.program(done.thread); !now.empty()) {
-      done.program = std::move(now);
-    }
     switch (done.call) {
       case FollowUp::Call::connect:
       case FollowUp::Call::listen: record_tuned(done); break;
       case FollowUp::Call::setsockopt: record_setsockopt(done); break;
-      case FollowUp::Call::not_inspectable: record_not_inspectable(done); break;
+      case FollowUp::Call::not_inspectable:
+      case FollowUp::Call::out_of_descriptors: record_untuned(done); break;
     }
   } catch (...) {
     // out of memory: the record is lost, the program is not affected
@@ -89,7 +87,7 @@ void CallRecords::record_tuned(FollowUp& done) {
     if (is_connect) {
       watch_->watch_connection(inode, done.app_fd, shim::SocketRole::client, done.rule, pid, program);
     } else {
-      watch_->watch_listener(done.local.port, pid, program);
+      watch_->watch_listener(done.inode, done.local, pid, program);
     }
   }
   if (log_.enabled(config::LogLevel::info)) {
@@ -130,12 +128,18 @@ void CallRecords::record_setsockopt(FollowUp& done) {
   }
 }
 
-void CallRecords::record_not_inspectable(const FollowUp& done) {
+void CallRecords::record_untuned(const FollowUp& done) {
   const pid_t pid = done.process;
-  warn_once("eperm/" + done.program, pid, done.program,
-            done.program + " (pid " + std::to_string(pid) +
-                ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary, or it "
-                "made itself so with prctl(PR_SET_DUMPABLE)); its sockets run untuned");
+  if (done.call == FollowUp::Call::not_inspectable) {
+    warn_once("eperm/" + done.program, pid, done.program,
+              done.program + " (pid " + std::to_string(pid) +
+                  ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary, or it "
+                  "made itself so with prctl(PR_SET_DUMPABLE)); its sockets run untuned");
+  } else {
+    warn_once("emfile", pid, done.program,
+              "tcptune has run out of file descriptors (ulimit -n): the sockets it cannot duplicate run untuned "
+              "(logged once)");
+  }
 }
 
 }  // namespace tcptune::supervisor

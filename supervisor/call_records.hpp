@@ -11,7 +11,6 @@
 #include "follow_up.hpp"
 #include "supervisor_log.hpp"
 #include "tcptune/config/policy.hpp"
-#include "thread_handles.hpp"
 
 namespace tcptune::supervisor {
 
@@ -26,14 +25,12 @@ class CallRecords {
  private:
   void record_tuned(FollowUp& done);
   void record_setsockopt(FollowUp& done);
-  void record_not_inspectable(const FollowUp& done);
+  void record_untuned(const FollowUp& done);
   void warn_once(const std::string& key, pid_t pid, const std::string& program, const std::string& message);
 
   const config::Policy& policy_;
   SupervisorLog& log_;
   ConnectionWatch* watch_;
-  // The records' pid and program, kept apart from the answering thread's handles.
-  ThreadHandles names_;
   std::set<std::string> warned_;
   std::set<std::string> vetoes_logged_;
 };

@@ -78,11 +78,6 @@ std::optional<std::uint8_t> tcp_state(int fd) {
   return info.has_value() ? std::optional<std::uint8_t>(info->state) : std::nullopt;
 }
 
-bool matches_on_program(const config::Policy& policy) {
-  return std::any_of(policy.rules.begin(), policy.rules.end(),
-                     [](const config::Rule& rule) { return !rule.match.programs.empty(); });
-}
-
 struct AddressInProgram {
   std::uint64_t address = 0;
   std::uint64_t length = 0;
@@ -112,8 +107,7 @@ CallTuner::CallTuner(const config::Policy& policy, FollowUpQueue& follow_ups, bo
     : policy_(policy),
       follow_ups_(follow_ups),
       effective_values_(effective_values),
-      host_(shim::read_host_buffer_facts()),
-      matches_on_program_(matches_on_program(policy)) {
+      host_(shim::read_host_buffer_facts()) {
   host_congestion_ = config::read_sysctl("net/ipv4/tcp_congestion_control").value_or("");
 }
 
@@ -163,13 +157,13 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   const int app_fd = static_cast<int>(data.args[0]);
   OwnedFd socket(call.duplicate_fd(app_fd));
   if (socket.get() < 0) {
-    if (errno == EPERM) {
+    if (errno == EPERM || errno == EMFILE || errno == ENFILE) {
       FollowUp refused;
-      refused.call = FollowUp::Call::not_inspectable;
+      refused.call = errno == EPERM ? FollowUp::Call::not_inspectable : FollowUp::Call::out_of_descriptors;
       refused.thread = call.thread();
       refused.process = threads_.process(call.thread());
       refused.program = threads_.program(call.thread());
-      hand_over(std::move(refused));
+      (void)follow_ups_.push(std::move(refused));
     }
     call.continue_call();
     return;
@@ -210,49 +204,35 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   if (!call.still_pending()) {
     return;
   }
-  // The name is read at every call, while it waits, only when a rule asks for it; otherwise at
-  // the thread's first call, after the answer, and again by the records thread.
-  std::string program;
-  if (matches_on_program_) {
-    program = threads_.program(call.thread());
-    facts.program = program;
-  }
+  // The name as the call finds it (an exec shows at once): for the rule and the records.
+  const std::string program = threads_.program(call.thread());
+  facts.program = program;
   const int rule = config::match_rule(policy_, facts, !is_connect);
   const config::Tuning& tuning = config::tuning_for(policy_, rule);
   const shim::ApplyPhase phase = is_connect ? shim::ApplyPhase::before_connect : shim::ApplyPhase::before_listen;
-  // Only the options are set while the call waits; they are read back after it goes on.
-  shim::TuningOutcome outcome =
+  FollowUp follow_up = follow_up_of(call, is_connect ? FollowUp::Call::connect : FollowUp::Call::listen, rule, program);
+  follow_up.outcome =
       shim::apply_options(socket.get(),
                           observe_app_settings(socket.get(), tuning, is_connect ? facts.peer.family : local.family,
                                                host_, host_congestion_),
                           tuning, phase, host_);
+  // The endpoints as the shim reads them before the call: a client's conn_open has no peer.
+  follow_up.local = is_connect ? shim::local_endpoint(socket.get()) : local;
+  read_socket(socket.get(), follow_up, effective_values_);
+  socket = OwnedFd();  // before the answer: see read_socket
   call.continue_call();
   ++tuned_;
-  FollowUp follow_up = follow_up_of(call, is_connect ? FollowUp::Call::connect : FollowUp::Call::listen,
-                                    std::move(socket), rule, std::move(program));
-  follow_up.local = local;
-  follow_up.outcome = std::move(outcome);
-  hand_over(std::move(follow_up));
-}
-
-void CallTuner::hand_over(FollowUp follow_up) {
-  if (follow_ups_.deep()) {
-    read_socket(follow_up, effective_values_);  // the records thread is behind: hold no duplicate
-  }
   (void)follow_ups_.push(std::move(follow_up));  // dropped beyond its bound: counted there
 }
 
-FollowUp CallTuner::follow_up_of(const TrappedCall& call, FollowUp::Call kind, OwnedFd socket, int rule,
-                                 std::string program) {
+FollowUp CallTuner::follow_up_of(const TrappedCall& call, FollowUp::Call kind, int rule, const std::string& program) {
   FollowUp follow_up;
   follow_up.call = kind;
-  follow_up.socket = std::move(socket);
   follow_up.thread = call.thread();
   follow_up.process = threads_.process(call.thread());
   follow_up.app_fd = static_cast<int>(call.data().args[0]);
   follow_up.rule = rule;
-  // Read while the call waited when a rule matches on it; else known from the thread's first call.
-  follow_up.program = matches_on_program_ ? std::move(program) : threads_.program_once(call.thread());
+  follow_up.program = program;
   return follow_up;
 }
 
@@ -293,28 +273,28 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   if (!call.still_pending()) {
     return;
   }
-  std::string program;
-  if (matches_on_program_) {
-    program = threads_.program(call.thread());
-    facts.program = program;
-  }
+  const std::string program = threads_.program(call.thread());
+  facts.program = program;
   const int rule = config::match_rule(policy_, facts, is_listener);
   const config::Tuning& tuning = config::tuning_for(policy_, rule);
   const char* option = option_the_rule_keeps(socket.get(), level, name, value, tuning);
+  const bool accepted = facts.role == config::Role::server && !is_listener;
+  FollowUp follow_up = follow_up_of(call, FollowUp::Call::setsockopt, rule, program);
+  follow_up.accepted = accepted;
+  follow_up.kept_option = option;
+  follow_up.app_value = value;
+  if (accepted) {
+    read_socket(socket.get(), follow_up, false);
+  }
+  socket = OwnedFd();  // before the answer: see read_socket
   if (option == nullptr) {
     call.continue_call();
   } else {
     call.complete_call(0, 0);  // success, unmade: the policy's value stays
   }
-  const bool accepted = facts.role == config::Role::server && !is_listener;
-  if (option == nullptr && !accepted) {
-    return;  // nothing to record
+  if (option != nullptr || accepted) {
+    (void)follow_ups_.push(std::move(follow_up));  // dropped beyond its bound: counted there
   }
-  FollowUp follow_up = follow_up_of(call, FollowUp::Call::setsockopt, std::move(socket), rule, std::move(program));
-  follow_up.accepted = accepted;
-  follow_up.kept_option = option;
-  follow_up.app_value = value;
-  hand_over(std::move(follow_up));
 }
 
 }  // namespace tcptune::supervisor

@@ -44,9 +44,8 @@ class CallTuner {
  private:
   void tune_connect_or_listen(const TrappedCall& call);
   void keep_policy_over_setsockopt(const TrappedCall& call);
-  void hand_over(FollowUp follow_up);
   // What the records thread needs of an answered call on `socket` (its duplicate).
-  FollowUp follow_up_of(const TrappedCall& call, FollowUp::Call kind, OwnedFd socket, int rule, std::string program);
+  FollowUp follow_up_of(const TrappedCall& call, FollowUp::Call kind, int rule, const std::string& program);
 
   const config::Policy& policy_;
   FollowUpQueue& follow_ups_;
@@ -56,8 +55,6 @@ class CallTuner {
   // Ports the program listens on: a connected socket on one of them was accepted (role server).
   std::set<std::uint16_t> listening_ports_;
   ThreadHandles threads_;
-  // Whether any rule matches on the program's name, which must then be read before the answer.
-  bool matches_on_program_;
   std::uint64_t calls_ = 0;
   std::uint64_t tuned_ = 0;
 };

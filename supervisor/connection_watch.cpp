@@ -1,7 +1,9 @@
 #include "connection_watch.hpp"
 
+#include <netinet/tcp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <utility>
 
@@ -54,9 +56,10 @@ void ConnectionWatch::follow(std::uint64_t inode, Watched watched) {
   }
 }
 
-void ConnectionWatch::watch_listener(std::uint16_t port, pid_t pid, const std::string& program) {
-  if (diag_.has_value()) {
-    listeners_[port] = Listener{pid, program};
+void ConnectionWatch::watch_listener(std::uint64_t inode, const config::Endpoint& local, pid_t pid,
+                                     const std::string& program) {
+  if (diag_.has_value() && inode != 0) {
+    listeners_[inode] = Listener{local, pid, program};
   }
 }
 
@@ -79,10 +82,12 @@ void ConnectionWatch::poll(bool at_exit) {
   last_poll_ns_ = now_ns;
   dump_.clear();
   std::string error;
-  if (!diag_->dump(connected_tcp_states(), dump_, error)) {
+  const std::uint32_t states = connected_tcp_states() | (listeners_.empty() ? 0 : tcp_state_bit(TCP_LISTEN));
+  if (!diag_->dump(states, dump_, error)) {
     return;  // a partial dump would close what it missed: wait for the next one
   }
   if (!at_exit) {
+    forget_closed_listeners(dump_);
     follow_accepted(dump_, now_ns);
   }
   if (restarts_after_idle_) {
@@ -101,13 +106,31 @@ void ConnectionWatch::poll(bool at_exit) {
   }
 }
 
-// A connection on a watched listener's port that is not followed yet was accepted since the
-// last dump; its rule is the one the shim would choose at accept.
+// A listener the program has closed accepts nothing more: what later shows on its port is
+// another socket's (another process's, or a new listener's, watched from its own listen).
+void ConnectionWatch::forget_closed_listeners(const std::vector<DiagSocket>& dump) {
+  std::erase_if(listeners_, [&dump](const auto& listener) {
+    const DiagSocket* found = find_by_inode(dump, listener.first);
+    return found == nullptr || found->state != TCP_LISTEN;
+  });
+}
+
+// A connection on a watched listener's address and port that is not followed yet was accepted
+// since the last dump; its rule is the one the shim would choose at accept. Another process's
+// socket on the same port and address (SO_REUSEPORT) cannot be told from the program's.
 void ConnectionWatch::follow_accepted(const std::vector<DiagSocket>& dump, std::int64_t now_ns) {
   for (const DiagSocket& socket : dump) {
-    const auto listener = listeners_.find(socket.local.port);
-    if (socket.inode == 0 || listener == listeners_.end() || socket.peer.family == 0 ||
+    if (socket.inode == 0 || socket.state == TCP_LISTEN || socket.peer.family == 0 ||
         tracked_.find(socket.inode) != nullptr) {
+      continue;
+    }
+    const auto listener = std::find_if(listeners_.begin(), listeners_.end(), [&socket](const auto& entry) {
+      const config::Endpoint& local = entry.second.local;
+      const bool any_address = std::all_of(local.bytes.begin(), local.bytes.end(), [](auto b) { return b == 0; });
+      return local.port == socket.local.port &&
+             (any_address || (local.family == socket.local.family && local.bytes == socket.local.bytes));
+    });
+    if (listener == listeners_.end()) {
       continue;
     }
     config::ConnectionFacts facts;

@@ -43,7 +43,7 @@ class ConnectionWatch {
   void watch_connection(std::uint64_t inode, int app_fd, shim::SocketRole role, int rule, pid_t pid,
                         const std::string& program);
   // A listener: the sockets it accepts are followed from the first dump they appear in.
-  void watch_listener(std::uint16_t port, pid_t pid, const std::string& program);
+  void watch_listener(std::uint64_t inode, const config::Endpoint& local, pid_t pid, const std::string& program);
   // A dump if one is due: new accepted sockets are followed, closed ones get conn_close.
   void tick();
   // The last dump; what is still open is reported with open_at_exit.
@@ -62,11 +62,13 @@ class ConnectionWatch {
     std::uint64_t idle_restarts = 0;
   };
   struct Listener {
+    config::Endpoint local;  // the address (any, if all zero) and port it listens on
     pid_t pid = 0;
     std::string program;
   };
 
   void poll(bool at_exit);
+  void forget_closed_listeners(const std::vector<DiagSocket>& dump);
   void follow_accepted(const std::vector<DiagSocket>& dump, std::int64_t now_ns);
   void report_idle_restarts(const std::vector<DiagSocket>& dump, std::uint32_t gap_ms);
   void report_closed(const TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns, bool at_exit);
@@ -81,7 +83,7 @@ class ConnectionWatch {
   bool restarts_after_idle_ = false;
   std::optional<SockDiag> diag_;
   TrackedConnections<Watched> tracked_;
-  std::map<std::uint16_t, Listener> listeners_;
+  std::map<std::uint64_t, Listener> listeners_;  // by inode, while it listens
   std::vector<DiagSocket> dump_;
   std::map<int, RuleCounts> counts_;
 };

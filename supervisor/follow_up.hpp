@@ -1,6 +1,7 @@
 // What is left to do once a trapped call is answered: its records and the watch of its
 // connection. The supervisor's answering thread hands it to the records thread (CallRecords),
-// so that the program's next call never waits for the last one's records.
+// so that the program's next call never waits for the last one's records. It holds no
+// descriptor: what the records need from the socket is read before the answer (read_socket).
 #pragma once
 
 #include <sys/types.h>
@@ -9,34 +10,31 @@
 #include <string>
 
 #include "option_applier.hpp"
-#include "owned_fd.hpp"
 #include "tcptune/config/cidr.hpp"
 
 namespace tcptune::supervisor {
 
 struct FollowUp {
-  enum class Call : std::uint8_t { connect, listen, setsockopt, not_inspectable };
+  // not_inspectable, out_of_descriptors: a call left untuned, for a warning.
+  enum class Call : std::uint8_t { connect, listen, setsockopt, not_inspectable, out_of_descriptors };
   Call call = Call::connect;
-  OwnedFd socket;           // the duplicate the call was tuned on (-1 for not_inspectable), until read
-  std::uint64_t inode = 0;  // the socket's, read from the duplicate
+  std::uint64_t inode = 0;  // the socket's
   pid_t thread = 0;
   pid_t process = 0;  // the thread's, for the records' pid
   int app_fd = -1;
   int rule = -1;
-  // The program's name as the answering thread knows it: read again for the record (an exec
-  // since shows), and used if the program has gone by then.
-  std::string program;
-  config::Endpoint local;             // listen: the listener's; connect: read afterwards
-  shim::TuningOutcome outcome;        // connect, listen: effective values not read yet
+  std::string program;                // as the call found it, and the rule was chosen by
+  config::Endpoint local;             // connect, listen: before the call, as the shim reads it
+  shim::TuningOutcome outcome;        // connect, listen
   bool accepted = false;              // setsockopt: on an accepted socket
   const char* kept_option = nullptr;  // setsockopt: answered unmade, the rule's value kept
   int app_value = 0;                  // setsockopt: the value the program asked for
 };
 
-// What the records need from the duplicate (inode; with `effective_values`, the options read
-// back and a client's local endpoint), then the duplicate closed. The records thread does it
-// for a whole batch before it formats any record; the answering thread does it itself when
-// many follow-ups wait, so that few duplicates are ever held.
-void read_socket(FollowUp& follow_up, bool effective_values);
+// What the records need from `socket`, the answering thread's duplicate: its inode and, with
+// `effective_values`, the options read back. Read before the call is answered, so that the
+// duplicate is closed by then: one alive after it would keep a closed listener's port bound
+// and hold back the FIN of a connection the program has closed.
+void read_socket(int socket, FollowUp& follow_up, bool effective_values);
 
 }  // namespace tcptune::supervisor

@@ -43,11 +43,6 @@ void FollowUpQueue::abandon() noexcept {
   waiting_.clear();
 }
 
-bool FollowUpQueue::deep() const {
-  const std::lock_guard lock(mutex_);
-  return waiting_.size() >= kMostHoldingSockets;
-}
-
 std::uint64_t FollowUpQueue::dropped() const {
   const std::lock_guard lock(mutex_);
   return dropped_;

@@ -1,8 +1,7 @@
 // The hand-over from the supervisor's answering thread to its records thread. The answering
 // thread never waits for the records thread: beyond kMostWaiting (memory: about a kilobyte
 // each) a follow-up is dropped (its records are lost, the program is not affected) and
-// counted. Past kMostHoldingSockets waiting, the answering thread reads and closes each
-// duplicate itself before handing it over (read_socket), so few are ever held.
+// counted.
 #pragma once
 
 #include <chrono>
@@ -20,7 +19,6 @@ namespace tcptune::supervisor {
 class FollowUpQueue {
  public:
   static constexpr std::size_t kMostWaiting = 8192;
-  static constexpr std::size_t kMostHoldingSockets = 64;
 
   // False (and the follow-up dropped) when kMostWaiting wait already.
   bool push(FollowUp follow_up);
@@ -29,12 +27,9 @@ class FollowUpQueue {
   std::optional<std::vector<FollowUp>> take(std::chrono::milliseconds timeout);
   // No more follow-ups: take returns what is left without waiting, then nullopt.
   void close();
-  // The records thread has stopped: what waits is dropped (its duplicates closed), and so is
-  // every later follow-up.
+  // The records thread has stopped: what waits is dropped, and so is every later follow-up.
   void abandon() noexcept;
   [[nodiscard]] std::uint64_t dropped() const;
-  // Whether kMostHoldingSockets wait already: the next one should come without its duplicate.
-  [[nodiscard]] bool deep() const;
 
  private:
   mutable std::mutex mutex_;

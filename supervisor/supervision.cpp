@@ -70,9 +70,6 @@ void keep_records(const Supervised& supervised, const config::Policy& policy, Su
     MetricsTextfile textfile(policy, log, supervised.program, supervised.child);
     while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(std::chrono::milliseconds(kReapEveryMs))) {
       for (FollowUp& done : *taken) {
-        read_socket(done, log.enabled(config::LogLevel::info));
-      }
-      for (FollowUp& done : *taken) {
         records.record(done);
       }
       watch.tick();
@@ -83,7 +80,7 @@ void keep_records(const Supervised& supervised, const config::Policy& policy, Su
     textfile.write(watch, follow_ups.dropped());
     log.flush();
   } catch (...) {
-    // Out of memory: the records stop, the calls are still answered, and no duplicate is held.
+    // Out of memory: the records stop; the calls are still answered.
     follow_ups.abandon();
   }
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <ctime>
 #include <system_error>
 
@@ -80,6 +81,7 @@ std::string SupervisorLog::open(const std::string& path, config::LogLevel level,
     return "cannot open log file " + path + ": " + config::not_a_regular_file(info.st_mode);
   }
   fd_ = fd;
+  path_ = path;
   level_ = level;
   format_ = format;
   return {};
@@ -110,7 +112,16 @@ void SupervisorLog::write(config::LogLevel level, pid_t pid, std::string_view pr
 
 void SupervisorLog::flush() noexcept {
   if (fd_ >= 0 && !pending_.empty()) {
-    (void)::write(fd_, pending_.data(), pending_.size());
+    const ssize_t written = ::write(fd_, pending_.data(), pending_.size());
+    if (written != static_cast<ssize_t>(pending_.size())) {
+      // A full disk, the file size limit (EFBIG: SIGXFSZ is ignored), an I/O error: the log
+      // stops here rather than go on after a cut line.
+      const int error = written < 0 ? errno : ENOSPC;
+      (void)std::fprintf(stderr, "tcptune: log %s: %s; the supervised program's later records are lost\n",
+                         path_.c_str(), std::generic_category().message(error).c_str());
+      close(fd_);
+      fd_ = -1;
+    }
   }
   pending_.clear();
 }

@@ -27,11 +27,13 @@ class SupervisorLog {
   // supervisor more than any other step of a connect.
   void write(config::LogLevel level, pid_t pid, std::string_view program, const telemetry::Record& record);
   // The lines kept so far, in one write(2) of whole lines, so that lines from several writers
-  // never interleave. The supervisor flushes at least every 100 ms, and at exit.
+  // never interleave. The supervisor flushes at least every 100 ms, and at exit. A failed or
+  // short write ends the log, with one line on stderr.
   void flush() noexcept;
 
  private:
   std::string pending_;
+  std::string path_;
   int fd_ = -1;
   config::LogLevel level_ = config::LogLevel::off;
   config::LogFormat format_ = config::LogFormat::jsonl;

@@ -860,6 +860,48 @@ static int mode_attack(const char *unix_path) {
   close(fd);
   ATTEMPT("listen_closed_fd", listen(CLOSED_FD, 5));
 
+  /* Closed means closed at once: a listener's port is free to listen on again (no
+   * SO_REUSEADDR), and a connection the program closes gives its peer EOF, however soon after
+   * the trapped call that made it. Twenty times each, to meet any window. */
+  int relisten_failures = 0, eof_late = 0;
+  for (int i = 0; i < 20; ++i) {
+    struct sockaddr_in any = loopback(0);
+    socklen_t length = sizeof any;
+    fd = tcp_socket(AF_INET, 0);
+    if (bind(fd, (struct sockaddr *)&any, sizeof any) != 0 || listen(fd, 5) != 0 ||
+        getsockname(fd, (struct sockaddr *)&any, &length) != 0) {
+      die("listen for relisten");
+    }
+    close(fd);
+    fd = tcp_socket(AF_INET, 0);
+    relisten_failures += bind(fd, (struct sockaddr *)&any, sizeof any) != 0 || listen(fd, 5) != 0;
+    close(fd);
+
+    int peer = tcp_socket(AF_INET, 0);
+    if (connect(peer, (struct sockaddr *)&a, sizeof a) != 0) {
+      die("connect for eof");
+    }
+    int closing = tcp_socket(AF_INET, 0);
+    struct sockaddr_in self = loopback(0);
+    length = sizeof self;
+    int server = tcp_socket(AF_INET, 0);
+    if (bind(server, (struct sockaddr *)&self, sizeof self) != 0 || listen(server, 5) != 0 ||
+        getsockname(server, (struct sockaddr *)&self, &length) != 0 ||
+        connect(closing, (struct sockaddr *)&self, sizeof self) != 0) {
+      die("connect to self for eof");
+    }
+    int accepted = accept(server, NULL, NULL);
+    close(closing);
+    struct pollfd readable = {accepted, POLLIN, 0};
+    char byte;
+    eof_late += !(poll(&readable, 1, 1000) == 1 && read(accepted, &byte, 1) == 0);
+    close(accepted);
+    close(server);
+    close(peer);
+  }
+  printf("R relisten_after_close_failures %d\n", relisten_failures);
+  printf("R eof_after_close_late %d\n", eof_late);
+
   /* setsockopt on the trapped options: bad pointers, short lengths, other sockets. */
   fd = tcp_socket(AF_INET, 0);
   connect(fd, (struct sockaddr *)&a, sizeof a);

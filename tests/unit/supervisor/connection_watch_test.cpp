@@ -3,18 +3,23 @@
 // are counted per rule for the textfile.
 #include "connection_watch.hpp"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "loopback_connection.hpp"
+#include "socket_probe.hpp"
 
 namespace tcptune::supervisor {
 namespace {
@@ -62,7 +67,7 @@ TEST_F(ConnectionWatchTest, ClosedConnectionsAreReportedWithTheirLastTcpInfo) {
   Loopback loopback;
   ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
   watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe");
-  watch.watch_listener(local_port(loopback.listener), getpid(), "probe");
+  watch.watch_listener(inode_of(loopback.listener), shim::local_endpoint(loopback.listener), getpid(), "probe");
   ASSERT_EQ(write(loopback.client, "hello", 5), 5);
   tick_after(watch);  // sees both: the accepted socket by its listener's port
   EXPECT_TRUE(conn_closes(path_).empty()) << "nothing is closed yet";
@@ -111,7 +116,7 @@ TEST_F(ConnectionWatchTest, FollowedConnectionsAreCountedPerRuleOnceOpenAndClose
   ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
   watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, -1, getpid(), "probe");
   watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, -1, getpid(), "probe");
-  watch.watch_listener(local_port(loopback.listener), getpid(), "probe");
+  watch.watch_listener(inode_of(loopback.listener), shim::local_endpoint(loopback.listener), getpid(), "probe");
   EXPECT_EQ(watch.counts_by_rule().at(-1).connections, 1U) << "a client counts once, from its connect";
   EXPECT_EQ(watch.counts_by_rule().count(0), 0U) << "the accepted socket is not found yet";
   tick_after(watch);
@@ -122,6 +127,54 @@ TEST_F(ConnectionWatchTest, FollowedConnectionsAreCountedPerRuleOnceOpenAndClose
   EXPECT_EQ(watch.counts_by_rule().at(-1).connections, 1U) << "closed connections stay counted";
   EXPECT_EQ(watch.counts_by_rule().at(0).connections, 1U);
   EXPECT_EQ(watch.counts_by_rule().at(-1).idle_restarts, 0U);
+}
+
+// A listener on 127.0.0.X:`port` (0: any) with SO_REUSEADDR, so that its port can be listened
+// on again once it is closed; a client connected to it; the accepted socket.
+struct OnAddress {
+  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int accepted = -1;
+  int error = 0;  // errno of the step that failed
+  OnAddress(const char* address, std::uint16_t port) {
+    sockaddr_in in{};
+    in.sin_family = AF_INET;
+    in.sin_port = htons(port);
+    inet_pton(AF_INET, address, &in.sin_addr);
+    const int on = 1;
+    (void)setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (bind(listener, reinterpret_cast<sockaddr*>(&in), sizeof in) == 0 && ::listen(listener, 4) == 0 &&
+        (in.sin_port = htons(local_port(listener)), connect(client, reinterpret_cast<sockaddr*>(&in), sizeof in)) ==
+            0) {
+      accepted = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    }
+    error = accepted < 0 ? errno : 0;
+  }
+  ~OnAddress() {
+    for (const int fd : {accepted, client, listener}) {
+      if (fd >= 0) {
+        close(fd);
+      }
+    }
+  }
+};
+
+TEST_F(ConnectionWatchTest, OnlyTheWatchedListenersAcceptedSocketsAreFollowed) {
+  ConnectionWatch watch(policy_, log_, kIntervalNs);
+  auto ours = std::make_optional<OnAddress>("127.0.0.1", 0);
+  ASSERT_GE(ours->accepted, 0) << std::strerror(ours->error);
+  const std::uint16_t port = local_port(ours->listener);
+  watch.watch_listener(inode_of(ours->listener), shim::local_endpoint(ours->listener), getpid(), "probe");
+  const OnAddress other_address("127.0.0.2", port);
+  ASSERT_GE(other_address.accepted, 0) << std::strerror(other_address.error);
+  tick_after(watch);
+  EXPECT_EQ(watch.counts_by_rule().at(0).connections, 1U) << "the same port on another address is not ours";
+  ours.reset();
+  tick_after(watch);  // the listener is gone from the dump: forgotten
+  const OnAddress after_close("127.0.0.1", port);
+  ASSERT_GE(after_close.accepted, 0) << std::strerror(after_close.error);
+  tick_after(watch);
+  EXPECT_EQ(watch.counts_by_rule().at(0).connections, 1U) << "a closed listener's port accepts for someone else";
 }
 
 TEST_F(ConnectionWatchTest, ATextfileAloneIsEnoughToFollowAndCount) {
