@@ -107,7 +107,9 @@ CallTuner::CallTuner(const config::Policy& policy, FollowUpQueue& follow_ups, bo
     : policy_(policy),
       follow_ups_(follow_ups),
       effective_values_(effective_values),
-      host_(shim::read_host_buffer_facts()) {
+      host_(shim::read_host_buffer_facts()),
+      matches_on_program_(std::any_of(policy.rules.begin(), policy.rules.end(),
+                                      [](const config::Rule& rule) { return !rule.match.programs.empty(); })) {
   host_congestion_ = config::read_sysctl("net/ipv4/tcp_congestion_control").value_or("");
 }
 
@@ -204,8 +206,7 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   if (!call.still_pending()) {
     return;
   }
-  // The name as the call finds it (an exec shows at once): for the rule and the records.
-  const std::string program = threads_.program(call.thread());
+  const std::string program = program_of(call.thread());
   facts.program = program;
   const int rule = config::match_rule(policy_, facts, !is_connect);
   const config::Tuning& tuning = config::tuning_for(policy_, rule);
@@ -216,13 +217,18 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
                           observe_app_settings(socket.get(), tuning, is_connect ? facts.peer.family : local.family,
                                                host_, host_congestion_),
                           tuning, phase, host_);
-  // The endpoints as the shim reads them before the call: a client's conn_open has no peer.
-  follow_up.local = is_connect ? shim::local_endpoint(socket.get()) : local;
+  // A listener's endpoint; a client has none worth a system call before its connect (the
+  // conn_close record has both ends).
+  follow_up.local = local;
   read_socket(socket.get(), follow_up, effective_values_);
   socket = OwnedFd();  // before the answer: see read_socket
   call.continue_call();
   ++tuned_;
   (void)follow_ups_.push(std::move(follow_up));  // dropped beyond its bound: counted there
+}
+
+std::string CallTuner::program_of(pid_t thread) {
+  return matches_on_program_ ? threads_.program(thread) : threads_.program_once(thread);
 }
 
 FollowUp CallTuner::follow_up_of(const TrappedCall& call, FollowUp::Call kind, int rule, const std::string& program) {
@@ -273,7 +279,7 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   if (!call.still_pending()) {
     return;
   }
-  const std::string program = threads_.program(call.thread());
+  const std::string program = program_of(call.thread());
   facts.program = program;
   const int rule = config::match_rule(policy_, facts, is_listener);
   const config::Tuning& tuning = config::tuning_for(policy_, rule);

@@ -45,6 +45,10 @@ class CallTuner {
   void tune_connect_or_listen(const TrappedCall& call);
   void keep_policy_over_setsockopt(const TrappedCall& call);
   // What the records thread needs of an answered call on `socket` (its duplicate).
+  // The program's name: read at every call when a rule matches on names (an exec shows at once),
+  // else at the thread's first call only (a thread that execs in place keeps its old name in
+  // the records).
+  std::string program_of(pid_t thread);
   FollowUp follow_up_of(const TrappedCall& call, FollowUp::Call kind, int rule, const std::string& program);
 
   const config::Policy& policy_;
@@ -55,6 +59,7 @@ class CallTuner {
   // Ports the program listens on: a connected socket on one of them was accepted (role server).
   std::set<std::uint16_t> listening_ports_;
   ThreadHandles threads_;
+  bool matches_on_program_;
   std::uint64_t calls_ = 0;
   std::uint64_t tuned_ = 0;
 };

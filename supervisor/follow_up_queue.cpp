@@ -5,6 +5,7 @@
 namespace tcptune::supervisor {
 
 bool FollowUpQueue::push(FollowUp follow_up) {
+  bool wake = false;
   {
     const std::lock_guard lock(mutex_);
     if (abandoned_ || waiting_.size() >= kMostWaiting) {
@@ -12,14 +13,24 @@ bool FollowUpQueue::push(FollowUp follow_up) {
       return false;
     }
     waiting_.push_back(std::move(follow_up));
+    wake = idle_;
   }
-  ready_.notify_one();
+  if (wake) {
+    ready_.notify_one();
+  }
   return true;
 }
 
 std::optional<std::vector<FollowUp>> FollowUpQueue::take(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  ready_.wait_for(lock, timeout, [this] { return closed_ || !waiting_.empty(); });
+  const auto ready = [this] { return closed_ || !waiting_.empty(); };
+  // Just after a batch the next is gathered for kGatherFor, unwoken: a busy program's calls
+  // then cost no wake-up each. Only after a quiet spell does a push wake the taker.
+  if (!ready_.wait_for(lock, kGatherFor, ready)) {
+    idle_ = true;
+    ready_.wait_for(lock, timeout, ready);
+    idle_ = false;
+  }
   if (closed_ && waiting_.empty()) {
     return std::nullopt;
   }

@@ -19,11 +19,12 @@ namespace tcptune::supervisor {
 class FollowUpQueue {
  public:
   static constexpr std::size_t kMostWaiting = 8192;
+  static constexpr std::chrono::milliseconds kGatherFor{5};
 
   // False (and the follow-up dropped) when kMostWaiting wait already.
   bool push(FollowUp follow_up);
-  // What waits, after waiting at most `timeout` for something (possibly nothing); nullopt once
-  // closed and drained.
+  // What waits, after waiting for something at most kGatherFor without being woken, then at
+  // most `timeout` more (possibly nothing); nullopt once closed and drained.
   std::optional<std::vector<FollowUp>> take(std::chrono::milliseconds timeout);
   // No more follow-ups: take returns what is left without waiting, then nullopt.
   void close();
@@ -37,6 +38,7 @@ class FollowUpQueue {
   std::deque<FollowUp> waiting_;
   bool closed_ = false;
   bool abandoned_ = false;
+  bool idle_ = false;  // the taker waits to be woken
   std::uint64_t dropped_ = 0;
 };
 

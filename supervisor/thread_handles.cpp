@@ -119,6 +119,11 @@ std::string ThreadHandles::program(pid_t thread) {
   return handles.program;
 }
 
+std::string ThreadHandles::program_once(pid_t thread) {
+  Entry& handles = entry(thread);
+  return handles.program.empty() ? program(thread) : handles.program;
+}
+
 void ThreadHandles::forget(pid_t thread) {
   if (const auto found = entries_.find(thread); found != entries_.end()) {
     close_if_open(found->second.pidfd);

@@ -27,6 +27,8 @@ class ThreadHandles {
   // The basename of the program's argv[0], as the preloaded shim names a program, read now (an
   // exec shows at once); the last one read if the thread is gone, "" if never read.
   std::string program(pid_t thread);
+  // The same, read at this thread's first call only: an exec since is not seen.
+  std::string program_once(pid_t thread);
   // Drops what is kept for `thread`: its pidfd named a thread that has died.
   void forget(pid_t thread);
 
