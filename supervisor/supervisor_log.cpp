@@ -112,13 +112,18 @@ void SupervisorLog::write(config::LogLevel level, pid_t pid, std::string_view pr
 
 void SupervisorLog::flush() noexcept {
   if (fd_ >= 0 && !pending_.empty()) {
+    const off_t before = lseek(fd_, 0, SEEK_END);
     const ssize_t written = ::write(fd_, pending_.data(), pending_.size());
     if (written != static_cast<ssize_t>(pending_.size())) {
-      // A full disk, the file size limit (EFBIG: SIGXFSZ is ignored), an I/O error: the log
-      // stops here rather than go on after a cut line.
-      const int error = written < 0 ? errno : ENOSPC;
+      // A full disk, the file size limit (SIGXFSZ is ignored: EFBIG), an I/O error. The log
+      // ends here, at its last whole line: a short write's part is cut off again.
+      const std::string why =
+          written < 0 ? std::generic_category().message(errno) : "short write (the file size limit, or a full disk)";
+      if (written > 0 && before >= 0) {
+        (void)ftruncate(fd_, before);
+      }
       (void)std::fprintf(stderr, "tcptune: log %s: %s; the supervised program's later records are lost\n",
-                         path_.c_str(), std::generic_category().message(error).c_str());
+                         path_.c_str(), why.c_str());
       close(fd_);
       fd_ = -1;
     }

@@ -506,8 +506,42 @@ class Harness:
         if got is not None:
             self.checks.check(got["connected"] == count, f"all {count} connected ({got['connected']})")
             self.checks.check(got["tuned"] == count, f"all {count} tuned ({got['tuned']})")
-        opens = [r for r in records(log) if r.get("event") == "conn_open" and r.get("role") == "client"]
+        logged = records(log)
+        opens = [r for r in logged if r.get("event") == "conn_open" and r.get("role") == "client"]
         self.checks.check(len(opens) == count, f"{count} client conn_open records ({len(opens)})")
+        # Each names the probe's process (its pid, not a thread's) and program, though most
+        # of its threads are gone before their records are written.
+        started = [r.get("pid") for r in logged if r.get("event") == "start"]
+        owners = {(r.get("pid"), r.get("program")) for r in opens}
+        self.checks.check(len(started) == 1 and owners == {(started[0], "fault_probe")},
+                          f"every conn_open names the probe's pid {started} and program ({sorted(owners)[:5]})")
+
+    def case_log_size_limit(self):
+        # `ulimit -f` below what the log needs: tcptune must not die of SIGXFSZ (the program's
+        # later connects would fail with ENOSYS); the log ends, with one line, and that is all.
+        count, limit = 300, 16384
+        argv, log = self.supervised(self.probe("threads", str(count)), log_name="fsize.jsonl")
+        run = Run(argv, self.work, user_drop=("prlimit", f"--fsize={limit}", "--"))
+        status = self.finish_bounded(run, f"{count} threads under a {limit}-byte file size limit")
+        got = json_line(run)
+        self.checks.check(status == 0 and got is not None, f"exits 0 ({status}; {run.stderr.strip()[-300:]!r})")
+        if got is not None:
+            self.checks.check(got["connected"] == count and got["tuned"] == count,
+                              f"all {count} connected and tuned ({got})")
+        lost = [line for line in run.stderr.splitlines() if "later records are lost" in line]
+        self.checks.check(len(lost) == 1, f"one line says the log ended ({lost})")
+        size = os.path.getsize(log) if os.path.exists(log) else -1
+        self.checks.check(0 < size <= limit, f"the log stops within the limit ({size} bytes)")
+        text = open(log, encoding="utf-8").read() if size > 0 else ""
+        whole = text.endswith("\n") and all(parses(line) for line in text.splitlines())
+        self.checks.check(whole, "what was written is whole JSON lines")
+
+
+def parses(line):
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 def pick_congestion():
@@ -557,6 +591,7 @@ def main():
         "attack_force": lambda: h.case_attack("force"),
         "race": h.case_race,
         "threads": h.case_threads,
+        "log_size_limit": h.case_log_size_limit,
     }
     if args.case not in cases:
         print(f"unknown case {args.case}; known: {', '.join(cases)}")
