@@ -51,9 +51,7 @@ bool reap(pid_t child, int& child_status) noexcept {
   }
 }
 
-// How often exits are looked for, the connections polled, and the log flushed at the least.
-
-// How often exits are looked for when no call comes.
+// How often exits are looked for when no call comes (and at most, when calls come).
 constexpr int kReapEveryMs = 100;
 
 bool has_children() noexcept {
@@ -140,7 +138,7 @@ ServeResult serve(int listener, const Supervised& supervised, const config::Poli
   }
   // The kernel's seccomp_notif may be larger than this header's: receive into its size.
   std::vector<unsigned char> buffer(std::max<std::size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
-  // The supervisor keeps a pidfd per thread and a duplicate per waiting follow-up: as many
+  // The supervisor keeps a pidfd and a /proc descriptor per thread of the program: as many
   // descriptors as the hard limit allows (the program, forked already, keeps its own limit).
   if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
     files.rlim_cur = files.rlim_max;
