@@ -1,11 +1,8 @@
 #include "call_records.hpp"
 
-#include <sys/stat.h>
-
 #include <cstdio>
 
 #include "connection_record.hpp"
-#include "socket_probe.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 
 namespace tcptune::supervisor {
