@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tcptune/config/escape.hpp"
+#include "tcptune/config/utf8.hpp"
 
 namespace tcptune::config {
 
@@ -46,26 +47,11 @@ struct NonAscii {
 
 NonAscii describe_non_ascii(std::string_view text, std::size_t pos) {
   const auto lead = static_cast<unsigned char>(text[pos]);
-  std::size_t length = 0;
-  char32_t code = 0;
-  char32_t smallest = 0;
-  if ((lead & 0xE0U) == 0xC0U) {
-    length = 2, code = lead & 0x1FU, smallest = 0x80;
-  } else if ((lead & 0xF0U) == 0xE0U) {
-    length = 3, code = lead & 0x0FU, smallest = 0x800;
-  } else if ((lead & 0xF8U) == 0xF0U) {
-    length = 4, code = lead & 0x07U, smallest = 0x10000;
-  }
-  bool valid = length != 0 && pos + length <= text.size();
-  for (std::size_t i = 1; valid && i < length; ++i) {
-    const auto next = static_cast<unsigned char>(text[pos + i]);
-    valid = is_continuation(next);
-    code = (code << 6) | (next & 0x3FU);
-  }
-  valid = valid && code >= smallest && code <= 0x10FFFF && (code < 0xD800 || code > 0xDFFF);
+  const Utf8Character character = utf8_character_at(text, pos);
+  const char32_t code = character.code;
   char name[48];
   char escape[16];
-  if (!valid) {
+  if (character.length == 0) {
     (void)std::snprintf(name, sizeof name, "byte 0x%02X (not UTF-8)", static_cast<unsigned>(lead));
     return {name, ""};
   }

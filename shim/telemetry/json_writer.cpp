@@ -3,11 +3,17 @@
 #include <cmath>
 #include <cstdio>
 
+#include "tcptune/config/utf8.hpp"
+
 namespace tcptune::telemetry {
 
+// A byte that starts no valid UTF-8 character (a program named by raw bytes) becomes U+FFFD,
+// so that the line stays JSON that every reader accepts.
 void append_json_string(std::string& out, std::string_view text) {
   out += '"';
-  for (const char c : text) {
+  for (std::size_t pos = 0; pos < text.size();) {
+    const char c = text[pos];
+    const config::Utf8Character character = config::utf8_character_at(text, pos);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -15,14 +21,17 @@ void append_json_string(std::string& out, std::string_view text) {
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
+        if (character.length == 0) {
+          out += "\\ufffd";
+        } else if (static_cast<unsigned char>(c) < 0x20) {
           char escaped[8];
           (void)std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
           out += escaped;
         } else {
-          out += c;
+          out.append(text.substr(pos, character.length));
         }
     }
+    pos += character.length == 0 ? 1 : character.length;
   }
   out += '"';
 }

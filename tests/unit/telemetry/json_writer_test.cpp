@@ -27,6 +27,18 @@ TEST(JsonObject, EscapesStringsAndRefusesNonFiniteNumbers) {
   EXPECT_EQ(line, R"({"program":"a\"b\\c\nd\u0001","nan":null})");
 }
 
+// A program's name is whatever bytes its argv[0] holds; the line must stay valid JSON.
+TEST(JsonObject, KeepsUtf8AndReplacesBytesThatAreNotUtf8) {
+  EXPECT_EQ(JsonObject().field("program", "caf\xC3\xA9 \xF0\x9F\x98\x80").str(),
+            "{\"program\":\"caf\xC3\xA9 \xF0\x9F\x98\x80\"}");
+  // A stray byte, a cut sequence at the end, an overlong '/', a surrogate, past U+10FFFF.
+  EXPECT_EQ(JsonObject().field("program", "bad\nname\xFF").str(), R"({"program":"bad\nname\ufffd"})");
+  EXPECT_EQ(JsonObject().field("p", "a\xE2\x82").str(), R"({"p":"a\ufffd\ufffd"})");
+  EXPECT_EQ(JsonObject().field("p", "\xC0\xAF").str(), R"({"p":"\ufffd\ufffd"})");
+  EXPECT_EQ(JsonObject().field("p", "\xED\xA0\x80x").str(), R"({"p":"\ufffd\ufffd\ufffdx"})");
+  EXPECT_EQ(JsonObject().field("p", "\xF4\x90\x80\x80").str(), R"({"p":"\ufffd\ufffd\ufffd\ufffd"})");
+}
+
 TEST(JsonArray, JoinsValues) {
   EXPECT_EQ(JsonArray().str(), "[]");
   EXPECT_EQ(JsonArray().add_raw("1").add_raw(R"({"a":2})").str(), R"([1,{"a":2}])");
