@@ -12,6 +12,7 @@
 #include "log_summary.hpp"
 #include "program_launch.hpp"
 #include "supervised_run.hpp"
+#include "tcptune/config/escape.hpp"
 #include "tcptune/config/policy_loader.hpp"
 
 namespace tcptune::cli {
@@ -90,15 +91,15 @@ int run_command(const RunOptions& options) {
   bool supervised = (options.supervise || obstacles.bypasses_loader) && !obstacles.privileged;
   for (const std::string& reason : obstacles.reasons) {
     (void)std::fprintf(stderr, supervised ? "tcptune: %s\n" : "tcptune: warning: %s; it will run untuned\n",
-                       reason.c_str());
+                       config::escape_for_display(reason, false).c_str());
   }
   if (obstacles.privileged && (options.supervise || obstacles.bypasses_loader)) {
     (void)std::fprintf(stderr,
                        "tcptune: warning: supervision would strip its privileges (no_new_privs): not supervised\n");
   }
   if (supervised) {
-    (void)std::fprintf(stderr, "tcptune: tuning %s from outside: supervised mode%s\n", command.c_str(),
-                       options.supervise ? " (--supervise)" : "");
+    (void)std::fprintf(stderr, "tcptune: tuning %s from outside: supervised mode%s\n",
+                       config::escape_for_display(command, false).c_str(), options.supervise ? " (--supervise)" : "");
   } else {
     const std::string preload = preload_with_shim_first(shim, std::getenv("LD_PRELOAD"));
     setenv("LD_PRELOAD", preload.c_str(), 1);
