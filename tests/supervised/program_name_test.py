@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A program whose name is not UTF-8: connect_probe (static) run under `tcptune run
 --supervise` through a link named b"bad\\nname\\xff". Checked: the rule that matches on
-program = "bad*" tunes its connections; every line of the log is UTF-8 and JSON, the name
+program = "bad*" tunes its connections; tcptune's two lines on stderr stay two, the name's
+newline escaped; every line of the log is UTF-8 and JSON, the name
 written with U+FFFD for the stray byte; `tcptune report` counts the connections under the rule
 and skips no line."""
 import argparse
