@@ -17,6 +17,8 @@
 #include <benchmark/benchmark.h>
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "process_runtime.hpp"
 #include "socket_events.hpp"
@@ -26,6 +28,7 @@
 namespace {
 
 using namespace tcptune::shim;
+namespace config = tcptune::config;
 
 const tcptune::config::Policy& default_policy() {
   static const auto policy = std::make_unique<tcptune::config::Policy>(tcptune::config::builtin_default_policy());
@@ -52,7 +55,11 @@ BENCHMARK(non_tcp_fd_lookup);
 
 // What socket_events.hpp's tracked_write does around a call that "writes" 100 bytes at once
 // (less its idle-restart check).
-void tracked_write_body(benchmark::State& state, bool measured, bool keep_warm) {
+// One write-family call on a tracked socket, as the hooks make it, of `message`; kept warm
+// with `framing` unless nullopt. `framer_prefix`: bytes the framer has seen before (a request
+// head whose body the writes then carry).
+void tracked_write_body(benchmark::State& state, bool measured, std::optional<config::Framing> framing,
+                        const std::string& message = std::string(100, 'x'), const std::string& framer_prefix = "") {
   install_runtime_for_testing(&default_policy(), "bench");
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   on_socket_created(fd, AF_INET, SOCK_STREAM, 0);
@@ -65,10 +72,13 @@ void tracked_write_body(benchmark::State& state, bool measured, bool keep_warm) 
     tracked->stats.reset(monotonic_ns());
     tracked->set_flag(flag_measured);
   }
-  if (keep_warm) {
+  if (framing) {
+    tracked->framer.start(*framing, true);
+    tracked->framer.consume(framer_prefix.data(), framer_prefix.size());
     tracked->set_flag(flag_keep_warm);
   }
-  ssize_t written = 100;
+  const auto size = static_cast<ssize_t>(message.size());
+  ssize_t written = size;
   const auto measured_call = [&](SocketSlot& slot) {
     if (!slot.has_flag(flag_measured)) {
       benchmark::DoNotOptimize(written);
@@ -76,7 +86,7 @@ void tracked_write_body(benchmark::State& state, bool measured, bool keep_warm) 
     }
     const WriteStart start = begin_measured_write(slot);
     benchmark::DoNotOptimize(written);
-    after_measured_write(fd, slot, start, written, 100);
+    after_measured_write(fd, slot, start, written, message.size());
     return written;
   };
   for (auto _ : state) {
@@ -84,34 +94,66 @@ void tracked_write_body(benchmark::State& state, bool measured, bool keep_warm) 
     before_write(*slot, fd);
     if (slot->has_flag(flag_keep_warm)) {
       benchmark::DoNotOptimize(gated_write(
-          fd, *slot, [](ssize_t) { return std::size_t{100}; }, false, false, [&] { return measured_call(*slot); }));
+          fd, *slot, [&](ssize_t) { return message.size(); }, BufferBytes{message.data()}, false,
+          [&] { return measured_call(*slot); }));
     } else {
       benchmark::DoNotOptimize(measured_call(*slot));
     }
+  }
+  if (framing && tracked->framer.loss() != FramingLoss::none) {
+    state.SkipWithError("the framer lost the stream");
   }
   before_close(fd);
   close(fd);
 }
 
 void tcp_write_unmeasured(benchmark::State& state) {
-  tracked_write_body(state, false, false);
+  tracked_write_body(state, false, std::nullopt);
 }
 BENCHMARK(tcp_write_unmeasured);
 
 void tcp_write_measured(benchmark::State& state) {
-  tracked_write_body(state, true, false);
+  tracked_write_body(state, true, std::nullopt);
 }
 BENCHMARK(tcp_write_measured);
 
 void tcp_write_keep_warm(benchmark::State& state) {
-  tracked_write_body(state, false, true);
+  tracked_write_body(state, false, config::Framing::guessed);
 }
 BENCHMARK(tcp_write_keep_warm);
 
 void tcp_write_measured_keep_warm(benchmark::State& state) {
-  tracked_write_body(state, true, true);
+  tracked_write_body(state, true, config::Framing::guessed);
 }
 BENCHMARK(tcp_write_measured_keep_warm);
+
+// Keep-warm following a protocol's framing, against tcp_write_keep_warm (raw bytes, guessed
+// ends) in the same run: per write over payload, per byte over heads.
+void tcp_write_keep_warm_lines(benchmark::State& state) {
+  tracked_write_body(state, false, config::Framing::lines, std::string(99, 'x') + "\n");
+}
+BENCHMARK(tcp_write_keep_warm_lines);
+
+void tcp_write_keep_warm_http_body(benchmark::State& state) {
+  // 100-byte writes inside one large declared body: counted down, not read.
+  tracked_write_body(state, false, config::Framing::http1_request, std::string(100, 'x'),
+                     "POST /upload HTTP/1.1\r\nContent-Length: 1000000000000\r\n\r\n");
+}
+BENCHMARK(tcp_write_keep_warm_http_body);
+
+void tcp_write_keep_warm_http_request(benchmark::State& state) {
+  // A whole small request per write: its 80-byte head is read byte by byte.
+  tracked_write_body(state, false, config::Framing::http1_request,
+                     "POST /api/v1/items HTTP/1.1\r\nHost: backend\r\nContent-Length: 20\r\n\r\n01234567890123456789");
+}
+BENCHMARK(tcp_write_keep_warm_http_request);
+
+void tcp_write_keep_warm_resp_command(benchmark::State& state) {
+  // A SET with a 100-byte value per write: its heads read, its value counted down.
+  tracked_write_body(state, false, config::Framing::resp_request,
+                     "*3\r\n$3\r\nSET\r\n$8\r\nuser:123\r\n$100\r\n" + std::string(100, 'v') + "\r\n");
+}
+BENCHMARK(tcp_write_keep_warm_resp_command);
 
 // The two clock reads a measured write makes, alone: the write clock (the TSC where it is
 // trusted) and, for comparison, clock_gettime, which it falls back to elsewhere.

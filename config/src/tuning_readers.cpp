@@ -33,6 +33,7 @@ bool read_keep_warm_protocol(TomlWalk& walk, const toml::node& node, KeepWarm& k
   keep_warm.protocol = preset->name;
   keep_warm.payload = preset->payload;
   keep_warm.side = preset->side;
+  keep_warm.framing = preset->framing;
   return true;
 }
 

@@ -36,6 +36,7 @@ void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, Connection
   out.tcp_info = read_tcp_info(fd);
   out.local = local_endpoint(fd);
   out.peer = peer_endpoint(fd);
+  out.framing_loss = slot.framer.loss();
 }
 
 telemetry::JsonObject latency_object_us(const telemetry::LatencyHistogram& histogram) {
@@ -94,6 +95,9 @@ telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const co
   record.add("open_at_exit", snapshot.open_at_exit)
       .add("duration_s", static_cast<double>(snapshot.closed_ns - snapshot.opened_ns) / 1e9);
   add_counters(record, snapshot.counters);
+  if (snapshot.framing_loss != FramingLoss::none) {
+    record.add("keep_warm_ended_by", framing_loss_name(snapshot.framing_loss));
+  }
   record.add_json("write_latency_us", latency_json_us(snapshot.write_latency), latency_text_us(snapshot.write_latency))
       .add_json_section("write_latency_hist", histogram_buckets_json(snapshot.write_latency), "");
   if (snapshot.histogram_lost_carries != 0) {

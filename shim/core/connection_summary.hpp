@@ -34,6 +34,7 @@ struct ConnectionSnapshot {
   std::optional<TcpInfoSummary> tcp_info;
   config::Endpoint local;
   config::Endpoint peer;
+  FramingLoss framing_loss = FramingLoss::none;  // why keep-warm ended, if it did
 };
 
 // Fills `out` from the slot and the kernel (TCP_INFO, endpoints). Preserves errno.

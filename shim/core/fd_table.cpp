@@ -12,6 +12,7 @@ void reset(SocketSlot& slot) noexcept {
   // worker began before it still finishes before the caller closes the descriptor.
   slot.generation.fetch_add(1, std::memory_order_acq_rel);
   slot.keep_warm_gate.retire();
+  slot.framer.clear_loss();  // the rest is set when keep-warm starts on the next connection
   slot.role.store(SocketRole::unknown, std::memory_order_relaxed);
   slot.rule_index.store(kRuleUnchosen, std::memory_order_relaxed);
   slot.flags.store(0, std::memory_order_relaxed);

@@ -20,7 +20,8 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
   if (!tuning.keep_warm) {
     return std::nullopt;
   }
-  OptionReport report{"keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off", "", OptionStatus::left_alone, 0, {}};
+  OptionReport report{
+      "keep_warm", config::describe_keep_warm(*tuning.keep_warm), "off", "", OptionStatus::left_alone, 0, {}};
   if (role == SocketRole::listener) {
     report.effective = "-";
     report.note = "applies to the accepted connections";
@@ -41,6 +42,13 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
   if (phase == ApplyPhase::inherited_connected) {
     // Shared by definition: the other owner's writes would not pass this process's gate.
     report.note = "inherited from another process, which may write to it too; not kept warm";
+    return report;
+  }
+  const config::Framing framing = tuning.keep_warm->framing;
+  const bool fresh = phase != ApplyPhase::adopted_connected;
+  if (!fresh && framing != config::Framing::guessed && framing != config::Framing::lines) {
+    report.note = "connected before the shim saw it: where its " + tuning.keep_warm->protocol +
+                  " messages end is unknown; not kept warm";
     return report;
   }
   if (!namespace_restarts_after_idle()) {
@@ -65,6 +73,7 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
   if (get_int_option(fd, IPPROTO_TCP, TCP_CORK).value_or(0) != 0) {
     slot.keep_warm_gate.set_corked(true);
   }
+  slot.framer.start(framing, fresh);
   slot.keep_warm_gate.start_connection();
   slot.set_flag(flag_keep_warm);
   const WarmConnection connection{fd, slot.generation.load(std::memory_order_acquire),
@@ -77,8 +86,11 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
   }
   report.effective = "on";
   report.status = OptionStatus::applied;
+  report.note = framing == config::Framing::guessed
+                    ? "message ends guessed: a write call that returns whole is taken to end one"
+                    : "message ends followed: " + tuning.keep_warm->protocol + " framing over the bytes written";
   if (slot.keep_warm_gate.nagle()) {
-    report.note = "Nagle is on: the message after a heartbeat is pushed (TCP_NODELAY set and cleared)";
+    report.note += "; Nagle is on: the message after a heartbeat is pushed (TCP_NODELAY set and cleared)";
   }
   return report;
 }

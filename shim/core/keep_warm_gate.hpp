@@ -45,12 +45,15 @@ class KeepWarmGate {
   static constexpr std::uint32_t kEpochUnit = 1U << kEpochShift;
 
   // App thread, before the real write: from here on no heartbeat starts; one already being
-  // sent is waited for, so the app's bytes follow it whole.
-  void enter_write() noexcept {
+  // sent is waited for, so the app's bytes follow it whole. False when another write was in
+  // progress (another thread, or a signal handler's write inside one): the order of the two
+  // calls' bytes on the stream is then unknown.
+  bool enter_write() noexcept {
     const std::uint32_t seen = word_.fetch_add(1, std::memory_order_seq_cst);
     if ((seen & kHeartbeat) != 0) [[unlikely]] {
       wait_while_heartbeat();
     }
+    return (seen & kWritersMask) == 0;
   }
 
   // App thread, after the real write, in one atomic step: one writer fewer, one epoch more,

@@ -5,6 +5,8 @@
 #include <linux/close_range.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -433,6 +435,20 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
   } catch (...) {
   }
   return SockoptVerdict::pass;
+}
+
+void end_keep_warm_framing_lost(SocketSlot& slot) noexcept {
+  // Once: later writes skip the gate, and the worker drops the connection at its next look.
+  if ((slot.flags.fetch_and(static_cast<std::uint16_t>(~flag_keep_warm), std::memory_order_relaxed) & flag_keep_warm) !=
+      0) {
+    slot.stats.counters.keep_warm_ended.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+bool socket_blocks(int fd) noexcept {
+  const ErrnoSaver saver;
+  const long flags = syscall(SYS_fcntl, fd, F_GETFL);
+  return flags >= 0 && (flags & O_NONBLOCK) == 0;
 }
 
 void push_held_tail(int fd) noexcept {

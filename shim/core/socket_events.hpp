@@ -21,6 +21,7 @@
 #include "socket_slot.hpp"
 #include "telemetry_worker.hpp"
 #include "write_clock.hpp"
+#include "written_bytes.hpp"
 
 namespace tcptune::shim {
 
@@ -59,13 +60,17 @@ inline WriteStart begin_measured_write(const SocketSlot& slot) noexcept;
 inline void after_measured_write(int fd, SocketSlot& slot, const WriteStart& start, ssize_t result,
                                  std::size_t offered) noexcept;
 // A write-family call on a kept-warm connection goes through its gate (keep_warm_gate.hpp).
-// `offered(result)`: the bytes the call was given, asked after it. `more`: the call passed
-// MSG_MORE, so the app's message continues in a later write. `short_is_whole`: the call moves
-// what its source holds (splice from a pipe, sendfile to a file's end), so fewer bytes than
-// asked is not a message written in part.
-template <typename Offered, typename Call>
-auto gated_write(int fd, SocketSlot& slot, Offered offered, bool more, bool short_is_whole, Call call)
+// `offered(result)`: the bytes the call was given, asked after it. `bytes`: where they are
+// (written_bytes.hpp), for a framer that follows the protocol. `more`: the call passed
+// MSG_MORE, so the app's message continues in a later write.
+template <typename Offered, typename Bytes, typename Call>
+auto gated_write(int fd, SocketSlot& slot, Offered offered, const Bytes& bytes, bool more, Call call)
     -> decltype(call());
+// The framer lost the connection's framing: keep-warm ends there (the gate stays inside a
+// message, so no heartbeat starts before the worker drops the connection).
+void end_keep_warm_framing_lost(SocketSlot& slot) noexcept;
+// The socket is in blocking mode (one fcntl). Errno preserved.
+bool socket_blocks(int fd) noexcept;
 // The first message after a heartbeat is complete on a socket with Nagle on: pushes its tail,
 // which Linux would hold until the heartbeat's ACK (see keep_warm_gate.hpp), by setting
 // TCP_NODELAY (which sends what is queued) and clearing it again, unless the app turned Nagle
@@ -146,15 +151,55 @@ inline void after_measured_write(int fd, SocketSlot& slot, const WriteStart& sta
   errno = error;
 }
 
-template <typename Offered, typename Call>
-auto gated_write(int fd, SocketSlot& slot, Offered offered, bool more, bool short_is_whole, Call call)
+// The connection's message boundary after a call that returned `result`, on a connection whose
+// framing follows its protocol: only what the kernel accepted advances it.
+template <typename Bytes>
+bool framed_boundary(SocketSlot& slot, const Bytes& bytes, bool alone, ssize_t result) noexcept {
+  MessageFramer& framer = slot.framer;
+  if (!alone) {
+    framer.lose(FramingLoss::concurrent_writes);
+  } else if (result > 0) {
+    const ErrnoSaver saver;
+    feed_framer(framer, bytes, static_cast<std::size_t>(result));
+  }
+  if (framer.loss() != FramingLoss::none) [[unlikely]] {
+    end_keep_warm_framing_lost(slot);
+    return false;
+  }
+  return framer.at_boundary();
+}
+
+// Raw heartbeat bytes: a call that took all it was offered, without MSG_MORE, is taken to end
+// a message. A sendfile or splice that moved less may have met the end of its source (it
+// returned 0, or the socket blocks, so only the source can have stopped it); on a non-blocking
+// socket it may have met a full buffer, with the message going on in a later call.
+template <typename Bytes>
+bool guessed_whole(int fd, ssize_t result, std::size_t offered, bool more) noexcept {
+  if (result < 0 || more) {
+    return false;
+  }
+  if (static_cast<std::size_t>(result) >= offered) {
+    return true;
+  }
+  return Bytes::kSourceMayRunDry && (result == 0 || socket_blocks(fd));
+}
+
+template <typename Offered, typename Bytes, typename Call>
+auto gated_write(int fd, SocketSlot& slot, Offered offered, const Bytes& bytes, bool more, Call call)
     -> decltype(call()) {
-  slot.keep_warm_gate.enter_write();
+  const bool alone = slot.keep_warm_gate.enter_write();
   const auto result = call();
-  const bool accepted_all =
-      result >= 0 && (short_is_whole || static_cast<std::size_t>(result) >= offered(static_cast<ssize_t>(result))) &&
-      !more;
-  if (slot.keep_warm_gate.leave_write(accepted_all, result > 0 && !accepted_all, result > 0)) [[unlikely]] {
+  const auto accepted = static_cast<ssize_t>(result);
+  bool whole = false;
+  bool part = false;
+  if (slot.framer.follows_protocol()) {
+    whole = framed_boundary(slot, bytes, alone, accepted);
+    part = !whole;
+  } else {
+    whole = guessed_whole<Bytes>(fd, accepted, offered(accepted), more);
+    part = accepted > 0 && !whole;
+  }
+  if (slot.keep_warm_gate.leave_write(whole, part, accepted > 0)) [[unlikely]] {
     push_held_tail(fd);
   }
   return result;
@@ -185,25 +230,25 @@ auto measured_write(int fd, SocketSlot& slot, Offered offered, Call call) -> dec
 }
 
 // A write-family call on a tracked TCP socket.
-template <typename Offered, typename Call>
-auto tcp_write(int fd, SocketSlot& slot, Offered offered, Call call, int flags, bool short_is_whole = false)
+template <typename Offered, typename Bytes, typename Call>
+auto tcp_write(int fd, SocketSlot& slot, Offered offered, const Bytes& bytes, Call call, int flags)
     -> decltype(call()) {
   before_write(slot, fd);
   if (slot.has_flag(flag_keep_warm)) [[unlikely]] {
-    return gated_write(fd, slot, offered, (flags & MSG_MORE) != 0, short_is_whole,
+    return gated_write(fd, slot, offered, bytes, (flags & MSG_MORE) != 0,
                        [&] { return measured_write(fd, slot, offered, call); });
   }
   return measured_write(fd, slot, offered, call);
 }
 
 // A write-family call on any descriptor: write, send, writev, sendfile, splice.
-template <typename Offered, typename Call>
-auto tracked_write(int fd, Offered offered, Call call, int flags = 0, bool short_is_whole = false) -> decltype(call()) {
+template <typename Offered, typename Bytes, typename Call>
+auto tracked_write(int fd, Offered offered, const Bytes& bytes, Call call, int flags = 0) -> decltype(call()) {
   SocketSlot* slot = tcp_slot_for_io(fd);
   if (slot == nullptr) [[likely]] {
     return call();
   }
-  return tcp_write(fd, *slot, offered, call, flags, short_is_whole);
+  return tcp_write(fd, *slot, offered, bytes, call, flags);
 }
 
 inline std::size_t iov_bytes(const iovec* iov, std::size_t count) noexcept {
@@ -223,12 +268,13 @@ inline std::size_t iov_bytes_after(ssize_t result, const iovec* iov, std::size_t
 
 // sendto: with MSG_FASTOPEN and an address, the call also connects (it sends the SYN).
 template <typename Call>
-ssize_t tracked_sendto(int fd, std::size_t count, int flags, const sockaddr* addr, socklen_t len, Call call) {
+ssize_t tracked_sendto(int fd, const void* buf, std::size_t count, int flags, const sockaddr* addr, socklen_t len,
+                       Call call) {
   if ((flags & MSG_FASTOPEN) != 0 && addr != nullptr) {
     before_connect(fd, addr, len);
   }
   return tracked_write(
-      fd, [&](ssize_t) { return count; }, call, flags);
+      fd, [&](ssize_t) { return count; }, BufferBytes{buf}, call, flags);
 }
 
 // sendmsg: it may connect (MSG_FASTOPEN) and pass descriptors (SCM_RIGHTS) as well.
@@ -244,7 +290,7 @@ ssize_t tracked_sendmsg(int fd, const msghdr* message, int flags, Call call) {
   const auto offered = [&](ssize_t result) {
     return result >= 0 ? iov_bytes(message->msg_iov, message->msg_iovlen) : std::size_t{0};
   };
-  const ssize_t result = tracked_write(fd, offered, call, flags);
+  const ssize_t result = tracked_write(fd, offered, MessageBytes{message}, call, flags);
   if (result >= 0 && message->msg_controllen != 0) {  // accepted: the kernel read `message`
     const ErrnoSaver saver;
     after_rights_sent(*message);
@@ -274,7 +320,7 @@ int tracked_sendmmsg(int fd, const mmsghdr* messages, int flags, Call call) {
     return total;
   };
   tcp_write(
-      fd, *slot, offered,
+      fd, *slot, offered, MultiMessageBytes{messages, &sent},
       [&]() -> ssize_t {
         sent = call();
         std::size_t bytes = 0;

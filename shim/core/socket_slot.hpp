@@ -1,8 +1,9 @@
-// What the shim knows about one file descriptor number (560 bytes with its write statistics,
-// inside the 1 KiB per-connection budget with room for the worker's share). Slots live in the FdTable and are
-// never freed: closing an fd retires its slot (generation bumped, state reset), so a reused
-// number never inherits an old connection's state and a racing reader never touches freed
-// memory. Every field is atomic because hooks on one fd may run on several threads.
+// What the shim knows about one file descriptor number (640 bytes with its write statistics and
+// keep-warm's framer, inside the 1 KiB per-connection budget with room for the worker's share). Slots live in the
+// FdTable and are never freed: closing an fd retires its slot (generation bumped, state reset), so a reused number
+// never inherits an old connection's state and a racing reader never touches freed memory. Every field is atomic
+// because hooks on one fd may run on several threads, but the framer, which the keep-warm gate gives to one writer at a
+// time.
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include "app_settings.hpp"
 #include "connection_stats.hpp"
 #include "keep_warm_gate.hpp"
+#include "message_framer.hpp"
 #include "socket_probe.hpp"
 #include "socket_role.hpp"
 
@@ -57,6 +59,9 @@ struct SocketSlot {
   // only has to bump the generation.
   telemetry::ConnectionStats stats;
   KeepWarmGate keep_warm_gate;
+  // Where the app's messages end, for keep-warm with a protocol preset; the app's writers'
+  // (one at a time, through the gate).
+  MessageFramer framer;
 
   [[nodiscard]] bool is_tcp() const noexcept { return kind.load(std::memory_order_acquire) == FdKind::tcp; }
   [[nodiscard]] bool has_flag(SlotFlag flag) const noexcept {
@@ -72,6 +77,6 @@ struct SocketSlot {
   }
 };
 // Every fd number has one: what it grows by is paid once per connection.
-static_assert(sizeof(SocketSlot) <= 576, "the slot outgrew its share of the 1 KiB per-connection budget");
+static_assert(sizeof(SocketSlot) <= 640, "the slot outgrew its share of the 1 KiB per-connection budget");
 
 }  // namespace tcptune::shim

@@ -93,16 +93,17 @@ TCPTUNE_HOOK int getsockopt(int fd, int level, int name, void* value, socklen_t*
 
 TCPTUNE_HOOK ssize_t write(int fd, const void* buf, size_t count) {
   return core::tracked_write(
-      fd, [&](ssize_t) { return count; }, [&] { return next::write(fd, buf, count); });
+      fd, [&](ssize_t) { return count; }, core::BufferBytes{buf}, [&] { return next::write(fd, buf, count); });
 }
 
 TCPTUNE_HOOK ssize_t send(int fd, const void* buf, size_t count, int flags) {
   return core::tracked_write(
-      fd, [&](ssize_t) { return count; }, [&] { return next::send(fd, buf, count, flags); }, flags);
+      fd, [&](ssize_t) { return count; }, core::BufferBytes{buf}, [&] { return next::send(fd, buf, count, flags); },
+      flags);
 }
 
 TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, const sockaddr* addr, socklen_t len) {
-  return core::tracked_sendto(fd, count, flags, addr, len,
+  return core::tracked_sendto(fd, buf, count, flags, addr, len,
                               [&] { return next::sendto(fd, buf, count, flags, addr, len); });
 }
 
@@ -117,28 +118,28 @@ TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int fla
 TCPTUNE_HOOK ssize_t writev(int fd, const iovec* iov, int count) {
   return core::tracked_write(
       fd, [&](ssize_t result) { return core::iov_bytes_after(result, iov, static_cast<std::size_t>(count)); },
-      [&] { return next::writev(fd, iov, count); });
+      core::IovecBytes{iov, static_cast<std::size_t>(count)}, [&] { return next::writev(fd, iov, count); });
 }
 
 TCPTUNE_HOOK ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
   return core::tracked_write(
-      out_fd, [&](ssize_t) { return count; }, [&] { return next::sendfile(out_fd, in_fd, offset, count); }, 0,
-      /*short_is_whole=*/true);
+      out_fd, [&](ssize_t) { return count; }, core::FileBytes{in_fd, offset},
+      [&] { return next::sendfile(out_fd, in_fd, offset, count); });
 }
 
 TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t count) {
   return core::tracked_write(
-      out_fd, [&](ssize_t) { return count; }, [&] { return next::sendfile64(out_fd, in_fd, offset, count); }, 0,
-      /*short_is_whole=*/true);
+      out_fd, [&](ssize_t) { return count; }, core::FileBytes{in_fd, offset},
+      [&] { return next::sendfile64(out_fd, in_fd, offset, count); });
 }
 
 // Into a socket, splice is a write; SPLICE_F_MORE says the message goes on, as MSG_MORE does.
 TCPTUNE_HOOK ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* out_offset, size_t count,
                             unsigned int flags) {
   return core::tracked_write(
-      out_fd, [&](ssize_t) { return count; },
+      out_fd, [&](ssize_t) { return count; }, core::PipeBytes{},
       [&] { return next::splice(in_fd, in_offset, out_fd, out_offset, count, flags); },
-      (flags & SPLICE_F_MORE) != 0 ? MSG_MORE : 0, /*short_is_whole=*/true);
+      (flags & SPLICE_F_MORE) != 0 ? MSG_MORE : 0);
 }
 
 TCPTUNE_HOOK ssize_t read(int fd, void* buf, size_t count) {

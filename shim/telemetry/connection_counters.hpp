@@ -28,7 +28,9 @@ namespace tcptune::telemetry {
   X(idle_restarts, "idle_restarts", "tcptune_idle_restarts_total",                                          \
     "Writes that found the congestion window restarted after idle.")                                        \
   X(heartbeats, "heartbeats", "tcptune_heartbeats_total", "Keep-warm heartbeats sent on idle connections.") \
-  X(heartbeat_bytes, "heartbeat_bytes", nullptr, "Bytes of those heartbeats.")
+  X(heartbeat_bytes, "heartbeat_bytes", nullptr, "Bytes of those heartbeats.")                              \
+  X(keep_warm_ended, "keep_warm_ended", nullptr,                                                            \
+    "Kept-warm connections whose protocol framing could no longer be followed, so keep-warm ended.")
 
 // Plain counts: snapshots and sums, one thread at a time.
 struct ConnectionCounters {

@@ -15,6 +15,7 @@ struct KeepWarmPreset {
   std::string_view name;
   std::string_view payload;
   HeartbeatSide side;
+  Framing framing;            // how the shim finds where the app's messages end
   std::string_view protocol;  // for messages: "HTTP/1.1", "STOMP"
   std::string_view source;    // where the protocol lets the receiver skip these bytes
 };

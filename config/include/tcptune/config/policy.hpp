@@ -83,6 +83,20 @@ enum class HeartbeatSide : std::uint8_t {
   server,  // connections the program accepts
 };
 
+// How keep-warm knows where the app's messages end, so that a heartbeat never lands inside one.
+// A protocol preset follows the protocol's own framing over the bytes the app writes (the
+// shim's message_framer); raw heartbeat bytes can only guess: a write call that returns whole
+// is taken to end a message, which a relay or streaming proxy, forwarding a message in parts as
+// it arrives, defeats.
+enum class Framing : std::uint8_t {
+  guessed,        // raw `heartbeat`/`heartbeat_hex`: a whole write ends a message
+  lines,          // a message ends with '\n'
+  http1_request,  // HTTP/1.1 requests: head, then a Content-Length or chunked body
+  resp_request,   // Redis commands: RESP arrays of bulk strings, or inline lines
+  stomp,          // STOMP frames: headers, then a content-length body or one ending at NUL
+  amqp091,        // AMQP 0-9-1: the protocol header, then frames of declared size ending in 0xCE
+};
+
 // In-band heartbeats that keep an idle connection's congestion window from restarting
 // (tcp_slow_start_after_idle): `keep_warm = { heartbeat = "\n", interval = "auto" }`, or a
 // protocol's own no-op by name: `keep_warm = { protocol = "http1-client" }`.
@@ -90,6 +104,7 @@ struct KeepWarm {
   std::string payload;                           // bytes the peer's protocol ignores between messages, 1..64
   std::string protocol;                          // the preset's name; empty when the policy gave the bytes
   HeartbeatSide side = HeartbeatSide::both;      // a preset's; explicit bytes leave it to the rule's match
+  Framing framing = Framing::guessed;            // a preset's; explicit bytes can only guess
   std::optional<Duration> interval;              // unset: "auto", the connection's RTO less a margin
   Duration max_idle = std::chrono::seconds(60);  // stop once the app has written nothing this long
 };
