@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
 from testlib import SKIP, Checks, clean_env, records, run  # noqa: E402,F401
@@ -165,3 +166,46 @@ class Sink:
         if done.returncode != 0 and self.process.poll() is None:
             self.process.terminate()
         return self.result()
+
+
+# The framing tests (issue 20): real programs whose messages reach the socket in pieces.
+def keep_warm_rule_policy(args, name, match, keep_warm):
+    """A policy whose one rule keeps warm the connections `match` selects (a TOML inline
+    table's body) with `keep_warm` (its body, without the interval): heartbeats 10 ms apart,
+    reno (keep-warm skips bbr, the host default here), and a 1400-byte MSS, so that a burst
+    of a few MB opens the window to many segments as on a real link (keep-warm sends nothing
+    below 10)."""
+    return write_policy(args, name, f"""[[rule]]
+name = "{name}"
+match = {{ {match} }}
+congestion = "reno"
+sockopt = [ {{ level = "IPPROTO_TCP", name = "TCP_MAXSEG", value = 1400 }} ]
+keep_warm = {{ {keep_warm}, interval = "10ms" }}
+""")
+
+
+def shim_env(args, policy, log):
+    """The environment of a program run under the shim with `policy`, logging jsonl to `log`."""
+    return clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy, TCPTUNE_LOG=log, TCPTUNE_LOG_FORMAT="jsonl")
+
+
+def heartbeats_sent(log):
+    """The heartbeats the shim counted in the conn_close records of a jsonl log."""
+    return sum(r.get("heartbeats", 0) for r in records(log) if r.get("event") == "conn_close")
+
+
+def free_port():
+    """A loopback TCP port nobody listens on now (for programs that take a port number)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(condition, timeout):
+    """Polls `condition` every 10 ms for up to `timeout` seconds; its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return condition()
