@@ -127,6 +127,14 @@ std::string explain_keep_warm(const Tuning& tuning, const HostOutlook& /*host*/)
   std::string out = "  keep_warm: " + describe_keep_warm(*tuning.keep_warm) + "\n";
   if (const KeepWarmPreset* preset = find_keep_warm_preset(tuning.keep_warm->protocol)) {
     out += "    why the peer ignores it: " + std::string(preset->source) + "\n";
+    out += "    message ends followed: the " + std::string(preset->protocol) +
+           " framing is followed over the bytes the program writes, and a heartbeat goes only between two "
+           "messages; keep-warm ends on a connection whose framing cannot be followed\n";
+  } else {
+    out +=
+        "    message ends guessed: a write call that returns whole is taken to end a message, so a relay or "
+        "streaming proxy forwarding a message in parts, or a producer pausing inside one, can get a heartbeat "
+        "inside it; a protocol preset follows the protocol's framing instead\n";
   }
   const NodelayMode nodelay = tuning.nodelay.value_or(NodelayMode::keep);
   if (nodelay != NodelayMode::on && nodelay != NodelayMode::force) {

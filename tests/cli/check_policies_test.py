@@ -154,6 +154,11 @@ for preset in sorted(glob.glob(os.path.join(args.source_dir, "config/presets/*.t
 r = tcptune("check", os.path.join(args.source_dir, "config/presets/bursty-wan.toml"))
 check("client connections" in r.stdout and "keep_warm: heartbeat" in r.stdout,
       "bursty-wan.toml keeps client connections warm")
+check("message ends guessed: a write call that returns whole" in r.stdout,
+      "check says plainly that raw heartbeat bytes only guess where a message ends")
+r = tcptune("check", protocols)
+check(r.stdout.count("message ends followed: the ") == 3 and "message ends guessed" not in r.stdout,
+      "check says a preset follows its protocol's framing")
 
 print(f"{passed} passed, {failed} failed")
 raise SystemExit(0 if failed == 0 and passed > 0 else 1)

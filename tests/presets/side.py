@@ -40,7 +40,8 @@ def run(preset):
         os.remove(log)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
     env.update(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy, TCPTUNE_LOG=log)
-    done = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "side_app.py")],
+    done = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "side_app.py"),
+                           "--protocol", preset],
                           env=env, capture_output=True, text=True, timeout=60)
     result = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
     records = [json.loads(line) for line in open(log)] if os.path.exists(log) else []

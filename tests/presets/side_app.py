@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Both ends of one loopback connection in one process, for the preset side test: each end
-sends a burst that opens its congestion window, waits until it is acknowledged, stays silent
-for GAP seconds, sends b"DONE" and shuts its side down. Each end counts what it received
+sends a burst that opens its congestion window (one message of the preset's protocol, so
+keep-warm, which follows the protocol's framing, knows it has ended), waits until it is
+acknowledged, stays silent for GAP seconds, sends a last message and shuts its side down. Each end counts what it received
 beyond the peer's bytes: heartbeats, if the peer's shim sent any.
 
 Prints one JSON line: {"client_received_extra": N, "server_received_extra": N, ...}.
@@ -14,15 +15,23 @@ import termios
 import threading
 import time
 
-BURST = 5_000_000
-END = b"DONE"
+BURST_BODY = 5_000_000
+
+
+def message(protocol, body):
+    """`body` as one message of the preset's protocol: what its framer sees end."""
+    if protocol == "http1-client":
+        return b"POST /burst HTTP/1.1\r\nHost: side\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    if protocol == "stomp":
+        return b"SEND\ndestination:/queue/side\ncontent-length:%d\n\n" % len(body) + body + b"\0"
+    raise SystemExit(f"no messages for {protocol}")
 
 
 def unacknowledged(sock):
     return int.from_bytes(fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"), "little")
 
 
-def talk(sock, gap, received, key, errors):
+def talk(sock, gap, burst, last, received, key, errors):
     """Send the burst, go quiet, end; read everything the peer sends meanwhile."""
     def read():
         total = bytearray()
@@ -33,12 +42,12 @@ def talk(sock, gap, received, key, errors):
     reader = threading.Thread(target=read)
     reader.start()
     try:
-        sock.sendall(b"x" * BURST)
+        sock.sendall(burst)
         deadline = time.monotonic() + 20
         while unacknowledged(sock) and time.monotonic() < deadline:
             time.sleep(0.005)
         time.sleep(gap)
-        sock.sendall(END)
+        sock.sendall(last)
         sock.shutdown(socket.SHUT_WR)
     except OSError as error:
         errors.append(f"{key}: {error}")
@@ -49,6 +58,7 @@ def talk(sock, gap, received, key, errors):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--gap", type=float, default=1.5)
+    parser.add_argument("--protocol", required=True)
     options = parser.parse_args()
     listener = socket.socket()
     # Ethernet-sized segments, inherited by the accepted socket: a burst then needs more than
@@ -61,8 +71,9 @@ def main():
     client.connect(listener.getsockname())
     server, _ = listener.accept()
     received, errors = {}, []
-    ends = [threading.Thread(target=talk, args=(client, options.gap, received, "client", errors)),
-            threading.Thread(target=talk, args=(server, options.gap, received, "server", errors))]
+    burst, last = message(options.protocol, b"x" * BURST_BODY), message(options.protocol, b"DONE")
+    ends = [threading.Thread(target=talk, args=(client, options.gap, burst, last, received, "client", errors)),
+            threading.Thread(target=talk, args=(server, options.gap, burst, last, received, "server", errors))]
     for end in ends:
         end.start()
     for end in ends:
@@ -71,9 +82,9 @@ def main():
     result = {"errors": errors}
     for key in ("client", "server"):
         data = received.get(key, b"")
-        whole = data.startswith(b"x" * BURST) and data.endswith(END)
+        whole = data.startswith(burst) and data.endswith(last)
         result[f"{key}_received_whole"] = whole
-        result[f"{key}_received_extra"] = len(data) - BURST - len(END)
+        result[f"{key}_received_extra"] = len(data) - len(burst) - len(last)
     print(json.dumps(result), flush=True)
 
 
