@@ -319,7 +319,7 @@ void CallTuner::name_stripped_exec(const TrappedCall& call) {
   follow_up.process = threads_.process(call.thread());
   follow_up.program = threads_.program(call.thread());
   call.continue_call();
-  follow_up.note = std::move(stripped->path) + " is " + stripped->gains;
+  follow_up.note = std::move(stripped->path) + " " + stripped->gains;
   (void)follow_ups_.push(std::move(follow_up));
 }
 

@@ -95,15 +95,20 @@ std::optional<StrippedExec> stripped_exec(const TrappedCall& call) {
   if (!ids.has_value() || (statvfs(file.c_str(), &mount) == 0 && (mount.f_flag & ST_NOSUID) != 0)) {
     return std::nullopt;  // on a nosuid mount the kernel ignores them anyway
   }
-  const auto add = [&exec](const std::string& gain) { exec.gains += (exec.gains.empty() ? "" : ", ") + gain; };
+  if (exec.path.empty()) {  // fexecve: the descriptor's file by its path
+    char target[PATH_MAX];
+    const ssize_t length = readlink(file.c_str(), target, sizeof target);
+    exec.path = length > 0 ? std::string(target, static_cast<std::size_t>(length)) : file;
+  }
+  const auto add = [&exec](const std::string& gain) { exec.gains += (exec.gains.empty() ? "" : " and ") + gain; };
   if (setuid && info.st_uid != ids->euid) {
-    add("setuid (owner uid " + std::to_string(info.st_uid) + ")");
+    add("is setuid (owner uid " + std::to_string(info.st_uid) + ")");
   }
   if (setgid && info.st_gid != ids->egid) {
-    add("setgid (group gid " + std::to_string(info.st_gid) + ")");
+    add("is setgid (group gid " + std::to_string(info.st_gid) + ")");
   }
   if (capabilities && ids->euid != 0) {  // root's own capabilities are a superset
-    add("file capabilities");
+    add("has file capabilities");
   }
   return exec.gains.empty() ? std::nullopt : std::optional<StrippedExec>(std::move(exec));
 }

@@ -16,7 +16,7 @@ class TrappedCall;
 
 struct StrippedExec {
   std::string path;   // as the program named it
-  std::string gains;  // e.g. "setuid (owner uid 0)", "file capabilities"
+  std::string gains;  // e.g. "is setuid (owner uid 0)", "has file capabilities"
 };
 
 // For an execve or execveat: what the file would gain, or nullopt for nothing (or not known).

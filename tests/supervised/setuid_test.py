@@ -12,6 +12,9 @@ shell drops to nobody with setpriv and runs it, as a program that runs sudo or p
   stripped       tcptune as root without CAP_SYS_ADMIN (setpriv --bounding-set=-sys_admin):
                  one line at start says no_new_privs is set; the probe runs twice with euid
                  65534 and one line names it (once); /bin/true is not named; the run exits 0.
+  stripped_kinds the same for a setgid copy run by a path relative to the working directory,
+                 and a copy with file capabilities (setcap cap_net_raw+ep) run by fexecve
+                 (execveat of a descriptor): each named once, by what it would gain.
   refused        tcptune as nobody, `run --supervise` of the setuid probe itself: refused with
                  its reason, the probe runs untuned with its privileges.
   no_ptrace      tcptune as root without CAP_SYS_PTRACE: the setuid probe keeps euid 0, but
@@ -65,7 +68,7 @@ def main():
     parser.add_argument("--tcptune", required=True)
     parser.add_argument("--probe", required=True)
     parser.add_argument("--case", required=True,
-                        choices=("kept", "program_itself", "stripped", "refused", "no_ptrace"))
+                        choices=("kept", "program_itself", "stripped", "stripped_kinds", "refused", "no_ptrace"))
     args = parser.parse_args()
     if os.geteuid() != 0:
         skip("needs root (a setuid-root copy of the probe, and setpriv)")
@@ -92,7 +95,7 @@ def main():
         policy = os.path.join(private, "policy.toml")
         with open(policy, "w", encoding="utf-8") as f:
             f.write('version = 1\n[defaults]\nnodelay = "keep"\n'
-                    '[[rule]]\nname = "setuid-probe"\nmatch = { program = "setuid_probe" }\nnodelay = "on"\n')
+                    '[[rule]]\nname = "setuid-probe"\nmatch = { program = "*_probe" }\nnodelay = "on"\n')
         log = os.path.join(private, "log.jsonl")
         env = clean_env()
 
@@ -124,7 +127,7 @@ def main():
                          f"the start record says no_new_privs false ({start})")
             tuned = [r for r in records(log) if r.get("event") == "conn_open" and r.get("program") == "setuid_probe"]
             checks.check(len(tuned) == 1 and tuned[0].get("rule") == "setuid-probe",
-                         f"its connection is logged under the rule for setuid_probe ({tuned})")
+                         f"its connection is logged under the rule for *_probe ({tuned})")
         elif args.case == "program_itself":
             done = run([args.tcptune, "run", "--policy", policy, "--log", log, "-q", "--", probe, port])
             seen = probe_lines(done.stdout)
@@ -150,6 +153,31 @@ def main():
             warnings = [r for r in records(log) if r.get("event") == "supervisor_warning"]
             checks.check(len(warnings) == 1 and probe in warnings[0].get("message", ""),
                          f"the log has the same warning ({warnings})")
+        elif args.case == "stripped_kinds":
+            # setgid, run by a path relative to the working directory; file capabilities, run by
+            # fexecve (execveat of a descriptor).
+            setgid_probe = os.path.join(shared, "setgid_probe")
+            caps_probe = os.path.join(shared, "caps_probe")
+            for copy in (setgid_probe, caps_probe):
+                shutil.copy(args.probe, copy)
+                os.chown(copy, 0, 0)
+            os.chmod(setgid_probe, 0o2755)
+            os.chmod(caps_probe, 0o755)
+            if shutil.which("setcap") is None or subprocess.run(["setcap", "cap_net_raw+ep", caps_probe]).returncode:
+                skip("setcap missing or refused here")
+            fexecve = "import os, sys; os.execve(os.open(sys.argv[1], os.O_RDONLY), sys.argv[1:], {})"
+            nobody = " ".join(NOBODY)
+            script = f'cd "$1" && {nobody} ./setgid_probe "$2"; {nobody} /usr/bin/python3 -c "$3" "$4" "$2"'
+            without_sys_admin = ["setpriv", "--inh-caps=-sys_admin", "--bounding-set=-sys_admin", "--"]
+            done = run(without_sys_admin + tcptune + ["/bin/sh", "-c", script, "sh", shared, port, fexecve, caps_probe])
+            seen = probe_lines(done.stdout)
+            checks.check(done.returncode == 0 and seen == [{"ruid": 65534, "euid": 65534, "nodelay": 1}] * 2,
+                         f"both probes run, tuned ({seen})")
+            said = done.stderr.splitlines()
+            named_setgid = [line for line in said if "./setgid_probe is setgid (group gid 0)" in line]
+            named_caps = [line for line in said if f"{caps_probe} has file capabilities" in line]
+            checks.check(len(named_setgid) == 1, f"one line names the setgid probe by its relative path ({said})")
+            checks.check(len(named_caps) == 1, f"one line names the file-capability probe run by fexecve ({said})")
         elif args.case == "refused":
             done = run(NOBODY + [args.tcptune, "run", "--supervise", "--no-log", "-q", "--", probe, port])
             seen = probe_lines(done.stdout)
