@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "connection_record.hpp"
+#include "tcptune/config/escape.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 
 namespace tcptune::supervisor {
@@ -135,7 +136,8 @@ void CallRecords::record_untuned(const FollowUp& done) {
                   "made itself so with prctl(PR_SET_DUMPABLE)); its sockets run untuned");
   } else if (done.call == FollowUp::Call::privileges_stripped) {
     warn_once("nnp/" + done.note, pid, done.program,
-              done.note + ": run by " + done.program + " (pid " + std::to_string(pid) +
+              done.note + ": run by " + config::escape_for_display(done.program, false) + " (pid " +
+                  std::to_string(pid) +
                   ") under no_new_privs, it runs without those privileges (logged once per file)");
   } else {
     warn_once("emfile", pid, done.program,

@@ -19,6 +19,7 @@
 #include "socket_probe.hpp"
 #include "stripped_exec.hpp"
 #include "tcp_info_reader.hpp"
+#include "tcptune/config/escape.hpp"
 #include "tcptune/config/host_sysctl.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 #include "trapped_call.hpp"
@@ -319,7 +320,8 @@ void CallTuner::name_stripped_exec(const TrappedCall& call) {
   follow_up.process = threads_.process(call.thread());
   follow_up.program = threads_.program(call.thread());
   call.continue_call();
-  follow_up.note = std::move(stripped->path) + " " + stripped->gains;
+  // The path is the program's bytes: escaped, so the line stays one line.
+  follow_up.note = config::escape_for_display(stripped->path, false) + " " + stripped->gains;
   (void)follow_ups_.push(std::move(follow_up));
 }
 
