@@ -15,6 +15,8 @@ shell drops to nobody with setpriv and runs it, as a program that runs sudo or p
   stripped_kinds the same for a setgid copy run by a path relative to the working directory,
                  and a copy with file capabilities (setcap cap_net_raw+ep) run by fexecve
                  (execveat of a descriptor): each named once, by what it would gain.
+  already_set    no_new_privs set before tcptune (setpriv --no-new-privs): the probe runs
+                 stripped as without tcptune, and tcptune, which takes nothing away, says nothing.
   refused        tcptune as nobody, `run --supervise` of the setuid probe itself: refused with
                  its reason, the probe runs untuned with its privileges.
   no_ptrace      tcptune as root without CAP_SYS_PTRACE: the setuid probe keeps euid 0, but
@@ -68,7 +70,8 @@ def main():
     parser.add_argument("--tcptune", required=True)
     parser.add_argument("--probe", required=True)
     parser.add_argument("--case", required=True,
-                        choices=("kept", "program_itself", "stripped", "stripped_kinds", "refused", "no_ptrace"))
+                        choices=("kept", "program_itself", "stripped", "stripped_kinds", "already_set", "refused",
+                                 "no_ptrace"))
     args = parser.parse_args()
     if os.geteuid() != 0:
         skip("needs root (a setuid-root copy of the probe, and setpriv)")
@@ -178,6 +181,13 @@ def main():
             named_caps = [line for line in said if f"{caps_probe} has file capabilities" in line]
             checks.check(len(named_setgid) == 1, f"one line names the setgid probe by its relative path ({said})")
             checks.check(len(named_caps) == 1, f"one line names the file-capability probe run by fexecve ({said})")
+        elif args.case == "already_set":
+            done = run(["setpriv", "--no-new-privs", "--"] + tcptune + through_nobody)
+            seen = probe_lines(done.stdout)
+            checks.check(done.returncode == 0 and seen == [{"ruid": 65534, "euid": 65534, "nodelay": 1}],
+                         f"under no_new_privs set before tcptune the probe runs stripped, tuned ({seen})")
+            checks.check(nnp_line not in done.stderr and probe not in done.stderr,
+                         "tcptune, which takes nothing away, says nothing of it")
         elif args.case == "refused":
             done = run(NOBODY + [args.tcptune, "run", "--supervise", "--no-log", "-q", "--", probe, port])
             seen = probe_lines(done.stdout)
