@@ -7,8 +7,8 @@ shell drops to nobody with setpriv and runs it, as a program that runs sudo or p
 
   kept           tcptune as root (CAP_SYS_ADMIN): no no_new_privs, the probe's euid is 0 as
                  without tcptune, and its connect, made after the setuid exec, is tuned.
-  program_itself plain `tcptune run` of the setuid probe as root: supervised (the loader would
-                 ignore LD_PRELOAD, and supervision keeps its privileges), tuned.
+  program_itself plain `tcptune run`, as root, of a copy setuid to nobody: supervised (the
+                 loader would ignore LD_PRELOAD, and supervision keeps its ids), tuned.
   stripped       tcptune as root without CAP_SYS_ADMIN (setpriv --bounding-set=-sys_admin):
                  one line at start says no_new_privs is set; the probe runs twice with euid
                  65534 and one line names it (once); /bin/true is not named; the run exits 0.
@@ -132,12 +132,18 @@ def main():
             checks.check(len(tuned) == 1 and tuned[0].get("rule") == "setuid-probe",
                          f"its connection is logged under the rule for *_probe ({tuned})")
         elif args.case == "program_itself":
-            done = run([args.tcptune, "run", "--policy", policy, "--log", log, "-q", "--", probe, port])
+            # Setuid to nobody, run by root: a change of ids (secure execution), as a setuid-root
+            # program run by a user is.
+            to_nobody = os.path.join(shared, "setuid_nobody_probe")
+            shutil.copy(args.probe, to_nobody)
+            os.chown(to_nobody, 65534, 65534)
+            os.chmod(to_nobody, 0o4755)
+            done = run([args.tcptune, "run", "--policy", policy, "--log", log, "-q", "--", to_nobody, port])
             seen = probe_lines(done.stdout)
-            checks.check("supervised mode" in done.stderr and "not supervised" not in done.stderr,
-                         "plain tcptune run supervises the setuid program")
-            checks.check(done.returncode == 0 and seen == [{"ruid": 0, "euid": 0, "nodelay": 1}],
-                         f"it is tuned ({seen})")
+            checks.check("is setuid" in done.stderr and "supervised mode" in done.stderr
+                         and "not supervised" not in done.stderr, "plain tcptune run supervises the setuid program")
+            checks.check(done.returncode == 0 and seen == [{"ruid": 0, "euid": 65534, "nodelay": 1}],
+                         f"it runs with its ids and is tuned ({seen})")
         elif args.case == "stripped":
             without_sys_admin = ["setpriv", "--inh-caps=-sys_admin", "--bounding-set=-sys_admin", "--"]
             twice = ["/bin/sh", "-c", '"$@"; /bin/true; "$@"', "sh"] + NOBODY + [probe, port]
