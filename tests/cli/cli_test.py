@@ -117,6 +117,8 @@ check(r.returncode == 127 and "not found" in r.stderr, "run: missing command exi
 r = tcptune("run", "--", args.static_hello)
 check(r.returncode == 0 and "statically linked" in r.stderr and "hello" in r.stdout, "run warns for a static binary")
 suid = os.path.join(args.work_dir, "suid_true")
+if os.path.lexists(suid):
+    os.unlink(suid)  # a copy onto it would keep the last run's owner
 shutil.copy("/bin/true", suid)
 os.chmod(suid, 0o4755)
 r = tcptune("run", "--", suid)
