@@ -33,13 +33,15 @@ std::string path_through_proc(pid_t thread, int dirfd, const std::string& path, 
 }
 
 struct Ids {
-  uid_t euid = 0;
-  gid_t egid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
 };
 
-// The effective ids of the thread, from the Uid and Gid lines of /proc/TID/status (real,
-// effective, saved, filesystem).
-std::optional<Ids> effective_ids(pid_t thread) {
+// The thread's real ids, the first of the Uid and Gid lines of /proc/TID/status (real,
+// effective, saved, filesystem): under no_new_privs an exec gets them as its effective ids, so a
+// setuid file owned by another than the real uid (and file capabilities, unless the real uid is
+// root) lose what they would give.
+std::optional<Ids> real_ids(pid_t thread) {
   const OwnedFd status(::open(("/proc/" + std::to_string(thread) + "/status").c_str(), O_RDONLY | O_CLOEXEC));
   char text[4096];
   const ssize_t length = status.get() < 0 ? -1 : ::read(status.get(), text, sizeof text - 1);
@@ -47,17 +49,15 @@ std::optional<Ids> effective_ids(pid_t thread) {
     return std::nullopt;
   }
   const std::string lines(text, static_cast<std::size_t>(length));
-  const auto second_field = [&lines](const char* label) -> std::optional<unsigned long> {
+  const auto first_field = [&lines](const char* label) -> std::optional<unsigned long> {
     const std::size_t at = lines.find(label);
     if (at == std::string::npos) {
       return std::nullopt;
     }
-    char* end = nullptr;
-    (void)std::strtoul(lines.c_str() + at + std::char_traits<char>::length(label), &end, 10);
-    return std::strtoul(end, nullptr, 10);
+    return std::strtoul(lines.c_str() + at + std::char_traits<char>::length(label), nullptr, 10);
   };
-  const std::optional<unsigned long> uid = second_field("\nUid:");
-  const std::optional<unsigned long> gid = second_field("\nGid:");
+  const std::optional<unsigned long> uid = first_field("\nUid:");
+  const std::optional<unsigned long> gid = first_field("\nGid:");
   if (!uid.has_value() || !gid.has_value()) {
     return std::nullopt;
   }
@@ -91,7 +91,7 @@ std::optional<StrippedExec> stripped_exec(const TrappedCall& call) {
     return std::nullopt;  // every exec but the rare privileged one ends here
   }
   struct statvfs mount {};
-  const std::optional<Ids> ids = effective_ids(call.thread());
+  const std::optional<Ids> ids = real_ids(call.thread());
   if (!ids.has_value() || (statvfs(file.c_str(), &mount) == 0 && (mount.f_flag & ST_NOSUID) != 0)) {
     return std::nullopt;  // on a nosuid mount the kernel ignores them anyway
   }
@@ -101,13 +101,13 @@ std::optional<StrippedExec> stripped_exec(const TrappedCall& call) {
     exec.path = length > 0 ? std::string(target, static_cast<std::size_t>(length)) : file;
   }
   const auto add = [&exec](const std::string& gain) { exec.gains += (exec.gains.empty() ? "" : " and ") + gain; };
-  if (setuid && info.st_uid != ids->euid) {
+  if (setuid && info.st_uid != ids->uid) {
     add("is setuid (owner uid " + std::to_string(info.st_uid) + ")");
   }
-  if (setgid && info.st_gid != ids->egid) {
+  if (setgid && info.st_gid != ids->gid) {
     add("is setgid (group gid " + std::to_string(info.st_gid) + ")");
   }
-  if (capabilities && ids->euid != 0) {  // root's own capabilities are a superset
+  if (capabilities && ids->uid != 0) {  // root's own capabilities are a superset
     add("has file capabilities");
   }
   return exec.gains.empty() ? std::nullopt : std::optional<StrippedExec>(std::move(exec));
