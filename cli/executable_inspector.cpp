@@ -124,11 +124,16 @@ PreloadObstacles preload_obstacles(const std::string& path) {
   if (stat(path.c_str(), &info) != 0) {
     return obstacles;
   }
-  if ((info.st_mode & (S_ISUID | S_ISGID)) != 0) {
+  // Only what raises privileges for this user (the kernel's secure execution, AT_SECURE): a
+  // setuid file owned by the real uid, or file capabilities run by root, gain nothing, and the
+  // loader honours LD_PRELOAD for them.
+  const bool setuid = (info.st_mode & S_ISUID) != 0 && info.st_uid != getuid();
+  const bool setgid = (info.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && info.st_gid != getgid();
+  if (setuid || setgid) {
     reasons.push_back(path + " is setuid/setgid: the dynamic loader ignores LD_PRELOAD for it");
     obstacles.privileged = true;
   }
-  if (getxattr(path.c_str(), "security.capability", nullptr, 0) > 0) {
+  if (getuid() != 0 && getxattr(path.c_str(), "security.capability", nullptr, 0) > 0) {
     reasons.push_back(path + " has file capabilities: the dynamic loader ignores LD_PRELOAD for it");
     obstacles.privileged = true;
   }

@@ -19,8 +19,10 @@ ElfFacts inspect_elf(const std::string& path);
 // Why the shim will not load into (or not see the sockets of) `path`.
 struct PreloadObstacles {
   std::vector<std::string> reasons;  // plain words, one per obstacle
-  // setuid, setgid or file capabilities (its own or its script interpreter's): the loader
-  // ignores LD_PRELOAD, and supervision would strip the privileges (no_new_privs).
+  // setuid, setgid or file capabilities (its own or its script interpreter's) that give this
+  // user privileges it lacks (secure execution: a setuid file of another owner, capabilities for
+  // a user other than root): the loader ignores LD_PRELOAD, and supervision keeps the privileges
+  // only with CAP_SYS_ADMIN (without, it needs no_new_privs, which strips them).
   bool privileged = false;
   // statically linked or Go: no shim, but supervision reaches it.
   bool bypasses_loader = false;

@@ -12,6 +12,7 @@
 #include "log_summary.hpp"
 #include "program_launch.hpp"
 #include "supervised_run.hpp"
+#include "supervision.hpp"
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/policy_loader.hpp"
 
@@ -85,17 +86,21 @@ int run_command(const RunOptions& options) {
                        found_not_executable ? "permission denied" : "command not found");
     return found_not_executable ? 126 : 127;
   }
-  // Preloaded where the loader will preload; supervised where it will not (static, Go) or when
-  // asked; untuned where supervision would strip the program's privileges.
+  // Preloaded where the loader will preload; supervised where it will not (static, Go, setuid or
+  // file capabilities) or when asked; untuned where supervision would strip the program's
+  // privileges (no_new_privs, needed without CAP_SYS_ADMIN).
   const PreloadObstacles obstacles = preload_obstacles(resolved);
-  bool supervised = (options.supervise || obstacles.bypasses_loader) && !obstacles.privileged;
+  const bool strips_privileges = obstacles.privileged && supervisor::filter_needs_no_new_privs();
+  const bool supervised =
+      (options.supervise || obstacles.bypasses_loader || obstacles.privileged) && !strips_privileges;
   for (const std::string& reason : obstacles.reasons) {
     (void)std::fprintf(stderr, supervised ? "tcptune: %s\n" : "tcptune: warning: %s; it will run untuned\n",
                        config::escape_for_display(reason, false).c_str());
   }
-  if (obstacles.privileged && (options.supervise || obstacles.bypasses_loader)) {
+  if (strips_privileges) {
     (void)std::fprintf(stderr,
-                       "tcptune: warning: supervision would strip its privileges (no_new_privs): not supervised\n");
+                       "tcptune: warning: supervision would strip its privileges (no_new_privs, needed without "
+                       "CAP_SYS_ADMIN): not supervised\n");
   }
   if (supervised) {
     (void)std::fprintf(stderr, "tcptune: tuning %s from outside: supervised mode%s\n",

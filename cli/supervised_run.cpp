@@ -16,6 +16,7 @@
 #include "seccomp_filter.hpp"
 #include "supervision.hpp"
 #include "supervisor_log.hpp"
+#include "tcptune/config/escape.hpp"
 #include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/policy_loader.hpp"
 
@@ -41,18 +42,30 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
   for (const std::string& problem : destination.problems) {
     (void)std::fprintf(stderr, "tcptune: %s\n", problem.c_str());
   }
-  const std::vector<sock_filter> filter = supervisor::build_filter(supervisor::CallTuner::filter_spec(policy));
+  // Without CAP_SYS_ADMIN the kernel takes a filter only under no_new_privs, which strips every
+  // setuid program the supervised one runs: said here, and for each such program it runs (the
+  // filter then traps exec too).
+  const bool no_new_privs = supervisor::filter_needs_no_new_privs();
+  supervisor::FilterSpec spec = supervisor::CallTuner::filter_spec(policy);
+  spec.exec = no_new_privs;
+  const std::vector<sock_filter> filter = supervisor::build_filter(spec);
   int channel[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
     (void)std::fprintf(stderr, "tcptune: cannot supervise %s: socketpair: %s; running untuned\n", program.c_str(),
                        std::generic_category().message(errno).c_str());
     return run_child(resolved, argv);
   }
+  if (no_new_privs) {
+    (void)std::fprintf(stderr,
+                       "tcptune: no_new_privs is set (tcptune lacks CAP_SYS_ADMIN): setuid/setgid bits and file "
+                       "capabilities give no privileges to %s and what it runs (each such program run is named)\n",
+                       config::escape_for_display(program, false).c_str());
+  }
   supervisor::prepare_to_supervise();
   ChildHooks hooks;
   hooks.before_exec = [&] {
     close(channel[0]);
-    (void)supervisor::install_in_child(channel[1], filter);
+    (void)supervisor::install_in_child(channel[1], filter, no_new_privs);
   };
   hooks.wait = [&](pid_t child) {
     close(channel[1]);
@@ -76,7 +89,8 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
     telemetry::Record start("start");
     start.add("policy", policy.source)
         .add("rules", static_cast<std::int64_t>(policy.rules.size()))
-        .add("mode", "supervised");
+        .add("mode", "supervised")
+        .add("no_new_privs", no_new_privs);
     log.write(config::LogLevel::info, child, program, start);
     const supervisor::ServeResult served =
         supervisor::serve(listener, {child, program}, policy, log, kConnectionPollNs);

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "connection_record.hpp"
+#include "tcptune/config/escape.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 
 namespace tcptune::supervisor {
@@ -49,7 +50,8 @@ void CallRecords::record(FollowUp& done) {
       case FollowUp::Call::listen: record_tuned(done); break;
       case FollowUp::Call::setsockopt: record_setsockopt(done); break;
       case FollowUp::Call::not_inspectable:
-      case FollowUp::Call::out_of_descriptors: record_untuned(done); break;
+      case FollowUp::Call::out_of_descriptors:
+      case FollowUp::Call::privileges_stripped: record_untuned(done); break;
     }
   } catch (...) {
     // out of memory: the record is lost, the program is not affected
@@ -132,6 +134,11 @@ void CallRecords::record_untuned(const FollowUp& done) {
               done.program + " (pid " + std::to_string(pid) +
                   ") may not be inspected by this user (it is not dumpable: an unreadable or setuid binary, or it "
                   "made itself so with prctl(PR_SET_DUMPABLE)); its sockets run untuned");
+  } else if (done.call == FollowUp::Call::privileges_stripped) {
+    warn_once("nnp/" + done.note, pid, done.program,
+              done.note + ": run by " + config::escape_for_display(done.program, false) + " (pid " +
+                  std::to_string(pid) +
+                  ") under no_new_privs, it runs without those privileges (logged once per file)");
   } else {
     warn_once("emfile", pid, done.program,
               "tcptune has run out of file descriptors (ulimit -n): the sockets it cannot duplicate run untuned "

@@ -17,7 +17,9 @@
 #include "option_applier.hpp"
 #include "owned_fd.hpp"
 #include "socket_probe.hpp"
+#include "stripped_exec.hpp"
 #include "tcp_info_reader.hpp"
+#include "tcptune/config/escape.hpp"
 #include "tcptune/config/host_sysctl.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 #include "trapped_call.hpp"
@@ -144,6 +146,8 @@ void CallTuner::handle(int listener, const seccomp_notif& request) {
       tune_connect_or_listen(call);
     } else if (nr == SYS_setsockopt) {
       keep_policy_over_setsockopt(call);
+    } else if (nr == SYS_execve || nr == SYS_execveat) {
+      name_stripped_exec(call);
     } else {
       call.continue_call();
     }
@@ -301,6 +305,24 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   if (option != nullptr || accepted) {
     (void)follow_ups_.push(std::move(follow_up));  // dropped beyond its bound: counted there
   }
+}
+
+void CallTuner::name_stripped_exec(const TrappedCall& call) {
+  std::optional<StrippedExec> stripped = stripped_exec(call);
+  // Looked at before the answer: the thread still runs the program that makes the call.
+  if (!stripped.has_value() || !call.still_pending()) {
+    call.continue_call();
+    return;
+  }
+  FollowUp follow_up;
+  follow_up.call = FollowUp::Call::privileges_stripped;
+  follow_up.thread = call.thread();
+  follow_up.process = threads_.process(call.thread());
+  follow_up.program = threads_.program(call.thread());
+  call.continue_call();
+  // The path is the program's bytes: escaped, so the line stays one line.
+  follow_up.note = config::escape_for_display(stripped->path, false) + " " + stripped->gains;
+  (void)follow_ups_.push(std::move(follow_up));
 }
 
 }  // namespace tcptune::supervisor

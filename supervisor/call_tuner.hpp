@@ -4,7 +4,9 @@
 // go on; its records follow on the records thread (CallRecords). For a setsockopt the policy overrides (TCP_NODELAY=0
 // and TCP_CORK under nodelay = "force", keepalive where the rule sets keepalive) on a connected or listening socket
 // where the rule's value is in effect, answer success without making it, so the policy's value stays (a value the
-// kernel would refuse is left to the kernel). Any failure lets the call go on untuned: the program never waits on or
+// kernel would refuse is left to the kernel). For an exec (trapped only under no_new_privs) of a file whose
+// setuid/setgid bit or file capabilities no_new_privs makes the kernel ignore, a warning names it; every exec goes
+// on. Any failure lets the call go on untuned: the program never waits on or
 // fails because of the supervisor.
 #pragma once
 
@@ -44,6 +46,7 @@ class CallTuner {
  private:
   void tune_connect_or_listen(const TrappedCall& call);
   void keep_policy_over_setsockopt(const TrappedCall& call);
+  void name_stripped_exec(const TrappedCall& call);
   // What the records thread needs of an answered call on `socket` (its duplicate).
   // The program's name: read at every call when a rule matches on names (an exec shows at once),
   // else at the thread's first call only (a thread that execs in place keeps its old name in

@@ -15,8 +15,16 @@
 namespace tcptune::supervisor {
 
 struct FollowUp {
-  // not_inspectable, out_of_descriptors: a call left untuned, for a warning.
-  enum class Call : std::uint8_t { connect, listen, setsockopt, not_inspectable, out_of_descriptors };
+  // not_inspectable, out_of_descriptors: a call left untuned, for a warning; privileges_stripped:
+  // an exec under no_new_privs of a file it strips (`note` names it), for a warning.
+  enum class Call : std::uint8_t {
+    connect,
+    listen,
+    setsockopt,
+    not_inspectable,
+    out_of_descriptors,
+    privileges_stripped
+  };
   Call call = Call::connect;
   std::uint64_t inode = 0;  // the socket's
   pid_t thread = 0;
@@ -29,6 +37,7 @@ struct FollowUp {
   bool accepted = false;              // setsockopt: on an accepted socket
   const char* kept_option = nullptr;  // setsockopt: answered unmade, the rule's value kept
   int app_value = 0;                  // setsockopt: the value the program asked for
+  std::string note;                   // privileges_stripped: the file and what it would gain
 };
 
 // What the records need from `socket`, the answering thread's duplicate: its inode and, with

@@ -53,6 +53,10 @@ std::vector<sock_filter> build_filter(const FilterSpec& spec) {
   if (spec.listen) {
     notified.push_back(SYS_listen);
   }
+  if (spec.exec) {
+    notified.push_back(SYS_execve);
+    notified.push_back(SYS_execveat);
+  }
   for (const std::uint32_t nr : notified) {
     program.push_back(jump_if_equal(nr, 0, 1));
     program.push_back(statement(BPF_RET | BPF_K, notify));

@@ -1,7 +1,8 @@
 // The seccomp filter a supervised program runs under: the calls the supervisor tunes at (connect,
-// listen, sendto and sendmsg with MSG_FASTOPEN, which connect too, and the setsockopt pairs the
-// policy forces) return SECCOMP_RET_USER_NOTIF, everything else is allowed. Built from the
-// policy, so a program pays a trap only where there is work.
+// listen, sendto and sendmsg with MSG_FASTOPEN, which connect too, the setsockopt pairs the
+// policy forces, and execve/execveat where no_new_privs is set, to name a setuid program it
+// strips) return SECCOMP_RET_USER_NOTIF, everything else is allowed. Built from the policy, so
+// a program pays a trap only where there is work.
 #pragma once
 
 #include <linux/filter.h>
@@ -20,6 +21,7 @@ struct FilterSpec {
   bool connect = true;
   bool listen = true;
   bool fastopen_sends = true;              // sendto and sendmsg whose flags hold MSG_FASTOPEN
+  bool exec = false;                       // execve and execveat
   std::vector<TrappedSockopt> setsockopt;  // each (level, optname) pair to trap
 };
 

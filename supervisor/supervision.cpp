@@ -1,5 +1,6 @@
 #include "supervision.hpp"
 
+#include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -89,9 +91,22 @@ void prepare_to_supervise() noexcept {
   (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 }
 
-int install_in_child(int channel, const std::vector<sock_filter>& filter) noexcept {
+bool filter_needs_no_new_privs() noexcept {
+  if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1) {
+    return false;
+  }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  std::array<__user_cap_data_struct, _LINUX_CAPABILITY_U32S_3> sets{};
+  if (syscall(SYS_capget, &header, sets.data()) != 0) {
+    return true;
+  }
+  constexpr unsigned kBits = 32;
+  return (sets[CAP_SYS_ADMIN / kBits].effective & (1U << (CAP_SYS_ADMIN % kBits))) == 0;
+}
+
+int install_in_child(int channel, const std::vector<sock_filter>& filter, bool no_new_privs) noexcept {
   int error = 0;
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+  if (no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     error = errno;
   }
   int listener = -1;

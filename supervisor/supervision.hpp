@@ -20,10 +20,16 @@ namespace tcptune::supervisor {
 // Before fork: makes this process the subreaper of what the child starts.
 void prepare_to_supervise() noexcept;
 
-// In the child, after fork and before exec: no new privileges, the filter with a listener, the
-// listener sent over `channel`. On failure the errno is sent instead (the program then runs
+// Whether the filter can be installed only by setting no_new_privs, which makes the kernel ignore
+// setuid/setgid bits and file capabilities in everything the program runs: true without
+// CAP_SYS_ADMIN in this process's user namespace (the kernel's own condition for a filter without
+// it), unless no_new_privs is set already (then tcptune takes nothing away).
+bool filter_needs_no_new_privs() noexcept;
+
+// In the child, after fork and before exec: no_new_privs if asked, the filter with a listener,
+// the listener sent over `channel`. On failure the errno is sent instead (the program then runs
 // untuned) and returned. Async-signal-safe.
-int install_in_child(int channel, const std::vector<sock_filter>& filter) noexcept;
+int install_in_child(int channel, const std::vector<sock_filter>& filter, bool no_new_privs) noexcept;
 
 // In the parent: the child's listener (close-on-exec), or -1 with why there is none in `problem`.
 int receive_listener(int channel, std::string& problem);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 namespace tcptune::supervisor {
 
@@ -33,6 +34,25 @@ bool TrappedCall::read_memory(std::uint64_t address, void* out, std::size_t leng
   // NOLINTNEXTLINE(performance-no-int-to-ptr)
   iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), length};
   return process_vm_readv(thread(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(length);
+}
+
+bool TrappedCall::read_string(std::uint64_t address, std::string& out, std::size_t most) const {
+  constexpr std::uint64_t kPage = 4096;  // the smallest page: a read never crosses into the next
+  out.clear();
+  char chunk[kPage];
+  while (out.size() <= most) {
+    const std::size_t length = kPage - (address % kPage);
+    if (!read_memory(address, chunk, length)) {
+      return false;
+    }
+    const auto* end = static_cast<const char*>(std::memchr(chunk, '\0', length));
+    out.append(chunk, end == nullptr ? length : static_cast<std::size_t>(end - chunk));
+    if (end != nullptr) {
+      return out.size() <= most;
+    }
+    address += length;
+  }
+  return false;
 }
 
 void TrappedCall::continue_call() const noexcept {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "thread_handles.hpp"
 
@@ -30,6 +31,10 @@ class TrappedCall {
   [[nodiscard]] int duplicate_fd(int fd) const;
   // `length` bytes at `address` in the program; false if any is unreadable.
   [[nodiscard]] bool read_memory(std::uint64_t address, void* out, std::size_t length) const noexcept;
+  // The NUL-terminated string at `address` (a path), read a page at a time up to its end so that
+  // one ending just before an unmapped page is read whole; false if unreadable or longer than
+  // `most` bytes.
+  [[nodiscard]] bool read_string(std::uint64_t address, std::string& out, std::size_t most) const;
 
   // The answers: let the call run as the program made it, or finish it with `result` (>= 0) or
   // an error (-errno) without running it.

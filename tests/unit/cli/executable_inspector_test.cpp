@@ -1,6 +1,7 @@
 #include "executable_inspector.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -99,10 +100,21 @@ TEST(ExecutableInspector, AScriptIsJudgedByItsInterpreter) {
   EXPECT_TRUE(preload_obstacles(dynamic.path()).reasons.empty());
 }
 
+// A setuid file of another owner raises privileges (the loader ignores LD_PRELOAD); one owned by
+// the real uid does not, and is an ordinary program.
 TEST(ExecutableInspector, Setuid) {
   const std::string copy = "/tmp/tcptune-cli-test-suid-" + std::to_string(getpid());
   fs::copy_file(self(), copy, fs::copy_options::overwrite_existing);
   ASSERT_EQ(chmod(copy.c_str(), 04755), 0);
+  EXPECT_TRUE(preload_obstacles(copy).reasons.empty());
+  EXPECT_FALSE(preload_obstacles(copy).privileged);
+  if (getuid() != 0) {
+    (void)unlink(copy.c_str());
+    GTEST_SKIP() << "a setuid file of another owner needs root to make";
+  }
+  constexpr uid_t kNobody = 65534;
+  ASSERT_EQ(chown(copy.c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(chmod(copy.c_str(), 04755), 0);  // chown clears the bit
   EXPECT_TRUE(mentions(preload_obstacles(copy).reasons, "is setuid/setgid"));
   EXPECT_TRUE(preload_obstacles(copy).privileged);
   EXPECT_FALSE(preload_obstacles(copy).bypasses_loader);

@@ -2,6 +2,7 @@
 // sees which of them arrive as notifications (and lets each continue).
 #include "seccomp_filter.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
@@ -132,6 +133,20 @@ TEST(SeccompFilter, TrapsOnlyTheSendsThatConnect) {
   spec.connect = false;
   spec.listen = false;
   EXPECT_EQ(notified_calls(spec, send_calls), (std::vector<int>{SYS_sendto, SYS_sendmsg}));
+}
+
+// execve and execveat of a path that does not exist: each fails, after its notification.
+void exec_calls() {
+  char* const argv[] = {nullptr};
+  (void)execve("/nonexistent/tcptune-exec-probe", argv, argv);
+  (void)syscall(SYS_execveat, AT_FDCWD, "/nonexistent/tcptune-exec-probe", argv, argv, 0);
+}
+
+TEST(SeccompFilter, TrapsExecOnlyWhenAsked) {
+  EXPECT_TRUE(notified_calls(FilterSpec{}, exec_calls).empty());
+  FilterSpec spec;
+  spec.exec = true;
+  EXPECT_EQ(notified_calls(spec, exec_calls), (std::vector<int>{SYS_execve, SYS_execveat}));
 }
 
 TEST(SeccompFilter, NothingTrappedAllowsEverything) {
