@@ -143,14 +143,13 @@ int wait_for_exit(pid_t child) {
 
 // CMD as a child, so that its summary can follow. Like a shell running a foreground job,
 // tcptune ignores the terminal's SIGINT/SIGQUIT (the child gets them too) and passes SIGTERM
-// and SIGHUP on. Returns the child's exit status, 128+N if signal N ended it.
-
+// and SIGHUP on.
 int run_child(const std::string& resolved, std::vector<char*>& argv, const ChildHooks& hooks) {
   const std::string command = argv[0];
   g_child = fork();
   if (g_child < 0) {
     (void)std::fprintf(stderr, "tcptune run: fork: %s\n", std::generic_category().message(errno).c_str());
-    return 1;
+    return W_EXITCODE(1, 0);
   }
   if (g_child == 0) {
     if (hooks.before_exec) {
@@ -163,8 +162,7 @@ int run_child(const std::string& resolved, std::vector<char*>& argv, const Child
   (void)std::signal(SIGQUIT, SIG_IGN);
   (void)std::signal(SIGTERM, forward_signal);
   (void)std::signal(SIGHUP, forward_signal);
-  const int status = hooks.wait ? hooks.wait(g_child) : wait_for_exit(g_child);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return hooks.wait ? hooks.wait(g_child) : wait_for_exit(g_child);
 }
 
 }  // namespace tcptune::cli
