@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <csignal>
 #include <cstdio>
 
 namespace tcptune::cli {
@@ -44,6 +45,7 @@ int end_as_program(int wait_status) {
   if (!ends_process_by_default(signal_number)) {
     return 128 + signal_number;
   }
+  (void)std::signal(SIGPIPE, SIG_IGN);  // a reader gone from stdout must not pick the signal
   (void)std::fflush(nullptr);
   // No core of tcptune for the program's SIGSEGV or SIGABRT: RLIMIT_CORE 0 stops a core file,
   // and not being dumpable also stops a core_pattern that pipes to a handler (the kernel

@@ -116,9 +116,9 @@ PolicySource discover_policy_source(bool secure_execution, const char* system_pa
   }
   // Whether it is there and readable, without opening it: opening a FIFO would block.
   if (system_path != nullptr && ::faccessat(AT_FDCWD, system_path, R_OK, AT_EACCESS) == 0) {
-    return {PolicySource::Kind::system_file, system_path};
+    return {PolicySource::Kind::system_file, system_path, {}};
   }
-  return {PolicySource::Kind::builtin, {}};
+  return {PolicySource::Kind::builtin, {}, {}};
 }
 
 LoadResult load_discovered(const PolicySource& source) {
