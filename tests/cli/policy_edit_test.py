@@ -4,8 +4,9 @@ editor's truncate-then-write, interrupted), then starts three children: none pri
 is tuned by the validated rule (TCP_NODELAY forced on a connection to this test's port: the child
 reads it back, and its conn_open record names the rule), and under TCPTUNE_STRICT=1 none exits 78.
 Cases: run with its table (tcptune waits), run -q (tcptune execs the program), a policy over
-64 KiB (a private copy instead of the environment, removed at the end), and --supervise. Also: a
-policy passed as text keeps its file's name in messages (TCPTUNE_POLICY_NAME)."""
+64 KiB (a private copy instead of the environment, removed at the end), --supervise, and each run
+of `tcptune ab`. Also: a policy passed as text keeps its file's name in messages
+(TCPTUNE_POLICY_NAME)."""
 import argparse
 import glob
 import os
@@ -88,6 +89,23 @@ if seccomp_listener_available():
     run_case("supervise", extra=("--supervise",))
 else:
     print("note: no seccomp listener here: the supervised case is skipped", flush=True)
+
+# ab: each run of the tuned arm gets the text ab validated, though the first run rewrote the file.
+work = os.path.join(args.work_dir, "ab")
+os.makedirs(work)
+policy = os.path.join(work, "policy.toml")
+with open(policy, "w", encoding="utf-8") as f:
+    f.write(POLICY)
+r = subprocess.run([args.tcptune, "ab", "--runs", "2", "--policy", policy, "--out", os.path.join(work, "out"), "--",
+                    "/bin/sh", "-c", SCRIPT], env=clean_env(TCPTUNE_SHIM=args.shim, POLICY_FILE=policy, CHILD=CHILD),
+                   capture_output=True, text=True, timeout=BOUND, cwd=work)
+complaints = [line for line in r.stderr.splitlines() if "policy" in line or "TOML" in line or "untuned" in line]
+checks.check(r.returncode == 0 and not complaints, f"ab: no run complains about the policy ({r.returncode}, "
+                                                   f"{complaints[:2]})")
+for run in (1, 2):
+    log = os.path.join(work, "out", f"tuned-{run}.jsonl")
+    tuned = {rec.get("pid") for rec in records(log) if rec.get("rule") == "validated"}
+    checks.check(len(tuned) >= 3, f"ab: tuned run {run}: three children tuned by the validated rule ({len(tuned)})")
 
 # Direct LD_PRELOAD users name the policy's file for messages about its text.
 env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY_TOML="nodelay = \"sometimes\"\n",
