@@ -9,7 +9,8 @@ directory of its own with RLIMIT_CORE unlimited. With a relative core_pattern ("
 tcptune's directory would be tcptune's; the program's own SIGSEGV core in its directory shows that
 cores are written here at all. Other core_patterns (a pipe to a handler, an absolute path) skip
 that sub-check, with a note. Also: SIGTERM sent to tcptune itself reaches the program, and tcptune
-then dies by it too."""
+then dies by it too; the program starts with the signal dispositions tcptune was started with
+(each run of ab; SIGHUP ignored under nohup)."""
 import argparse
 import os
 import resource
@@ -138,6 +139,35 @@ for mode in ("preload", "supervise"):
     proc.send_signal(signal.SIGTERM)
     status, out, err = finish(proc)
     check_end(f"{mode}, SIGTERM sent to tcptune", mode, status, out, err, signal.SIGTERM, log, home, program_dir)
+
+# The program starts with the signal dispositions tcptune was given: the second run of ab does not
+# inherit the SIGINT tcptune ignores while the first runs, and nohup's ignored SIGHUP stays ignored.
+DEFAULT = "SIGINT default SIGQUIT default SIGTERM default SIGHUP default blocked none"
+proc, home, program_dir, log = start("ab", "report", "ab-report")
+status, out, err = finish(proc)
+reports = [line for line in out.splitlines() if line.startswith("SIGINT")]
+checks.check(status == 0 and reports == [DEFAULT] * 4,
+             f"ab: each of its 4 runs starts with the default dispositions ({status}; {reports})")
+
+
+def ignore_sighup():
+    cores_unlimited()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+for mode in ("preload", "supervise"):
+    if mode == "supervise" and not supervision:
+        continue
+    before, program, _ = MODES[mode]
+    home = os.path.join(args.work_dir, f"{mode}-nohup")
+    os.makedirs(home)
+    argv = [args.tcptune, *(a.format(log=os.path.join(home, "run.jsonl")) for a in before), program, "report",
+            str(port), home]
+    r = subprocess.run(argv, cwd=home, env=clean_env(TCPTUNE_SHIM=args.shim), stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=BOUND, preexec_fn=ignore_sighup)
+    checks.check(r.returncode == 0 and r.stdout == DEFAULT.replace("SIGHUP default", "SIGHUP ignored") + "\n",
+                 f"{mode} under nohup: the program starts with SIGHUP ignored, as tcptune did ({r.returncode}; "
+                 f"{r.stdout.strip()!r})")
 
 # A program's plain exit status still passes through, with the table.
 proc = subprocess.run([args.tcptune, "run", "--log", os.path.join(args.work_dir, "exit3.jsonl"), "--", "/bin/sh",

@@ -1,12 +1,14 @@
 /* A program that ends by a signal, for the exit-status test of `tcptune run` and `tcptune ab`:
  *
- *   kill_self term|kill|segv|wait PORT DIR
+ *   kill_self term|kill|segv|wait|report PORT DIR
  *
  * Connects to 127.0.0.1:PORT, writes a byte and closes, so that tcptune has a connection to
  * show; when TCPTUNE_LOG names a file, waits (at most 5 s) until a conn_close record is in it.
  * Then it moves to DIR, so that a core dump of its own lands there and not beside tcptune's,
  * and dies: by kill(SIGTERM), kill(SIGKILL), a store through a null pointer (SIGSEGV), or,
- * with "wait", prints "ready" and waits for a signal from outside. Exits 2 on any failure.
+ * with "wait", prints "ready" and waits for a signal from outside. With "report", it prints how
+ * it started, "SIGINT default SIGQUIT default SIGTERM default SIGHUP ignored blocked none", and
+ * exits 0. Exits 2 on any failure.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -39,9 +41,27 @@ static int log_has_conn_close(const char* path) {
   return found;
 }
 
+static int report_signals(void) {
+  static const struct {
+    int number;
+    const char* name;
+  } kSignals[] = {{SIGINT, "SIGINT"}, {SIGQUIT, "SIGQUIT"}, {SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"}};
+  sigset_t blocked;
+  sigprocmask(SIG_SETMASK, NULL, &blocked);
+  int any_blocked = 0;
+  for (size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i) {
+    struct sigaction action;
+    sigaction(kSignals[i].number, NULL, &action);
+    printf("%s%s %s", i == 0 ? "" : " ", kSignals[i].name, action.sa_handler == SIG_IGN ? "ignored" : "default");
+    any_blocked |= sigismember(&blocked, kSignals[i].number);
+  }
+  printf(" blocked %s\n", any_blocked ? "some" : "none");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: kill_self term|kill|segv|wait PORT DIR\n");
+    fprintf(stderr, "usage: kill_self term|kill|segv|wait|report PORT DIR\n");
     return 2;
   }
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -64,6 +84,9 @@ int main(int argc, char** argv) {
   }
   if (chdir(argv[3]) != 0) {
     die("chdir");
+  }
+  if (strcmp(argv[1], "report") == 0) {
+    return report_signals();
   }
   if (strcmp(argv[1], "term") == 0) {
     kill(getpid(), SIGTERM);
