@@ -50,12 +50,9 @@ struct Arm {
 };
 
 RunResult run_once(const std::string& resolved, std::vector<char*> argv, const Arm& arm, const std::string& log) {
-  if (arm.policy_text.size() <= kMaxPolicyInEnvironment && arm.policy_text.find('\0') == std::string::npos) {
-    setenv("TCPTUNE_POLICY_TOML", arm.policy_text.empty() ? "\n" : arm.policy_text.c_str(), 1);
-    setenv("TCPTUNE_POLICY_NAME", arm.policy.c_str(), 1);
-    unsetenv("TCPTUNE_POLICY");
-  } else {
-    setenv("TCPTUNE_POLICY", arm.policy.c_str(), 1);
+  if (!put_policy_text_in_environment(arm.policy_text, arm.policy)) {
+    setenv("TCPTUNE_POLICY", arm.policy.c_str(), 1);  // over 64 KiB: ab's copy, read by each process
+    unsetenv("TCPTUNE_POLICY_TOML");
     unsetenv("TCPTUNE_POLICY_NAME");
   }
   setenv("TCPTUNE_LOG", log.c_str(), 1);
@@ -119,10 +116,14 @@ int ab_command(const AbOptions& options) {
   const std::string observe_policy = out + "/observe-only.toml";
   std::ofstream(observe_policy) << kObservePolicy;
   // The given policy, or the built-in default (TCP_NODELAY on), written out so both arms
-  // name a policy file.
+  // name a policy file; one too large for the environment is copied here as validated, so
+  // that an edit of FILE during the runs reaches none of them.
   std::string tuned_policy = policy.empty() ? out + "/builtin-default.toml" : absolute(policy);
   if (policy.empty()) {
     std::ofstream(tuned_policy) << kBuiltinPolicy;
+  } else if (policy_text.size() > kMaxPolicyInEnvironment || policy_text.find('\0') != std::string::npos) {
+    tuned_policy = out + "/tuned-policy.toml";
+    std::ofstream(tuned_policy, std::ios::binary) << policy_text;
   }
   setenv("LD_PRELOAD", preload_with_shim_first(shim, std::getenv("LD_PRELOAD")).c_str(), 1);
   std::vector<char*> argv;

@@ -37,13 +37,26 @@ bool write_all(int fd, const std::string& text) {
 
 }  // namespace
 
+bool put_policy_text_in_environment(const std::string& text, const std::string& name) {
+  if (text.size() > kMaxPolicyInEnvironment || text.find('\0') != std::string::npos) {
+    return false;
+  }
+  // An empty policy as a lone newline, which means the same: an empty variable counts as unset.
+  setenv("TCPTUNE_POLICY_TOML", text.empty() ? "\n" : text.c_str(), 1);
+  setenv("TCPTUNE_POLICY_NAME", name.c_str(), 1);
+  unsetenv("TCPTUNE_POLICY");
+  return true;
+}
+
 config::LoadResult RunPolicy::load(const std::string& file) {
   config::PolicySource source = config::discover_policy_source(false);
   if (!file.empty()) {
     source = {config::PolicySource::Kind::env_path, file, absolute(file)};
   }
   if (source.kind != config::PolicySource::Kind::env_path) {
-    return config::load_discovered(source);  // inline or system-wide: every process reads the same
+    // Inline: every process gets the same text already. /etc/tcptune/policy.toml: read by each
+    // process, as without run (setuid ones read it whatever run passes).
+    return config::load_discovered(source);
   }
   std::variant<std::string, config::PolicyError> read = config::read_policy_file(source.path_or_text);
   if (read.index() == 1) {
@@ -65,11 +78,7 @@ std::string RunPolicy::pass_on() {
   if (name_.empty()) {
     return {};
   }
-  if (text_.size() <= kMaxPolicyInEnvironment && text_.find('\0') == std::string::npos) {
-    // An empty policy as a lone newline, which means the same: an empty variable counts as unset.
-    setenv("TCPTUNE_POLICY_TOML", text_.empty() ? "\n" : text_.c_str(), 1);
-    setenv("TCPTUNE_POLICY_NAME", name_.c_str(), 1);
-    unsetenv("TCPTUNE_POLICY");  // it would come first
+  if (put_policy_text_in_environment(text_, name_)) {
     return {};
   }
   // Too large for the environment: a copy in a directory only this user can enter, which an

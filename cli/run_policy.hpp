@@ -16,6 +16,11 @@ namespace tcptune::cli {
 // most 128 KiB per environment string, 2 MiB for all) is copied to a file of its own instead.
 inline constexpr std::size_t kMaxPolicyInEnvironment = std::size_t{64} << 10;
 
+// Sets TCPTUNE_POLICY_TOML to `text` and TCPTUNE_POLICY_NAME to `name` (unsetting
+// TCPTUNE_POLICY, which would come first); false, changing nothing, when `text` cannot go in the
+// environment (larger than kMaxPolicyInEnvironment, or holding a NUL).
+bool put_policy_text_in_environment(const std::string& text, const std::string& name);
+
 class RunPolicy {
  public:
   RunPolicy() = default;

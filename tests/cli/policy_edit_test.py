@@ -90,22 +90,31 @@ if seccomp_listener_available():
 else:
     print("note: no seccomp listener here: the supervised case is skipped", flush=True)
 
-# ab: each run of the tuned arm gets the text ab validated, though the first run rewrote the file.
-work = os.path.join(args.work_dir, "ab")
-os.makedirs(work)
-policy = os.path.join(work, "policy.toml")
-with open(policy, "w", encoding="utf-8") as f:
-    f.write(POLICY)
-r = subprocess.run([args.tcptune, "ab", "--runs", "2", "--policy", policy, "--out", os.path.join(work, "out"), "--",
-                    "/bin/sh", "-c", SCRIPT], env=clean_env(TCPTUNE_SHIM=args.shim, POLICY_FILE=policy, CHILD=CHILD),
-                   capture_output=True, text=True, timeout=BOUND, cwd=work)
-complaints = [line for line in r.stderr.splitlines() if "policy" in line or "TOML" in line or "untuned" in line]
-checks.check(r.returncode == 0 and not complaints, f"ab: no run complains about the policy ({r.returncode}, "
-                                                   f"{complaints[:2]})")
-for run in (1, 2):
-    log = os.path.join(work, "out", f"tuned-{run}.jsonl")
-    tuned = {rec.get("pid") for rec in records(log) if rec.get("rule") == "validated"}
-    checks.check(len(tuned) >= 3, f"ab: tuned run {run}: three children tuned by the validated rule ({len(tuned)})")
+
+
+def ab_case(name, padding=0):
+    """ab: each run of the tuned arm gets the text ab validated, though the first run rewrote the file."""
+    work = os.path.join(args.work_dir, name)
+    os.makedirs(work)
+    policy = os.path.join(work, "policy.toml")
+    with open(policy, "w", encoding="utf-8") as f:
+        f.write(POLICY + ("# padding to make the policy large\n" * (padding // 35 + 1) if padding else ""))
+    r = subprocess.run([args.tcptune, "ab", "--runs", "2", "--policy", policy, "--out", os.path.join(work, "out"),
+                        "--", "/bin/sh", "-c", SCRIPT],
+                       env=clean_env(TCPTUNE_SHIM=args.shim, POLICY_FILE=policy, CHILD=CHILD),
+                       capture_output=True, text=True, timeout=BOUND, cwd=work)
+    complaints = [line for line in r.stderr.splitlines() if "policy" in line or "TOML" in line or "untuned" in line]
+    checks.check(r.returncode == 0 and not complaints,
+                 f"{name}: no run complains about the policy ({r.returncode}, {complaints[:2]})")
+    for run in (1, 2):
+        log = os.path.join(work, "out", f"tuned-{run}.jsonl")
+        tuned = {rec.get("pid") for rec in records(log) if rec.get("rule") == "validated"}
+        checks.check(len(tuned) >= 3,
+                     f"{name}: tuned run {run}: three children tuned by the validated rule ({len(tuned)})")
+
+
+ab_case("ab")
+ab_case("ab_large", padding=100 * 1024)
 
 # Direct LD_PRELOAD users name the policy's file for messages about its text.
 env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY_TOML="nodelay = \"sometimes\"\n",
