@@ -3,21 +3,27 @@
 // under the given policy, so both arms are measured the same way; prints both side by side
 // and writes the raw logs and a write/ack latency CDF plot to DIR.
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ab_table.hpp"
 #include "cdf_plot.hpp"
 #include "commands.hpp"
 #include "log_summary.hpp"
+#include "program_exit.hpp"
 #include "program_launch.hpp"
+#include "run_policy.hpp"
 #include "tcptune/config/policy_loader.hpp"
 
 namespace tcptune::cli {
@@ -26,6 +32,8 @@ namespace {
 
 // The observe-only arm: nodelay "keep" leaves the app's choice, and nothing else is set.
 constexpr const char* kObservePolicy = "version = 1\n[defaults]\nnodelay = \"keep\"\n";
+// The built-in default (TCP_NODELAY on) as a policy, so that both arms name a file.
+constexpr const char* kBuiltinPolicy = "version = 1\n[defaults]\nnodelay = \"on\"\n";
 
 struct RunResult {
   int status = 0;
@@ -35,14 +43,18 @@ struct RunResult {
 
 struct Arm {
   std::string name;
-  std::string policy;
+  std::string policy;       // the file, as records name it
+  std::string policy_text;  // its text as validated, which every run gets (run_policy.hpp)
   std::vector<RunResult> runs;
   ConnectionGroup merged;  // every run's connections, for the CDF
 };
 
-RunResult run_once(const std::string& resolved, std::vector<char*> argv, const std::string& policy,
-                   const std::string& log) {
-  setenv("TCPTUNE_POLICY", policy.c_str(), 1);
+RunResult run_once(const std::string& resolved, std::vector<char*> argv, const Arm& arm, const std::string& log) {
+  if (!put_policy_text_in_environment(arm.policy_text, arm.policy)) {
+    setenv("TCPTUNE_POLICY", arm.policy.c_str(), 1);  // over 64 KiB: ab's copy, read by each process
+    unsetenv("TCPTUNE_POLICY_TOML");
+    unsetenv("TCPTUNE_POLICY_NAME");
+  }
   setenv("TCPTUNE_LOG", log.c_str(), 1);
   setenv("TCPTUNE_LOG_FORMAT", "jsonl", 1);
   (void)::unlink(log.c_str());
@@ -75,12 +87,16 @@ int ab_command(const AbOptions& options) {
   const std::string& policy = options.policy;
   std::string out = options.out;
   const std::vector<std::string>& args = options.command;
+  std::string policy_text = kBuiltinPolicy;
   if (!policy.empty()) {
-    const config::LoadResult loaded = config::load_policy_file(policy);
+    std::variant<std::string, config::PolicyError> read = config::read_policy_file(policy);
+    const config::LoadResult loaded =
+        read.index() == 0 ? config::load_policy_text(std::get<0>(read), policy) : config::LoadResult{std::get<1>(read)};
     if (!loaded.ok()) {
       (void)std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
       return kExitConfig;
     }
+    policy_text = std::get<0>(std::move(read));
   }
   std::string problem;
   const std::string shim = locate_shim(problem);
@@ -100,10 +116,14 @@ int ab_command(const AbOptions& options) {
   const std::string observe_policy = out + "/observe-only.toml";
   std::ofstream(observe_policy) << kObservePolicy;
   // The given policy, or the built-in default (TCP_NODELAY on), written out so both arms
-  // name a policy file.
+  // name a policy file; one too large for the environment is copied here as validated, so
+  // that an edit of FILE during the runs reaches none of them.
   std::string tuned_policy = policy.empty() ? out + "/builtin-default.toml" : absolute(policy);
   if (policy.empty()) {
-    std::ofstream(tuned_policy) << "version = 1\n[defaults]\nnodelay = \"on\"\n";
+    std::ofstream(tuned_policy) << kBuiltinPolicy;
+  } else if (policy_text.size() > kMaxPolicyInEnvironment || policy_text.find('\0') != std::string::npos) {
+    tuned_policy = out + "/tuned-policy.toml";
+    std::ofstream(tuned_policy, std::ios::binary) << policy_text;
   }
   setenv("LD_PRELOAD", preload_with_shim_first(shim, std::getenv("LD_PRELOAD")).c_str(), 1);
   std::vector<char*> argv;
@@ -113,21 +133,34 @@ int ab_command(const AbOptions& options) {
   }
   argv.push_back(nullptr);
 
-  Arm observe{"observe", observe_policy, {}, {}};
-  Arm tuned{"tuned", tuned_policy, {}, {}};
+  Arm observe{"observe", observe_policy, kObservePolicy, {}, {}};
+  Arm tuned{"tuned", tuned_policy, policy_text, {}, {}};
   int failures = 0;
-  for (int run = 1; run <= runs; ++run) {
+  // A run killed by a signal (Ctrl-C, SIGTERM passed on, a crash) is the last: the table shows
+  // the runs so far, and ab then dies by that signal, as a parent waiting on it expects.
+  std::optional<int> killed;
+  for (int run = 1; run <= runs && !killed; ++run) {
     for (Arm* arm : {&observe, &tuned}) {  // interleaved: drift hits both arms alike
       const std::string log = out + "/" + arm->name + "-" + std::to_string(run) + ".jsonl";
-      RunResult result = run_once(resolved, argv, arm->policy, log);
-      (void)std::fprintf(stderr, "tcptune ab: run %d/%d %-8s exit %d, %.3f s\n", run, runs, arm->name.c_str(),
-                         result.status, result.wall_s);
+      RunResult result = run_once(resolved, argv, *arm, log);
+      if (WIFSIGNALED(result.status)) {
+        (void)std::fprintf(stderr, "tcptune ab: run %d/%d %-8s killed by signal %d (%s), %.3f s; no more runs\n", run,
+                           runs, arm->name.c_str(), WTERMSIG(result.status), strsignal(WTERMSIG(result.status)),
+                           result.wall_s);
+        killed = result.status;
+      } else {
+        (void)std::fprintf(stderr, "tcptune ab: run %d/%d %-8s exit %d, %.3f s\n", run, runs, arm->name.c_str(),
+                           shell_exit_status(result.status), result.wall_s);
+      }
       failures += result.status != 0 ? 1 : 0;
       arm->merged.merge(result.summary.total);
       arm->runs.push_back(std::move(result));
+      if (killed) {
+        break;
+      }
     }
   }
-  std::printf("%d run(s) per arm, interleaved; median [min-max]\n", runs);
+  std::printf("%zu run(s) per arm, interleaved; median [min-max]\n", observe.runs.size());
   std::printf("%-24s %29s %29s %10s\n", "metric", "observe-only", "tuned", "tuned/obs");
   print_metric("wall time (s)", observe, tuned, [](const RunResult& r) { return r.wall_s; });
   print_metric("write p50 (us)", observe, tuned,
@@ -154,6 +187,9 @@ int ab_command(const AbOptions& options) {
                                                                  {"ack, observe-only", &observe.merged.ack_latency},
                                                                  {"ack, tuned", &tuned.merged.ack_latency}});
   std::printf("logs in %s; latency CDF: %s\n", out.c_str(), plot.c_str());
+  if (killed) {
+    return end_as_program(*killed);
+  }
   if (failures != 0) {
     (void)std::fprintf(stderr, "tcptune ab: %d run(s) exited non-zero\n", failures);
     return 1;

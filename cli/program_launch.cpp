@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <system_error>
 
 namespace tcptune::cli {
@@ -32,6 +33,13 @@ void forward_signal(int signal_number) {
   }
   errno = saved_errno;
 }
+
+// The signals tcptune handles while the program runs, and what they were when tcptune started:
+// the program gets those (nohup's ignored SIGHUP stays ignored; a second `ab` run does not
+// inherit the SIGINT tcptune ignores for the first).
+constexpr int kHandledSignals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+struct sigaction g_original[sizeof kHandledSignals / sizeof kHandledSignals[0]];
+bool g_original_saved = false;
 
 }  // namespace
 
@@ -143,16 +151,37 @@ int wait_for_exit(pid_t child) {
 
 // CMD as a child, so that its summary can follow. Like a shell running a foreground job,
 // tcptune ignores the terminal's SIGINT/SIGQUIT (the child gets them too) and passes SIGTERM
-// and SIGHUP on. Returns the child's exit status, 128+N if signal N ended it.
-
+// and SIGHUP on. They are blocked from before the fork until the handlers are in place, so a
+// SIGTERM that comes at once is passed on too, not the end of tcptune with the program left.
 int run_child(const std::string& resolved, std::vector<char*>& argv, const ChildHooks& hooks) {
   const std::string command = argv[0];
+  sigset_t handled;
+  sigset_t previous_mask;
+  sigemptyset(&handled);
+  for (std::size_t i = 0; i < std::size(kHandledSignals); ++i) {
+    sigaddset(&handled, kHandledSignals[i]);
+    if (!g_original_saved) {
+      (void)sigaction(kHandledSignals[i], nullptr, &g_original[i]);
+    }
+  }
+  g_original_saved = true;
+  (void)pthread_sigmask(SIG_BLOCK, &handled, &previous_mask);
+  if (g_child_pidfd >= 0) {
+    (void)close(g_child_pidfd);  // an earlier run's (ab)
+    g_child_pidfd = -1;
+  }
   g_child = fork();
   if (g_child < 0) {
-    (void)std::fprintf(stderr, "tcptune run: fork: %s\n", std::generic_category().message(errno).c_str());
-    return 1;
+    const int error = errno;
+    (void)pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
+    (void)std::fprintf(stderr, "tcptune run: fork: %s\n", std::generic_category().message(error).c_str());
+    return W_EXITCODE(1, 0);
   }
   if (g_child == 0) {
+    for (std::size_t i = 0; i < std::size(kHandledSignals); ++i) {
+      (void)sigaction(kHandledSignals[i], &g_original[i], nullptr);
+    }
+    (void)pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
     if (hooks.before_exec) {
       hooks.before_exec();
     }
@@ -163,8 +192,8 @@ int run_child(const std::string& resolved, std::vector<char*>& argv, const Child
   (void)std::signal(SIGQUIT, SIG_IGN);
   (void)std::signal(SIGTERM, forward_signal);
   (void)std::signal(SIGHUP, forward_signal);
-  const int status = hooks.wait ? hooks.wait(g_child) : wait_for_exit(g_child);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  (void)pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
+  return hooks.wait ? hooks.wait(g_child) : wait_for_exit(g_child);
 }
 
 }  // namespace tcptune::cli

@@ -22,9 +22,6 @@ std::string absolute(const std::string& path);
 std::string preload_with_shim_first(const std::string& shim, const char* existing);
 // execv, and /bin/sh for a script without "#!"; returns the exit status if it cannot.
 int exec_command(const std::string& resolved, const std::string& command, std::vector<char*>& argv);
-// CMD as a child, as a shell runs a foreground job: the terminal's SIGINT/SIGQUIT are ignored
-// here (the child gets them too), SIGTERM and SIGHUP are passed on. Returns the child's exit
-// status, 128+N if signal N ended it.
 // waitpid for `child` through EINTR; its wait status.
 int wait_for_exit(pid_t child);
 
@@ -34,6 +31,10 @@ struct ChildHooks {
   std::function<void()> before_exec;
   std::function<int(pid_t child)> wait;
 };
+// CMD as a child, as a shell runs a foreground job: the terminal's SIGINT/SIGQUIT are ignored
+// here (the child gets them too), SIGTERM and SIGHUP are passed on. Returns the child's wait
+// status (end_as_program, program_exit.hpp, ends tcptune the same way); exit status 1 if it
+// cannot fork.
 int run_child(const std::string& resolved, std::vector<char*>& argv, const ChildHooks& hooks = {});
 
 }  // namespace tcptune::cli

@@ -10,7 +10,9 @@
 #include "commands.hpp"
 #include "executable_inspector.hpp"
 #include "log_summary.hpp"
+#include "program_exit.hpp"
 #include "program_launch.hpp"
+#include "run_policy.hpp"
 #include "supervised_run.hpp"
 #include "supervision.hpp"
 #include "tcptune/config/escape.hpp"
@@ -51,13 +53,17 @@ int run_command(const RunOptions& options) {
     (void)std::fprintf(stderr, "tcptune run: %s\n", problem.c_str());
     return 1;
   }
-  if (!options.policy.empty()) {
-    const config::LoadResult loaded = config::load_policy_file(options.policy);
-    if (!loaded.ok()) {
-      (void)std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
-      return kExitConfig;
-    }
-    setenv("TCPTUNE_POLICY", absolute(options.policy).c_str(), 1);
+  // Read once: every process of the run gets this text, whatever happens to the file meanwhile.
+  // One from TCPTUNE_POLICY that does not load is reported by the program (fail-open), as without run.
+  RunPolicy run_policy;
+  const config::LoadResult loaded = run_policy.load(options.policy);
+  if (!loaded.ok() && !options.policy.empty()) {
+    (void)std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
+    return kExitConfig;
+  }
+  if (const std::string copy_problem = run_policy.pass_on(); !copy_problem.empty()) {
+    (void)std::fprintf(stderr, "tcptune: warning: %s; programs started later read the file again\n",
+                       copy_problem.c_str());
   }
   // A log by default, in jsonl so the summary (and tcptune report) can read it.
   std::string summary_log;
@@ -115,19 +121,18 @@ int run_command(const RunOptions& options) {
     argv.push_back(const_cast<char*>(arg.c_str()));
   }
   argv.push_back(nullptr);
-  if (supervised) {
-    const int status = run_supervised(resolved, argv);
-    if (!summary_log.empty() && !options.quiet) {
-      print_run_summary(summary_log, true);
-    }
-    return status;
+  // The table (and a private copy of the policy to remove) need tcptune after the program;
+  // then it ends as the program did, by the same signal if one killed it.
+  const bool print_summary = !summary_log.empty() && !options.quiet;
+  if (!supervised && !print_summary && !run_policy.has_copy()) {
+    return exec_command(resolved, command, argv);
   }
-  if (!summary_log.empty() && !options.quiet) {
-    const int status = run_child(resolved, argv);
-    print_run_summary(summary_log, false);
-    return status;
+  const int status = supervised ? run_supervised(resolved, argv, loaded) : run_child(resolved, argv);
+  run_policy.remove_copy();
+  if (print_summary) {
+    print_run_summary(summary_log, supervised);
   }
-  return exec_command(resolved, command, argv);
+  return end_as_program(status);
 }
 
 }  // namespace tcptune::cli

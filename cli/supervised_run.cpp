@@ -30,9 +30,8 @@ constexpr std::int64_t kConnectionPollNs = 200'000'000;
 
 }  // namespace
 
-int run_supervised(const std::string& resolved, std::vector<char*>& argv) {
+int run_supervised(const std::string& resolved, std::vector<char*>& argv, const config::LoadResult& loaded) {
   const std::string program = std::filesystem::path(argv[0]).filename().string();
-  const config::LoadResult loaded = config::load_discovered(config::discover_policy_source(false));
   if (!loaded.ok()) {
     (void)std::fprintf(stderr, "tcptune: %s; running untuned\n", loaded.error().to_string().c_str());
     return run_child(resolved, argv);

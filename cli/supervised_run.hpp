@@ -5,12 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "tcptune/config/policy_loader.hpp"
+
 namespace tcptune::cli {
 
-// Runs `resolved` under supervision with the policy the shim would load (TCPTUNE_POLICY, ...)
-// and the log it would write (TCPTUNE_LOG, ...). Returns its exit status, 128+N for signal N.
+// Runs `resolved` under supervision with `loaded`, the policy of the run (an error: untuned, and
+// one line says so), and the log the shim would write (TCPTUNE_LOG, ...). Returns its wait status.
 // If supervision cannot start (the program installs a seccomp listener itself, an old kernel),
 // the program runs untuned and one line says why.
-int run_supervised(const std::string& resolved, std::vector<char*>& argv);
+int run_supervised(const std::string& resolved, std::vector<char*>& argv, const config::LoadResult& loaded);
 
 }  // namespace tcptune::cli

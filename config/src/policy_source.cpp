@@ -17,9 +17,12 @@ namespace tcptune::config {
 
 namespace {
 
-LoadResult file_error(const std::string& source, std::string message) {
-  return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>,
-                                                      PolicyError{SourcePos{source, 0, 0}, std::move(message)})};
+PolicyError file_error(const std::string& source, std::string message) {
+  return PolicyError{SourcePos{source, 0, 0}, std::move(message)};
+}
+
+LoadResult failed(PolicyError error) {
+  return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>, std::move(error))};
 }
 
 // `bytes` unset: read up to the bound without reaching the end (the file grew, or says st_size 0).
@@ -34,7 +37,7 @@ std::string errno_text(int error) {
   return std::generic_category().message(error);
 }
 
-// Closes the descriptor on every path out of load_policy_file.
+// Closes the descriptor on every path out of read_policy_file.
 struct FdCloser {
   int fd;
   explicit FdCloser(int descriptor) : fd(descriptor) {}
@@ -45,7 +48,7 @@ struct FdCloser {
 
 }  // namespace
 
-LoadResult load_policy_file(const std::string& path) {
+std::variant<std::string, PolicyError> read_policy_file(const std::string& path) {
   // The stat first only spares a device the side effects of an open (a tape rewinds, a watchdog
   // arms); the fstat on the opened descriptor below is what decides, whatever was swapped in.
   struct stat before {};
@@ -90,34 +93,52 @@ LoadResult load_policy_file(const std::string& path) {
     return file_error(path, too_large(std::nullopt));
   }
   text.resize(length);
-  return load_policy_text(text, path);
+  return text;
+}
+
+LoadResult load_policy_file(const std::string& path) {
+  std::variant<std::string, PolicyError> read = read_policy_file(path);
+  if (read.index() == 1) {
+    return failed(std::get<1>(std::move(read)));
+  }
+  return load_policy_text(std::get<0>(read), path);
 }
 
 PolicySource discover_policy_source(bool secure_execution, const char* system_path) {
   if (!secure_execution) {
+    const char* name = std::getenv("TCPTUNE_POLICY_NAME");
     if (const char* path = std::getenv("TCPTUNE_POLICY"); path != nullptr && *path != '\0') {
-      return {PolicySource::Kind::env_path, path};
+      return {PolicySource::Kind::env_path, path, name != nullptr ? name : ""};
     }
     if (const char* inline_text = std::getenv("TCPTUNE_POLICY_TOML"); inline_text != nullptr && *inline_text != '\0') {
-      return {PolicySource::Kind::env_inline, inline_text};
+      return {PolicySource::Kind::env_inline, inline_text, name != nullptr ? name : ""};
     }
   }
   // Whether it is there and readable, without opening it: opening a FIFO would block.
   if (system_path != nullptr && ::faccessat(AT_FDCWD, system_path, R_OK, AT_EACCESS) == 0) {
-    return {PolicySource::Kind::system_file, system_path};
+    return {PolicySource::Kind::system_file, system_path, {}};
   }
-  return {PolicySource::Kind::builtin, {}};
+  return {PolicySource::Kind::builtin, {}, {}};
 }
 
 LoadResult load_discovered(const PolicySource& source) {
   switch (source.kind) {
-    case PolicySource::Kind::env_path:
     case PolicySource::Kind::system_file: return load_policy_file(source.path_or_text);
-    case PolicySource::Kind::env_inline:
-      if (source.path_or_text.size() > kMaxPolicyBytes) {
-        return file_error("TCPTUNE_POLICY_TOML", too_large(source.path_or_text.size()));
+    case PolicySource::Kind::env_path: {
+      // An error reading names the file read; one in the text names the policy by its name.
+      std::variant<std::string, PolicyError> read = read_policy_file(source.path_or_text);
+      if (read.index() == 1) {
+        return failed(std::get<1>(std::move(read)));
       }
-      return load_policy_text(source.path_or_text, "TCPTUNE_POLICY_TOML");
+      return load_policy_text(std::get<0>(read), source.name.empty() ? source.path_or_text : source.name);
+    }
+    case PolicySource::Kind::env_inline: {
+      const std::string name = source.name.empty() ? "TCPTUNE_POLICY_TOML" : source.name;
+      if (source.path_or_text.size() > kMaxPolicyBytes) {
+        return failed(file_error(name, too_large(source.path_or_text.size())));
+      }
+      return load_policy_text(source.path_or_text, name);
+    }
     case PolicySource::Kind::builtin: break;
   }
   return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<0>, builtin_default_policy())};

@@ -107,8 +107,11 @@ r = tcptune("run", "--", script)
 check(r.returncode == 0 and r.stdout.strip() == "script ran with " + shim_path,
       f"a script without #! runs with /bin/sh, as execvp would ({r.returncode}: {r.stdout.strip()} {r.stderr.strip()})")
 r = tcptune("run", "--policy", good, "--log", "x.log", "-v", "--", "/bin/sh", "-c",
-            'echo "$TCPTUNE_POLICY|$TCPTUNE_LOG|$TCPTUNE_LOG_LEVEL"')
-check(r.stdout.strip() == f"{good}|{os.path.abspath('x.log')}|debug", f"run passes policy, log, level ({r.stdout.strip()})")
+            'echo "$TCPTUNE_POLICY_NAME|$TCPTUNE_LOG|$TCPTUNE_LOG_LEVEL|${TCPTUNE_POLICY-unset}"; printf %s "$TCPTUNE_POLICY_TOML"')
+with open(good, encoding="utf-8") as f:
+    good_text = f.read()
+check(r.stdout.startswith(f"{good}|{os.path.abspath('x.log')}|debug|unset\n") and r.stdout.endswith(good_text),
+      f"run passes the policy's text and name, log, level ({r.stdout.strip()[:200]})")
 if corpus:
     r = tcptune("run", "--policy", os.path.join(bad, corpus[0]), "--", "/bin/true")
     check(r.returncode == 78, f"run refuses an invalid policy with 78 ({r.returncode})")
@@ -174,7 +177,7 @@ check(r.returncode == 0 and r.stderr == "" and len(os.listdir(run_dir)) == 2, "r
 r = tcptune("run", "--", "/bin/sh", "-c", "exit 3")
 check(r.returncode == 3, f"run returns the program's exit status ({r.returncode})")
 r = tcptune("run", "--", "/bin/sh", "-c", "kill -TERM $$")
-check(r.returncode == 128 + 15, f"run returns 128+N when signal N ended the program ({r.returncode})")
+check(r.returncode == -15, f"run dies by the signal that ended the program ({r.returncode})")
 
 # ab: both arms run, interleaved, measured the same way; logs, a table and a CDF plot.
 import xml.etree.ElementTree as ElementTree

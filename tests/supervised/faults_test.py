@@ -4,7 +4,7 @@ answer itself. fault_probe makes the calls; this driver runs it with and without
 judges from outside. One --case per ctest:
 
   kill_self, kill_outside   the program is SIGKILLed while its threads' connects are trapped:
-                            tcptune exits 137 at once and leaves no process behind
+                            tcptune dies by SIGKILL too, at once, and leaves no process behind
   exec_storm                the program execs while its other threads' connects are trapped
   signal_<restart|norestart>_<retry|posix>, signal_norestart_nonblocking
                             a 100 us SIGALRM during 2000 connects (handler with or without
@@ -213,8 +213,8 @@ class Harness:
             argv, _ = self.supervised(self.probe("storm", "8", str(delay)), log_name=f"kill_self{attempt}.jsonl")
             run = Run(argv, self.work)
             status = self.finish_bounded(run, f"run {attempt} (self-kill {delay} ms after the first connects)")
-            self.checks.check(status == 128 + signal.SIGKILL,
-                              f"run {attempt}: tcptune exits 137 (128+SIGKILL) ({status}; {run.out[-200:]!r} "
+            self.checks.check(status == -signal.SIGKILL,
+                              f"run {attempt}: tcptune dies by SIGKILL ({status}; {run.out[-200:]!r} "
                               f"{run.stderr.strip()[-300:]!r})")
             self.checks.check("ready" in run.out, f"run {attempt}: the storm was connecting ({run.out[-80:]!r})")
             self.no_leftovers(run, f"run {attempt}")
@@ -233,8 +233,8 @@ class Harness:
             for pid in program:
                 os.kill(pid, signal.SIGKILL)
             status = self.finish_bounded(run, f"run {attempt} (killed from outside)", timeout=10)
-            self.checks.check(status == 128 + signal.SIGKILL,
-                              f"run {attempt}: tcptune exits 137 ({status}; {run.stderr.strip()[-300:]!r})")
+            self.checks.check(status == -signal.SIGKILL,
+                              f"run {attempt}: tcptune dies by SIGKILL ({status}; {run.stderr.strip()[-300:]!r})")
             self.no_leftovers(run, f"run {attempt}")
 
     def case_exec_storm(self):
@@ -371,11 +371,12 @@ class Harness:
     # ---- 5: exit status, signals, daemons ---------------------------------------------------
 
     def case_exit_status(self):
-        for script, expected in (("exit 7", 7), ("exit 0", 0), ("kill -9 $$", 137), ("kill -TERM $$", 143)):
+        for script, expected in (("exit 7", 7), ("exit 0", 0), ("kill -9 $$", -9), ("kill -TERM $$", -15)):
             argv, _ = self.supervised(["/bin/sh", "-c", script], log_name="exit.jsonl")
             run = Run(argv, self.work)
             status = self.finish_bounded(run, f"sh -c {script!r}", timeout=10)
-            self.checks.check(status == expected, f"sh -c {script!r}: tcptune exits {expected} ({status})")
+            self.checks.check(status == expected,
+                              f"sh -c {script!r}: tcptune ends with {expected} (negative: by that signal) ({status})")
         argv, _ = self.supervised(["/nonexistent/program"], log_name="exit.jsonl")
         run = Run(argv, self.work)
         status = self.finish_bounded(run, "a missing program", timeout=10)
@@ -393,14 +394,14 @@ class Harness:
         os.kill(run.proc.pid, signal.SIGTERM)
         status = self.finish_bounded(run, "after SIGTERM", timeout=10)
         self.checks.check(status == 42, f"SIGTERM to tcptune reaches the program (its handler exits 42: {status})")
-        # A program that does not handle it dies of it: 128+15.
+        # A program that does not handle it dies of it, and so does tcptune.
         argv, _ = self.supervised(["/bin/sh", "-c", "echo ready; exec sleep 20"], log_name="term.jsonl")
         run = Run(argv, self.work)
         run.wait_line(10)
         time.sleep(0.2)
         os.kill(run.proc.pid, signal.SIGTERM)
         status = self.finish_bounded(run, "sleep after SIGTERM", timeout=10)
-        self.checks.check(status == 143, f"an unhandled SIGTERM: tcptune exits 143 ({status})")
+        self.checks.check(status == -signal.SIGTERM, f"an unhandled SIGTERM: tcptune dies by it too ({status})")
 
     def case_daemon(self):
         listener = socket.socket()

@@ -110,8 +110,8 @@ TEST_F(PolicyFile, ReadsPastAZeroStSize) {
 
 TEST_F(PolicyFile, InlinePolicyIsBoundToo) {
   const std::string at_limit = policy_of_size(kMaxPolicyBytes);
-  EXPECT_TRUE(load_discovered({PolicySource::Kind::env_inline, at_limit}).ok());
-  const LoadResult over = load_discovered({PolicySource::Kind::env_inline, at_limit + "#"});
+  EXPECT_TRUE(load_discovered({PolicySource::Kind::env_inline, at_limit, {}}).ok());
+  const LoadResult over = load_discovered({PolicySource::Kind::env_inline, at_limit + "#", {}});
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.error().to_string(), "TCPTUNE_POLICY_TOML: 1048577 bytes, more than the 1 MiB a policy may have");
 }

@@ -125,6 +125,29 @@ TEST(PolicyLoader, DiscoveryOrder) {
   EXPECT_EQ(builtin.policy().source, "built-in default");
 }
 
+// `tcptune run` passes the text it validated, named after its file: messages and records name
+// the file, with line and column; a file read fails under its own path. Ignored when setuid.
+TEST(PolicyLoader, PolicyNameNamesTheTextsFile) {
+  ::unsetenv("TCPTUNE_POLICY");
+  ::setenv("TCPTUNE_POLICY_TOML", "[defaults]\nnodelay = \"sometimes\"\n", 1);
+  ::setenv("TCPTUNE_POLICY_NAME", "/etc/example/policy.toml", 1);
+  const LoadResult named = load_discovered(discover_policy_source(false, "/nonexistent"));
+  ASSERT_FALSE(named.ok());
+  EXPECT_EQ(named.error().to_string().rfind("/etc/example/policy.toml:2:11: ", 0), 0U) << named.error().to_string();
+  ::setenv("TCPTUNE_POLICY_TOML", "[defaults]\nnodelay = \"off\"\n", 1);
+  const LoadResult good = load_discovered(discover_policy_source(false, "/nonexistent"));
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(good.policy().source, "/etc/example/policy.toml");
+  EXPECT_TRUE(discover_policy_source(true, "/nonexistent").name.empty());
+  ::setenv("TCPTUNE_POLICY", "/nonexistent/copy.toml", 1);
+  const LoadResult unreadable = load_discovered(discover_policy_source(false, "/nonexistent"));
+  ASSERT_FALSE(unreadable.ok());
+  EXPECT_EQ(unreadable.error().to_string(), "/nonexistent/copy.toml: cannot read: No such file or directory");
+  ::unsetenv("TCPTUNE_POLICY");
+  ::unsetenv("TCPTUNE_POLICY_TOML");
+  ::unsetenv("TCPTUNE_POLICY_NAME");
+}
+
 // Quantities beyond 64 bits are errors, not values wrapped to something small that loads.
 TEST(PolicyLoader, HugeQuantitiesAreRejected) {
   const LoadResult lowat = load_policy_text("[defaults]\nnotsent_lowat = \"100000000000000000000\"\n", "t.toml");

@@ -33,6 +33,9 @@ inline constexpr std::size_t kMaxPolicyBytes = std::size_t{1} << 20;
 LoadResult load_policy_text(std::string_view toml_text, const std::string& source_name);
 // Only a regular file of at most kMaxPolicyBytes is a policy. The path is opened without
 // blocking (a FIFO would otherwise wait for a writer) and checked on the opened descriptor.
+// The text read, or the error naming `path`.
+std::variant<std::string, PolicyError> read_policy_file(const std::string& path);
+// read_policy_file, then load_policy_text with the path as the source name.
 LoadResult load_policy_file(const std::string& path);
 
 // Where the policy comes from, in order: TCPTUNE_POLICY (path), TCPTUNE_POLICY_TOML (inline),
@@ -41,6 +44,10 @@ LoadResult load_policy_file(const std::string& path);
 struct PolicySource {
   enum class Kind { env_path, env_inline, system_file, builtin } kind = Kind::builtin;
   std::string path_or_text;
+  // TCPTUNE_POLICY_NAME: what messages and records call a policy from the environment (`tcptune
+  // run` passes the file it validated as its text, and names that file); empty: the path, or
+  // "TCPTUNE_POLICY_TOML".
+  std::string name;
 };
 PolicySource discover_policy_source(bool secure_execution, const char* system_path = "/etc/tcptune/policy.toml");
 LoadResult load_discovered(const PolicySource& source);
