@@ -12,6 +12,27 @@
 
 namespace tcptune::config {
 
+// The deepest a policy may nest, in levels: each part of a table header, each part of a dotted
+// key, each array and each inline table is one, counted from the root along the text (a key
+// below a header starts at the header's depth; what an array or inline table holds is one level
+// deeper than it). The policy's own schema nests 5 deep ([[rule]] sockopt = [{ level = ... }]).
+// This bounds every recursion toml++ 3.3 runs on the text (parser.inl, table.inl, array.inl):
+//  - parse_value -> parse_array -> parse_value, and parse_value -> parse_inline_table ->
+//    parse_key_value_pair_and_insert -> parse_value: one round per open bracket, so at most 63
+//    (the key holding the outermost value takes a level). toml++'s own bound is 256
+//    (TOML_MAX_NESTED_VALUES). parse_key, parse_table_header and parse_document loop.
+//  - The tree is as deep as the text nests: a table per key part (a dotted key's, or a header's,
+//    two nodes where the part names an array of tables), a node per array and inline table, so
+//    at most 2 x 64 + 1 nodes from the root. update_region_ends(root) recurses down it after
+//    every parse, failed ones too; destroying the tree (~table, ~array through node_ptr)
+//    recurses down it as well, plus std::map's _M_erase down each table's right spine, at most
+//    2 log2(keys + 1) frames per table.
+//  - Nothing else recurses: no deep copy, comparison or printing of the tree happens here, and
+//    the loader reads fixed levels ([defaults], [[rule]], match, keep_warm).
+// Worst case measured (tests/fuzz/toml_depth_test.cpp, WorstCasesFitThePrivateStack), of
+// kPolicyStackBytes (1 MiB): STACK-NUMBERS.
+inline constexpr std::uint32_t kMaxTomlDepth = 64;
+
 struct TomlInputProblem {
   std::uint32_t line = 0;    // 1-based
   std::uint32_t column = 0;  // 1-based, in code points as toml++ counts them
