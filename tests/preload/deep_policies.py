@@ -1,9 +1,9 @@
 """Policies nested deeper than any stack: a dotted key of 150,000 parts, a table header of
 200,000, 20,000 parts on a 1 MiB main stack (ulimit -s 1024), 60,000 in TCPTUNE_POLICY_TOML on
 a 4 MiB one. toml++ 3.3 recursed once per level and crashed every program under the shim, and
-`tcptune check`, with SIGSEGV before main. Each must give one stderr line naming the source,
-line and column; the program runs untuned (fail-open), or exits 78 under TCPTUNE_STRICT=1, and
-`check` exits 1. Then a policy the guard lets through (62 nested arrays) loaded lazily on a
+`tcptune check` and `tcptune run`, with SIGSEGV before main. Each must give one stderr line
+naming the source, line and column; the program runs untuned (fail-open), or exits 78 under
+TCPTUNE_STRICT=1, `check` exits 1 and `run --policy` 78. Then a policy the guard lets through (62 nested arrays) loaded lazily on a
 thread with a 64 KiB stack, from a socket() hook: it is parsed on the shim's own stack, not
 the thread's. The inputs are generated here."""
 import argparse
@@ -97,6 +97,21 @@ def main():
     ]:
         check_command(checks, args, name, path, position, stack)
         check_program(checks, args, name, clean_env(TCPTUNE_POLICY=path), position, stack)
+
+    # tcptune run: --policy is validated up front (exit 78, as for any bad policy); under
+    # --supervise the policy is loaded by tcptune itself and the program runs untuned.
+    main_ran = [args.probe, "main-ran", "--client", "0", "--server", "0"]
+    validated = run([args.tcptune, "run", "--no-log", "--policy", key, "--"] + main_ran, clean_env())
+    line = one_line(validated)
+    checks.check(validated.returncode == STRICT_EXIT and line is not None
+                 and line.startswith(f"tcptune: {key}:1:129: ") and DEPTH_MESSAGE in line,
+                 f"tcptune run --policy: one line naming {key}:1:129, exit {STRICT_EXIT} ({describe(validated)}: "
+                 f"{validated.stderr.strip()[:300]!r})")
+    supervised = run([args.tcptune, "run", "--no-log", "--supervise", "--"] + main_ran, clean_env(TCPTUNE_POLICY=key))
+    checks.check(supervised.returncode == 0 and "main ran" in supervised.stdout
+                 and f"tcptune: {key}:1:129: " in supervised.stderr and "; running untuned" in supervised.stderr,
+                 f"tcptune run --supervise: names {key}:1:129, the program runs untuned ({describe(supervised)}: "
+                 f"{supervised.stderr.strip()[:300]!r})")
 
     inline = dotted(59_999) + ".b = 1\n"
     check_program(checks, args, "60,000-part key in TCPTUNE_POLICY_TOML, ulimit -s 4096",
