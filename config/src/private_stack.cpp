@@ -44,6 +44,7 @@ static_assert(sizeof(void*) <= sizeof(std::uint64_t));
 
 // makecontext passes int arguments: the Call's address in two halves.
 void enter(unsigned high, unsigned low) {
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the address makecontext could only pass as ints
   auto* call = reinterpret_cast<Call*>(static_cast<std::uintptr_t>((std::uint64_t{high} << 32U) | low));
 #ifdef TCPTUNE_ASAN_FIBERS
   __sanitizer_finish_switch_fiber(nullptr, &call->caller_stack, &call->caller_stack_bytes);

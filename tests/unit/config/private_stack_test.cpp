@@ -48,6 +48,7 @@ bool is_mapped(std::uintptr_t address) {
   const auto page = static_cast<std::uintptr_t>(::getpagesize());
   unsigned char resident = 0;
   // mincore fails with ENOMEM on an address nothing is mapped at
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): an address that may no longer point anywhere
   return ::mincore(reinterpret_cast<void*>(address & ~(page - 1)), 1, &resident) == 0 || errno != ENOMEM;
 }
 
