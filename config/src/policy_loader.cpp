@@ -11,11 +11,13 @@
 
 #include <optional>
 #include <set>
+#include <system_error>
 #include <utility>
 #include <vector>
 
 #include "tcptune/config/cidr.hpp"
 #include "tcptune/config/escape.hpp"
+#include "tcptune/config/private_stack.hpp"
 #include "tcptune/config/toml_input_guard.hpp"
 #include "tcptune/config/tuning_keys.hpp"
 #include "tcptune/config/value_parsers.hpp"
@@ -298,15 +300,28 @@ class Loader {
   TomlWalk walk_;
 };
 
-}  // namespace
-
-LoadResult load_policy_text(std::string_view toml_text, const std::string& source_name) {
-  // Before toml++ sees it: some malformed text makes toml++ 3.3 abort or run into undefined behaviour.
+LoadResult load_on_this_stack(std::string_view toml_text, const std::string& source_name) {
+  // Before toml++ sees it: some malformed text makes toml++ 3.3 abort or run into undefined
+  // behaviour, and deep nesting would run its recursion past any stack.
   if (const auto problem = find_toml_input_problem(toml_text)) {
     const PolicyError error{SourcePos{source_name, problem->line, problem->column}, problem->message};
     return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>, error)};
   }
   return Loader(source_name).load(toml_text);
+}
+
+}  // namespace
+
+LoadResult load_policy_text(std::string_view toml_text, const std::string& source_name, std::size_t* stack_used) {
+  std::optional<LoadResult> loaded;
+  auto load = [&] { loaded.emplace(load_on_this_stack(toml_text, source_name)); };
+  if (const int error = run_on_private_stack(kPolicyStackBytes, load, stack_used); error != 0) {
+    static_assert(kPolicyStackBytes == std::size_t{1} << 20, "the message says 1 MiB");
+    const PolicyError failure{SourcePos{source_name, 0, 0}, "cannot map the 1 MiB stack the policy is parsed on: " +
+                                                                std::generic_category().message(error)};
+    return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>, failure)};
+  }
+  return std::move(*loaded);
 }
 
 }  // namespace tcptune::config

@@ -12,6 +12,10 @@
 //    terminator (parser.inl:2549).
 //  - a date, then 'T' and no digit ("1979-05-27T?7:00"), or a space and a lone digit
 //    ("1979-05-27 1"): the date-and-time parser asserts a time follows (parser.inl:2345, 2636).
+//  - nesting deeper than kMaxTomlDepth: toml++ recurses once per level, in parse_value and,
+//    after the parse, in update_region_ends and the tree's destructors (toml_input_guard.hpp).
+//    Statements toml++ then refuses count too: it builds a key's tables before it reads the
+//    value, and recurses down what it built after any error.
 // It follows strings, comments, brackets and bare values as the parser does, so that it knows
 // where a table header, an array value or a string starts; the rest is left to toml++ and its
 // own messages.
@@ -113,6 +117,7 @@ class Scanner {
       header_line_ = false;
       if (open_values_.empty()) {
         expect_ = Expect::key;
+        key_depth_ = header_depth_;  // a key below the last table header
       }
       advance();
       return std::nullopt;
@@ -132,28 +137,42 @@ class Scanner {
         return found;
       }
       header_line_ = true;
+      header_depth_ = 0;
       expect_ = Expect::key;
       advance();
       return std::nullopt;
+    }
+    if (expect_ == Expect::key && is_key_start(c)) {
+      if (auto found = count_key_part()) {
+        return found;
+      }
     }
     if ((c == '"' || c == '\'') && expect_ != Expect::neither) {
       expect_ = Expect::neither;
       return scan_string(c);
     }
-    const char innermost = open_values_.empty() ? '\0' : open_values_.back();
+    const char innermost = open_values_.empty() ? '\0' : open_values_.back().bracket;
     if (header_line_) {
       // A header's brackets are no values; '.' separates its keys.
       expect_ = c == '.' || c == '[' ? Expect::key : Expect::neither;
     } else if (c == '}' && expect_ == Expect::value && innermost == '[') {
       return problem_here("invalid TOML: expected a value or ']' in the array, saw '}'");
     } else if (expect_ == Expect::value && (c == '[' || c == '{')) {
-      open_values_.push_back(static_cast<char>(c));
+      // The array or inline table is the value of the key just read, or an element of the
+      // enclosing array; what it holds is one level deeper.
+      const std::uint32_t inner_depth = (innermost == '[' ? open_values_.back().inner_depth : key_depth_) + 1;
+      if (inner_depth > kMaxTomlDepth) {
+        return too_deep(c == '[' ? "array" : "inline table");
+      }
+      open_values_.push_back(OpenValue{static_cast<char>(c), inner_depth});
       expect_ = c == '[' ? Expect::value : Expect::key;
+      key_depth_ = inner_depth;
     } else if ((c == ']' || c == '}') && !open_values_.empty()) {
       open_values_.pop_back();
       expect_ = Expect::neither;
     } else if (c == ',' && innermost != '\0') {
       expect_ = innermost == '[' ? Expect::value : Expect::key;
+      key_depth_ = open_values_.back().inner_depth;  // the next key of the inline table
     } else if (c == '=' && expect_ != Expect::value) {
       expect_ = Expect::value;
     } else if (c == '.' && expect_ == Expect::neither) {
@@ -361,9 +380,32 @@ class Scanner {
     return std::nullopt;
   }
 
+  // At the first character of a key part (a bare key or a quoted one): one level deeper.
+  std::optional<TomlInputProblem> count_key_part() {
+    std::uint32_t& depth = header_line_ ? header_depth_ : key_depth_;
+    if (++depth > kMaxTomlDepth) {
+      return too_deep(header_line_ ? "table header part" : "key part");
+    }
+    return std::nullopt;
+  }
+
+  [[nodiscard]] TomlInputProblem too_deep(const char* what) const {
+    return problem_here("nested deeper than " + std::to_string(kMaxTomlDepth) + " levels at this " + what +
+                        " (table header parts, dotted key parts, arrays and inline tables count together)");
+  }
+
+  struct OpenValue {
+    char bracket;               // '[' or '{'
+    std::uint32_t inner_depth;  // of what it holds
+  };
+
   std::string_view text_;
   std::size_t pos_ = 0;
-  std::vector<char> open_values_;  // '[' and '{' of the arrays and inline tables being read
+  std::vector<OpenValue> open_values_;  // the arrays and inline tables being read
+  // Depths as toml++ builds its tree (see kMaxTomlDepth): of the last table header, counted in
+  // its parts, and of the key being read, counted from where its level starts.
+  std::uint32_t header_depth_ = 0;
+  std::uint32_t key_depth_ = 0;
   Expect expect_ = Expect::key;
   bool line_start_ = true;    // nothing but blanks yet on this line
   bool header_line_ = false;  // in a [table] header

@@ -29,8 +29,15 @@ struct LoadResult {
 // before main, and real policies are a few KiB (4096 rules of 256 bytes fit).
 inline constexpr std::size_t kMaxPolicyBytes = std::size_t{1} << 20;
 
-// `source_name` is used in messages and in Policy::source.
-LoadResult load_policy_text(std::string_view toml_text, const std::string& source_name);
+// The stack the text is checked, parsed and read on, whatever stack the caller runs on (a
+// thread's may be small): mapped for the call (private_stack.hpp). Its worst case is measured
+// in toml_input_guard.hpp.
+inline constexpr std::size_t kPolicyStackBytes = std::size_t{1} << 20;
+
+// `source_name` is used in messages and in Policy::source. With `stack_used` set, stores how
+// much of the private stack the load touched (for tests of the worst case).
+LoadResult load_policy_text(std::string_view toml_text, const std::string& source_name,
+                            std::size_t* stack_used = nullptr);
 // Only a regular file of at most kMaxPolicyBytes is a policy. The path is opened without
 // blocking (a FIFO would otherwise wait for a writer) and checked on the opened descriptor.
 // The text read, or the error naming `path`.
