@@ -13,6 +13,9 @@ messages (so keep-warm was on and the pauses were long enough for one).
 Cases, by protocol preset:
   dprintf_lines, pwritev2_lines   lines: a line begun by dprintf() or pwritev2(), libc calls
                                   that write to the socket without the write family's hooks
+  system_lines, popen_lines,      lines: a line written, with a pause inside, by a child that
+  vfork_lines, subprocess_lines   system(), popen(), vfork() or Python's subprocess (vfork
+                                  inside) started with the socket inherited
   adopted_lines                   lines: a connection made by raw system calls and adopted at
                                   the app's first setsockopt, in the middle of a line
   http_obsfold_length/_chunked    http1-client: Content-Length or Transfer-Encoding continued
@@ -42,6 +45,10 @@ PRESETS = {
     "dprintf_lines": ("lines", b"\n"),
     "pwritev2_lines": ("lines", b"\n"),
     "adopted_lines": ("lines", b"\n"),
+    "system_lines": ("lines", b"\n"),
+    "popen_lines": ("lines", b"\n"),
+    "vfork_lines": ("lines", b"\n"),
+    "subprocess_lines": ("lines", b"\n"),
     "http_obsfold_length": ("http1-client", b"\r\n"),
     "http_obsfold_chunked": ("http1-client", b"\r\n"),
     "http_edges": ("http1-client", b"\r\n"),
@@ -49,6 +56,23 @@ PRESETS = {
     "stomp_edges": ("stomp", b"\n"),
     "shapes_lines": ("lines", b"\n"),
 }
+
+
+# subprocess_lines: Python's subprocess.run(pass_fds=...) starts its child with vfork().
+SUBPROCESS_APP = r"""
+import socket, subprocess, sys, time
+sock = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+burst = b"x" * ((5 << 20) - 1) + b"\n"
+sock.sendall(burst)
+time.sleep(0.3)
+fd = sock.fileno()
+subprocess.run(["sh", "-c", f"printf 'partial ' >&{fd}; sleep 0.3; printf 'rest\\n' >&{fd}"], pass_fds=[fd], check=True)
+time.sleep(0.2)
+with open(sys.argv[2], "wb") as f:
+    for message in (burst, b"partial rest\n"):
+        f.write(b"%d\n" % len(message) + message)
+sock.close()
+"""
 
 
 def expected_messages(path):
@@ -103,7 +127,11 @@ def main():
         expected = fresh(os.path.join(args.work_dir, f"{args.case}-{int(shim)}.expected"))
         env = shim_env(args, policy, log) if shim else clean_env()
         receiver = StreamReceiver()
-        done = run([app, args.case, str(receiver.port), expected], env, timeout=40)
+        if args.case == "subprocess_lines":
+            command = ["/usr/bin/python3", "-c", SUBPROCESS_APP, str(receiver.port), expected]
+        else:
+            command = [app, args.case, str(receiver.port), expected]
+        done = run(command, env, timeout=40)
         receiver.thread.join(timeout=30)
         checks.check(done.returncode == 0, f"{name}: the app ran ({done.returncode}; {done.stderr.strip()[-300:]})")
         if done.returncode != 0:

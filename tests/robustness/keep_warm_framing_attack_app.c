@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -196,6 +197,41 @@ static void case_pwritev2_lines(void) {
   send_str("rest\n");
   end_message();
 }
+
+// A line written by a child that system() or popen() started with the socket inherited (glibc
+// starts it with its internal posix_spawn, past the hook of that name), pausing in the middle.
+static void child_writes_line(int use_popen) {
+  burst_lines();
+  pause_idle();
+  char command[256];
+  snprintf(command, sizeof command, "printf 'partial ' >&%d; sleep 0.3; printf 'rest\\n' >&%d", sock, sock);
+  expect("partial rest\n", 13);
+  if (use_popen) {
+    FILE* child = popen(command, "r");
+    if (child == NULL || pclose(child) != 0) die("popen");
+  } else if (system(command) != 0) {
+    die("system");
+  }
+  end_message();
+}
+static void case_system_lines(void) { child_writes_line(0); }
+// vfork() runs no fork handlers either.
+static void case_vfork_lines(void) {
+  burst_lines();
+  pause_idle();
+  char command[256];
+  snprintf(command, sizeof command, "printf 'partial ' >&%d; sleep 0.3; printf 'rest\\n' >&%d", sock, sock);
+  expect("partial rest\n", 13);
+  pid_t child = vfork();
+  if (child == 0) {
+    execl("/bin/sh", "sh", "-c", command, (char*)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child || status != 0) die("vfork");
+  end_message();
+}
+static void case_popen_lines(void) { child_writes_line(1); }
 
 // Connected by raw system calls, so the shim adopts it at the app's first setsockopt, in the
 // middle of a line written (raw) before.
@@ -382,6 +418,9 @@ int main(int argc, char** argv) {
       {"dprintf_lines", case_dprintf_lines},
       {"pwritev2_lines", case_pwritev2_lines},
       {"adopted_lines", case_adopted_lines},
+      {"system_lines", case_system_lines},
+      {"popen_lines", case_popen_lines},
+      {"vfork_lines", case_vfork_lines},
       {"http_obsfold_length", case_http_obsfold_length},
       {"http_obsfold_chunked", case_http_obsfold_chunked},
       {"http_edges", case_http_edges},
