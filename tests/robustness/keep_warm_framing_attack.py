@@ -14,8 +14,9 @@ Cases, by protocol preset:
   dprintf_lines, pwritev2_lines   lines: a line begun by dprintf() or pwritev2(), libc calls
                                   that write to the socket without the write family's hooks
   system_lines, popen_lines,      lines: a line written, with a pause inside, by a child that
-  vfork_lines, subprocess_lines   system(), popen(), vfork() or Python's subprocess (vfork
-                                  inside) started with the socket inherited
+  vfork_lines, subprocess_lines,  system(), popen(), vfork(), _Fork() or Python's subprocess
+  fork_without_handlers_lines     (vfork inside) started with the socket inherited: none of
+                                  them runs fork handlers
   adopted_lines                   lines: a connection made by raw system calls and adopted at
                                   the app's first setsockopt, in the middle of a line
   http_obsfold_length/_chunked    http1-client: Content-Length or Transfer-Encoding continued
@@ -48,6 +49,7 @@ PRESETS = {
     "system_lines": ("lines", b"\n"),
     "popen_lines": ("lines", b"\n"),
     "vfork_lines": ("lines", b"\n"),
+    "fork_without_handlers_lines": ("lines", b"\n"),
     "subprocess_lines": ("lines", b"\n"),
     "http_obsfold_length": ("http1-client", b"\r\n"),
     "http_obsfold_chunked": ("http1-client", b"\r\n"),

@@ -215,14 +215,14 @@ static void child_writes_line(int use_popen) {
   end_message();
 }
 static void case_system_lines(void) { child_writes_line(0); }
-// vfork() runs no fork handlers either.
-static void case_vfork_lines(void) {
+// vfork() and _Fork() run no fork handlers either.
+static void child_runs_shell(int use_fork_without_handlers) {
   burst_lines();
   pause_idle();
   char command[256];
   snprintf(command, sizeof command, "printf 'partial ' >&%d; sleep 0.3; printf 'rest\\n' >&%d", sock, sock);
   expect("partial rest\n", 13);
-  pid_t child = vfork();
+  pid_t child = use_fork_without_handlers ? _Fork() : vfork();
   if (child == 0) {
     execl("/bin/sh", "sh", "-c", command, (char*)NULL);
     _exit(127);
@@ -231,6 +231,8 @@ static void case_vfork_lines(void) {
   if (child < 0 || waitpid(child, &status, 0) != child || status != 0) die("vfork");
   end_message();
 }
+static void case_vfork_lines(void) { child_runs_shell(0); }
+static void case_fork_without_handlers_lines(void) { child_runs_shell(1); }
 static void case_popen_lines(void) { child_writes_line(1); }
 
 // Connected by raw system calls, so the shim adopts it at the app's first setsockopt, in the
@@ -421,6 +423,7 @@ int main(int argc, char** argv) {
       {"system_lines", case_system_lines},
       {"popen_lines", case_popen_lines},
       {"vfork_lines", case_vfork_lines},
+      {"fork_without_handlers_lines", case_fork_without_handlers_lines},
       {"http_obsfold_length", case_http_obsfold_length},
       {"http_obsfold_chunked", case_http_obsfold_chunked},
       {"http_edges", case_http_edges},
