@@ -29,11 +29,14 @@ Cases, by protocol preset:
                                   CRLF-filled bulk strings, cuts inside lengths
   stomp_edges                     stomp: content-length bodies with NULs, CRLF heads, frames
                                   without content-length, a repeated content-length
+  threads_lines                   lines: two threads and a SIGALRM handler write whole lines
+                                  at once, without a lock; every line must arrive whole
   shapes_lines                    lines: writev of 600 iovecs, sendmsg with MSG_MORE, sendmmsg,
                                   sendfile with and without an offset; bad pointers (EFAULT
                                   unchanged)
 """
 import os
+import re
 import socket
 import sys
 import threading
@@ -57,6 +60,7 @@ PRESETS = {
     "resp_edges": ("redis-client", b"\r\n"),
     "stomp_edges": ("stomp", b"\n"),
     "shapes_lines": ("lines", b"\n"),
+    "threads_lines": ("lines", b"\n"),
 }
 
 
@@ -110,6 +114,20 @@ def heartbeat_inside(received, messages, heartbeat):
     return None
 
 
+def broken_lines(received, messages, written):
+    """threads_lines: after the burst, lines in any order, each "<tag><id>-<seq>-<size>-a..."
+    of its own size; None when all `written` arrived whole, else what is wrong."""
+    burst = messages[0]
+    if not received.startswith(burst):
+        return "the burst did not arrive first"
+    lines = [line for line in bytes(received[len(burst):]).split(b"\n") if line]
+    bad = [line[:40] for line in lines
+           if not re.fullmatch(rb"[TS]\d+-\d+-(\d+)-a*", line) or int(line.split(b"-")[2]) != len(line) + 1]
+    if bad or len(lines) != written:
+        return f"{len(lines)} lines of {written}, {len(bad)} broken: {bad[:3]}"
+    return None
+
+
 def main():
     args = parse_args()
     require_keep_warm_host()
@@ -118,7 +136,7 @@ def main():
         sys.exit(2)
     protocol, heartbeat = PRESETS[args.case]
     source = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "keep_warm_framing_attack_app.c")).read()
-    app = compile_c(args, "keep_warm_framing_attack_app", source, "-O2")
+    app = compile_c(args, "keep_warm_framing_attack_app", source, "-O2", "-pthread")
     # An adopted connection's role is unknown: it is matched by its peer.
     match = 'peer = "127.0.0.1/32"' if args.case == "adopted_lines" else 'role = "client"'
     policy = keep_warm_rule_policy(args, args.case, match, f'protocol = "{protocol}"')
@@ -138,7 +156,10 @@ def main():
         checks.check(done.returncode == 0, f"{name}: the app ran ({done.returncode}; {done.stderr.strip()[-300:]})")
         if done.returncode != 0:
             continue
-        problem = heartbeat_inside(receiver.data, expected_messages(expected), heartbeat)
+        if args.case == "threads_lines":
+            problem = broken_lines(receiver.data, expected_messages(expected), int(done.stdout.split()[-1]))
+        else:
+            problem = heartbeat_inside(receiver.data, expected_messages(expected), heartbeat)
         checks.check(problem is None, f"{name}: every message arrived whole, heartbeats only between them"
                      + (f" ({problem})" if problem else ""))
         if shim:

@@ -25,6 +25,9 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/time.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -235,6 +238,50 @@ static void case_vfork_lines(void) { child_runs_shell(0); }
 static void case_fork_without_handlers_lines(void) { child_runs_shell(1); }
 static void case_popen_lines(void) { child_writes_line(1); }
 
+// Two threads and a signal handler write whole lines at once, without a lock, some pausing
+// between lines; stdout gets the number of lines written. Each line says its own length.
+static volatile sig_atomic_t handler_lines;
+static void write_line(char tag, int id, int seq, size_t size) {
+  char line[8192];
+  int n = snprintf(line, sizeof line, "%c%d-%d-%zu-", tag, id, seq, size);
+  memset(line + n, 'a', size - (size_t)n - 1);
+  line[size - 1] = '\n';
+  for (size_t at = 0; at < size;) {
+    ssize_t w = write(sock, line + at, size - at);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) die("write");
+    at += (size_t)w;
+  }
+}
+static void on_alarm(int signal_number) {
+  (void)signal_number;
+  const int saved = errno;
+  write_line('S', 0, handler_lines, 64);
+  ++handler_lines;
+  errno = saved;
+}
+static void* writer(void* arg) {
+  const int id = (int)(long)arg;
+  for (int seq = 0; seq < 400; ++seq) {
+    write_line('T', id, seq, 40 + (size_t)((seq * 37 + id * 11) % 4000));
+    if (seq % 50 == 0) sleep_ms(30);
+  }
+  return NULL;
+}
+static void case_threads_lines(void) {
+  burst_lines();
+  struct sigaction action = {.sa_handler = on_alarm, .sa_flags = SA_RESTART};
+  sigaction(SIGALRM, &action, NULL);
+  struct itimerval timer = {{0, 7000}, {0, 7000}};
+  setitimer(ITIMER_REAL, &timer, NULL);
+  pthread_t threads[2];
+  for (long i = 0; i < 2; ++i) pthread_create(&threads[i], NULL, writer, (void*)i);
+  for (int i = 0; i < 2; ++i) pthread_join(threads[i], NULL);
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  printf("%d\n", 800 + handler_lines);
+}
+
 // Connected by raw system calls, so the shim adopts it at the app's first setsockopt, in the
 // middle of a line written (raw) before.
 static void case_adopted_lines(void) {
@@ -423,6 +470,7 @@ int main(int argc, char** argv) {
       {"system_lines", case_system_lines},
       {"popen_lines", case_popen_lines},
       {"vfork_lines", case_vfork_lines},
+      {"threads_lines", case_threads_lines},
       {"fork_without_handlers_lines", case_fork_without_handlers_lines},
       {"http_obsfold_length", case_http_obsfold_length},
       {"http_obsfold_chunked", case_http_obsfold_chunked},
