@@ -21,6 +21,9 @@ Cases, by protocol preset:
                                   the app's first setsockopt, in the middle of a line
   http_obsfold_length/_chunked    http1-client: Content-Length or Transfer-Encoding continued
                                   on an obs-fold line (RFC 9112 5.2: a server may unfold it)
+  http_te_trailing_comma,         http1-client: "Transfer-Encoding: chunked," and a second,
+  http_te_empty_field             empty Transfer-Encoding field: empty list elements, which a
+                                  recipient ignores (RFC 9110 5.6.1; haproxy takes both as chunked)
   http_edges                      http1-client: pipelining, chunk extensions and trailers, odd
                                   whitespace and case, GET/HEAD with bodies, Expect:
                                   100-continue, LF-only lines, a 60 kB header, bodies that
@@ -56,6 +59,8 @@ PRESETS = {
     "subprocess_lines": ("lines", b"\n"),
     "http_obsfold_length": ("http1-client", b"\r\n"),
     "http_obsfold_chunked": ("http1-client", b"\r\n"),
+    "http_te_trailing_comma": ("http1-client", b"\r\n"),
+    "http_te_empty_field": ("http1-client", b"\r\n"),
     "http_edges": ("http1-client", b"\r\n"),
     "resp_edges": ("redis-client", b"\r\n"),
     "stomp_edges": ("stomp", b"\n"),

@@ -317,6 +317,17 @@ static void case_http_obsfold_chunked(void) {
   send_marked("POST /a HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip,\r\n chunked\r\n\r\n|5\r\nhello\r\n|0\r\n\r\n");
 }
 
+// Transfer-Encoding as a list with an empty element (RFC 9110 5.6.1: a recipient ignores
+// it), which haproxy takes as chunked and forwards as it is.
+static void case_http_te_trailing_comma(void) {
+  burst_http();
+  send_marked("POST /a HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked,\r\n\r\n|5\r\nhel|lo\r\n0\r\n\r\n");
+}
+static void case_http_te_empty_field(void) {
+  burst_http();
+  send_marked("POST /a HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding:\r\n\r\n|5\r\nhel|lo\r\n0\r\n\r\n");
+}
+
 // Cases the framing must follow: each message paused inside at every '|'.
 static void case_http_edges(void) {
   burst_http();
@@ -474,6 +485,8 @@ int main(int argc, char** argv) {
       {"fork_without_handlers_lines", case_fork_without_handlers_lines},
       {"http_obsfold_length", case_http_obsfold_length},
       {"http_obsfold_chunked", case_http_obsfold_chunked},
+      {"http_te_trailing_comma", case_http_te_trailing_comma},
+      {"http_te_empty_field", case_http_te_empty_field},
       {"http_edges", case_http_edges},
       {"resp_edges", case_resp_edges},
       {"stomp_edges", case_stomp_edges},
