@@ -11,8 +11,9 @@ through the shim) and once under it, where heartbeats must also have gone out be
 messages (so keep-warm was on and the pauses were long enough for one).
 
 Cases, by protocol preset:
-  dprintf_lines, pwritev2_lines   lines: a line begun by dprintf() or pwritev2(), libc calls
-                                  that write to the socket without the write family's hooks
+  dprintf_lines, pwritev2_lines,  lines: a line begun by dprintf(), pwritev2() or aio_write(),
+  aio_lines                       libc calls that write to the socket past the write family's
+                                  hooks
   system_lines, popen_lines,      lines: a line written, with a pause inside, by a child that
   vfork_lines, subprocess_lines,  system(), popen(), vfork(), _Fork() or Python's subprocess
   fork_without_handlers_lines     (vfork inside) started with the socket inherited: none of
@@ -51,6 +52,7 @@ from robustlib import (Checks, StreamReceiver, clean_env, compile_c, fresh, hear
 PRESETS = {
     "dprintf_lines": ("lines", b"\n"),
     "pwritev2_lines": ("lines", b"\n"),
+    "aio_lines": ("lines", b"\n"),
     "adopted_lines": ("lines", b"\n"),
     "system_lines": ("lines", b"\n"),
     "popen_lines": ("lines", b"\n"),

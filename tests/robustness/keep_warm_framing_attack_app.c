@@ -9,6 +9,7 @@
 // arrive, each message on its own: "<length>\n<bytes>" per message, so the harness knows
 // where heartbeats may go. Exits 0, or 2 on a failure it prints.
 #define _GNU_SOURCE
+#include <aio.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -282,6 +283,24 @@ static void case_threads_lines(void) {
   printf("%d\n", 800 + handler_lines);
 }
 
+// POSIX AIO: glibc's helper thread falls back from pwrite (ESPIPE on a socket) to its own
+// internal write.
+static void aio_write_all(const char* text) {
+  struct aiocb request = {.aio_fildes = sock, .aio_buf = (void*)text, .aio_nbytes = strlen(text)};
+  expect(text, strlen(text));
+  if (aio_write(&request) != 0) die("aio_write");
+  const struct aiocb* list[1] = {&request};
+  while (aio_error(&request) == EINPROGRESS) aio_suspend(list, 1, NULL);
+  if (aio_return(&request) != (ssize_t)strlen(text)) die("aio_return");
+}
+static void case_aio_lines(void) {
+  burst_lines();
+  aio_write_all("partial ");
+  pause_idle();
+  aio_write_all("rest\n");
+  end_message();
+}
+
 // Connected by raw system calls, so the shim adopts it at the app's first setsockopt, in the
 // middle of a line written (raw) before.
 static void case_adopted_lines(void) {
@@ -477,6 +496,7 @@ int main(int argc, char** argv) {
   } cases[] = {
       {"dprintf_lines", case_dprintf_lines},
       {"pwritev2_lines", case_pwritev2_lines},
+      {"aio_lines", case_aio_lines},
       {"adopted_lines", case_adopted_lines},
       {"system_lines", case_system_lines},
       {"popen_lines", case_popen_lines},
