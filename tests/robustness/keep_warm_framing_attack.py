@@ -29,6 +29,9 @@ Cases, by protocol preset:
                                   whitespace and case, GET/HEAD with bodies, Expect:
                                   100-continue, LF-only lines, a 60 kB header, bodies that
                                   look like requests or empty lines
+  http_splice                     http1-client: a body spliced from a pipe in two parts, a
+                                  request by sendfile() (a count of -1 first: EINVAL), then a head
+                                  spliced in part: keep-warm must end there (unseen_bytes)
   resp_edges                      redis-client: inline commands with quotes, empty, null and
                                   CRLF-filled bulk strings, cuts inside lengths
   stomp_edges                     stomp: content-length bodies with NULs, CRLF heads, frames
@@ -64,6 +67,7 @@ PRESETS = {
     "http_te_trailing_comma": ("http1-client", b"\r\n"),
     "http_te_empty_field": ("http1-client", b"\r\n"),
     "http_edges": ("http1-client", b"\r\n"),
+    "http_splice": ("http1-client", b"\r\n"),
     "resp_edges": ("redis-client", b"\r\n"),
     "stomp_edges": ("stomp", b"\n"),
     "shapes_lines": ("lines", b"\n"),
@@ -175,6 +179,8 @@ def main():
                      if r.get("event") == "conn_close" and r.get("keep_warm_ended")]
             checks.check(count > 0, f"{name}: keep-warm was on, heartbeats went out ({count} in conn_close; "
                          f"keep-warm ended by: {ended})")
+            if args.case == "http_splice":
+                checks.check(ended == ["unseen_bytes"], f"{name}: keep-warm ended at the spliced head ({ended})")
     checks.finish()
 
 
