@@ -19,6 +19,10 @@ request is answered 200 with its own body's hash, the upstream received exactly 
 in order, and it found no byte out of place. Under the shim nginx's log must show heartbeats
 (the pauses between requests are theirs); the control runs the same without the shim.
 Loopback only; nginx (nginx-light) runs from a private prefix, and skips (77) without it.
+
+  --case buffered   `proxy_request_buffering on`, bodies over 1 KiB in temp files, `sendfile
+                    on`: nginx sends each request's head with writev() and its body from the
+                    file with sendfile(), which the framer counts down without reading.
 """
 import hashlib
 import os
@@ -153,7 +157,7 @@ class Reader:
 class Nginx:
     """nginx in a private prefix: a streaming proxy on 127.0.0.1 in front of `upstream_port`."""
 
-    def __init__(self, work_dir, upstream_port, env):
+    def __init__(self, work_dir, upstream_port, env, buffered=False):
         self.dir = os.path.join(work_dir, "nginx")
         shutil.rmtree(self.dir, ignore_errors=True)
         for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi", "logs"):
@@ -161,6 +165,10 @@ class Nginx:
         self.port = free_port()
         self.error_log = os.path.join(self.dir, "error.log")
         user = "user root;\n" if os.geteuid() == 0 else ""
+        # buffered: each body is read whole into a temp file (over 1 KiB), then sent to the
+        # upstream after its head with sendfile().
+        buffering = ("proxy_request_buffering on; client_body_buffer_size 1k; sendfile on;" if buffered
+                     else "proxy_request_buffering off;")
         conf = os.path.join(self.dir, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""{user}worker_processes 1;
@@ -183,7 +191,7 @@ http {{
       proxy_pass http://verifier;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
-      proxy_request_buffering off;
+      {buffering}
       proxy_buffering off;
       proxy_read_timeout 20s;
     }}
@@ -244,7 +252,8 @@ def run_proxy(args, checks, shim):
     log = fresh(os.path.join(args.work_dir, f"nginx-{shim}.jsonl"))
     policy = keep_warm_rule_policy(args, "upstream", f'port = {upstream.port}, role = "client"',
                                    'protocol = "http1-client"')
-    nginx = Nginx(args.work_dir, upstream.port, shim_env(args, policy, log) if shim else clean_env())
+    nginx = Nginx(args.work_dir, upstream.port, shim_env(args, policy, log) if shim else clean_env(),
+                  buffered=args.case == "buffered")
     answers = []
     try:
         if not wait_until(nginx.ready, 10) or nginx.process.poll() is not None:

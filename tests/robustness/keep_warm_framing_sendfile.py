@@ -18,6 +18,9 @@ message.
   --case raw     `keep_warm = { heartbeat = "\\n" }`: the boundary is only guessed; no
                  heartbeat may go out until a later call completes the message.
   --case lines   `keep_warm = { protocol = "lines" }`: none until the message's '\\n' was sent.
+  --case raw_sndtimeo, lines_sndtimeo
+                 as raw and lines, on a blocking socket with SO_SNDTIMEO (100 ms): the
+                 timeout cuts the first call short, as a full buffer does a non-blocking one.
 
 Each case runs the sender twice under the shim (each run must also show heartbeats in the
 shim's log: the pauses after the burst and after the message are between lines) and once
@@ -36,7 +39,8 @@ from robustlib import (Checks, clean_env, compile_c, fresh, heartbeats_sent, kee
 
 BURST = b"x" * (5 << 20) + b"\n"
 MESSAGE = b"m" * ((8 << 20) - 1) + b"\n"
-HEARTBEATS = {"raw": 'heartbeat = "\\n"', "lines": 'protocol = "lines"'}
+HEARTBEATS = {"raw": 'heartbeat = "\\n"', "lines": 'protocol = "lines"',
+              "raw_sndtimeo": 'heartbeat = "\\n"', "lines_sndtimeo": 'protocol = "lines"'}
 RUNS_UNDER_SHIM = 2
 
 
@@ -45,7 +49,8 @@ class SlowReceiver:
     300 ms (the sender's first sendfile() fills the buffers and returns short), then all the
     rest until EOF."""
 
-    def __init__(self):
+    def __init__(self, pause=0.3):
+        self.pause = pause
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
         self.listener.bind(("127.0.0.1", 0))
@@ -72,7 +77,7 @@ class SlowReceiver:
                     self.data.extend(chunk)
                     if not paused and len(self.data) >= len(BURST):
                         paused = True
-                        time.sleep(0.3)
+                        time.sleep(self.pause)
             except OSError:
                 pass
         self.listener.close()
@@ -108,8 +113,10 @@ def main():
         name = f"{args.case}, " + (f"under the shim, run {attempt}" if shim else "control without the shim")
         log = fresh(os.path.join(args.work_dir, f"{args.case}-{attempt}.jsonl"))
         env = shim_env(args, policy, log) if shim else clean_env()
-        receiver = SlowReceiver()
-        done = run([app, str(receiver.port), message_file], env, timeout=40)
+        # Past the sender's 100 ms send timeout, however the scheduling falls.
+        receiver = SlowReceiver(1.0 if args.case.endswith("_sndtimeo") else 0.3)
+        sndtimeo = ["sndtimeo"] if args.case.endswith("_sndtimeo") else []
+        done = run([app, str(receiver.port), message_file, *sndtimeo], env, timeout=40)
         receiver.thread.join(timeout=30)
         try:
             result = json.loads(done.stdout.strip().splitlines()[-1])

@@ -3,7 +3,7 @@
 // take everything queued, then stalls 400 ms), and later calls send the rest. A short
 // sendfile() on a non-blocking socket means "the buffer is full", not "the file ran out".
 //
-//   keep_warm_framing_sendfile_app PORT FILE
+//   keep_warm_framing_sendfile_app PORT FILE [sndtimeo]
 // Connects to 127.0.0.1:PORT, sends a 5 MiB line of 'x' (blocking), waits until it is
 // acknowledged, then sends FILE (one message) with non-blocking sendfile() as above, waits
 // 100 ms and closes. Prints {"first":N,"size":S,"calls":C}: N is what the first call moved.
@@ -20,6 +20,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,8 +48,8 @@ static void wait_until_acknowledged(int sock) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s PORT FILE\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: %s PORT FILE [sndtimeo]\n", argv[0]);
     return 2;
   }
   int sock = socket(AF_INET, SOCK_STREAM, 0);
@@ -84,7 +85,14 @@ int main(int argc, char** argv) {
   struct stat st;
   if (fstat(file, &st) != 0) die("fstat");
   size_t size = (size_t)st.st_size;
-  if (fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK) != 0) die("O_NONBLOCK");
+  if (argc == 4) {
+    // "sndtimeo": a blocking socket with a send timeout, which cuts a call short as a full
+    // buffer does a non-blocking one's.
+    struct timeval timeout = {0, 100000};
+    if (setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout) != 0) die("SO_SNDTIMEO");
+  } else if (fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK) != 0) {
+    die("O_NONBLOCK");
+  }
 
   off_t offset = 0;
   ssize_t first = sendfile(sock, file, &offset, size);
