@@ -74,7 +74,7 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
     slot.keep_warm_gate.set_corked(true);
   }
   slot.framer.start(framing, fresh);
-  slot.keep_warm_gate.start_connection();
+  slot.keep_warm_gate.start_connection(!slot.framer.at_boundary());
   slot.set_flag(flag_keep_warm);
   const WarmConnection connection{fd, slot.generation.load(std::memory_order_acquire),
                                   slot.rule_index.load(std::memory_order_relaxed), socket_stat.st_ino,

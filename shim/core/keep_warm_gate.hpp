@@ -154,7 +154,15 @@ class KeepWarmGate {
 
   // Heartbeats may start on this connection. The message state stays: the app may have
   // corked the socket, or written part of a message, before its rule was applied.
-  void start_connection() noexcept { word_.fetch_and(~kStopped, std::memory_order_relaxed); }
+  // `inside_message`: the framer says the stream is not between two messages yet (nothing
+  // written on a protocol whose first bytes are not a heartbeat's place, or a line the shim
+  // joined in its middle).
+  void start_connection(bool inside_message) noexcept {
+    if (inside_message) {
+      word_.fetch_or(kMidMessage, std::memory_order_relaxed);
+    }
+    word_.fetch_and(~kStopped, std::memory_order_release);
+  }
 
   // In a forked child, whose only thread is the one that forked: the parent's worker, which
   // may have held the gate, does not exist here. Connections inherited stay stopped.

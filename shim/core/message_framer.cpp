@@ -101,6 +101,7 @@ bool MessageFramer::at_boundary() const noexcept {
     case Framing::guessed: return true;
     case Framing::lines: return ends_with_newline_;
     case Framing::amqp091: return phase_ == Phase::boundary && amqp_open_;
+    case Framing::stomp: return phase_ == Phase::boundary && !stream_start_;  // EOLs only follow frames
     default: return phase_ == Phase::boundary;
   }
 }
@@ -238,9 +239,11 @@ void MessageFramer::end_header_name() noexcept {
     }
     header_ = Header::content_length;
     number_ = 0;
+    token_size_ = 0;  // digits read
   } else if (framing_ == Framing::http1_request && name == "transfer-encoding"sv) {
     header_ = Header::transfer_encoding;
     token_size_ = 0;
+    token_ended_ = false;
   } else if (framing_ == Framing::http1_request && name == "upgrade"sv) {
     header_ = Header::upgrade;
   }
@@ -251,15 +254,20 @@ void MessageFramer::header_value_byte(char byte) noexcept {
     case Header::other: return;
     case Header::upgrade: return;
     case Header::content_length:
-      if (byte != ' ' && byte != '\t') {
-        add_digit(byte, 10);
+      if (byte != ' ' && byte != '\t' && add_digit(byte, 10)) {
+        token_size_ = 1;
       }
       return;
     case Header::transfer_encoding:
-      // The last coding decides: "gzip, chunked" is chunked.
+      // The last coding decides: "gzip, chunked" is chunked, and so is "chunked," (RFC 9110
+      // section 5.6.1: empty list elements do not count).
       if (byte == ',') {
-        token_size_ = 0;
+        token_ended_ = true;
       } else if (byte != ' ' && byte != '\t') {
+        if (token_ended_) {
+          token_size_ = 0;
+          token_ended_ = false;
+        }
         if (token_size_ < sizeof token_) {
           token_[token_size_] = lower(byte);
         }
@@ -272,9 +280,16 @@ void MessageFramer::header_value_byte(char byte) noexcept {
 void MessageFramer::end_header_line() noexcept {
   switch (header_) {
     case Header::other: break;
-    case Header::content_length: has_length_ = true; break;  // its value stays in number_
+    case Header::content_length:
+      if (token_size_ == 0) {
+        lose(FramingLoss::malformed);  // no length: a server refuses the request, or guesses
+      }
+      has_length_ = true;  // its value stays in number_
+      break;
     case Header::transfer_encoding:
-      chunked_ = token_size_ == sizeof token_ && std::string_view(token_, sizeof token_) == "chunked"sv;
+      if (token_size_ != 0) {  // an empty field adds no coding to the list
+        chunked_ = token_size_ == sizeof token_ && std::string_view(token_, sizeof token_) == "chunked"sv;
+      }
       break;
     case Header::upgrade: upgrade_ = true; break;
   }
@@ -296,6 +311,12 @@ bool MessageFramer::head_byte(char byte) noexcept {
     return false;
   }
   if (byte == '\r') {
+    return false;
+  }
+  if (line_empty_ && !first_line_ && framing_ == Framing::http1_request && (byte == ' ' || byte == '\t')) {
+    // obs-fold (RFC 9112 section 5.2): servers refuse it or unfold it into the previous field,
+    // whose value (a length, a coding) the framer has already taken.
+    lose(FramingLoss::malformed);
     return false;
   }
   line_empty_ = false;

@@ -124,8 +124,10 @@ class MessageFramer {
   bool upgrade_ = false;           // HTTP: Upgrade
   bool connect_ = false;           // HTTP: CONNECT
   bool negative_ = false;          // RESP: "*-1" or "$-1", nothing follows
+  bool token_ended_ = false;       // HTTP: a ',' ended the transfer coding; the next one replaces it
   std::uint8_t name_size_ = 0;     // kNameMax + 1: longer than any name looked for
-  std::uint8_t token_size_ = 0;    // AMQP header bytes so far; HTTP: a transfer coding's length
+  std::uint8_t token_size_ = 0;    // AMQP header bytes so far; HTTP: a transfer coding's length,
+                                   // or whether a content-length has a digit
   char name_[kNameMax] = {};       // a header's name (HTTP: lowercased) or the method; AMQP: class, method
   char token_[7] = {};             // AMQP frame header; HTTP: a transfer coding's first bytes
   std::uint64_t remaining_ = 0;    // of a counted length

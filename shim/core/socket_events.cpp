@@ -5,8 +5,6 @@
 #include <linux/close_range.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -443,12 +441,6 @@ void end_keep_warm_framing_lost(SocketSlot& slot) noexcept {
       0) {
     slot.stats.counters.keep_warm_ended.fetch_add(1, std::memory_order_relaxed);
   }
-}
-
-bool socket_blocks(int fd) noexcept {
-  const ErrnoSaver saver;
-  const long flags = syscall(SYS_fcntl, fd, F_GETFL);
-  return flags >= 0 && (flags & O_NONBLOCK) == 0;
 }
 
 void push_held_tail(int fd) noexcept {

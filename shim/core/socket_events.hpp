@@ -69,8 +69,6 @@ auto gated_write(int fd, SocketSlot& slot, Offered offered, const Bytes& bytes, 
 // The framer lost the connection's framing: keep-warm ends there (the gate stays inside a
 // message, so no heartbeat starts before the worker drops the connection).
 void end_keep_warm_framing_lost(SocketSlot& slot) noexcept;
-// The socket is in blocking mode (one fcntl). Errno preserved.
-bool socket_blocks(int fd) noexcept;
 // The first message after a heartbeat is complete on a socket with Nagle on: pushes its tail,
 // which Linux would hold until the heartbeat's ACK (see keep_warm_gate.hpp), by setting
 // TCP_NODELAY (which sends what is queued) and clearing it again, unless the app turned Nagle
@@ -170,18 +168,21 @@ bool framed_boundary(SocketSlot& slot, const Bytes& bytes, bool alone, ssize_t r
 }
 
 // Raw heartbeat bytes: a call that took all it was offered, without MSG_MORE, is taken to end
-// a message. A sendfile or splice that moved less may have met the end of its source (it
-// returned 0, or the socket blocks, so only the source can have stopped it); on a non-blocking
-// socket it may have met a full buffer, with the message going on in a later call.
+// a message. A sendfile or splice that moved less ends it only where its source ran dry; a
+// full non-blocking socket, a send timeout or a signal may have cut it short, with the message
+// going on in a later call.
 template <typename Bytes>
-bool guessed_whole(int fd, ssize_t result, std::size_t offered, bool more) noexcept {
+bool guessed_whole(const Bytes& bytes, ssize_t result, std::size_t offered, bool more) noexcept {
   if (result < 0 || more) {
     return false;
   }
   if (static_cast<std::size_t>(result) >= offered) {
     return true;
   }
-  return Bytes::kSourceMayRunDry && (result == 0 || socket_blocks(fd));
+  if constexpr (Bytes::kSourceMayRunDry) {
+    return result == 0 || source_ran_dry(bytes);
+  }
+  return false;
 }
 
 template <typename Offered, typename Bytes, typename Call>
@@ -196,7 +197,7 @@ auto gated_write(int fd, SocketSlot& slot, Offered offered, const Bytes& bytes, 
     whole = framed_boundary(slot, bytes, alone, accepted);
     part = !whole;
   } else {
-    whole = guessed_whole<Bytes>(fd, accepted, offered(accepted), more);
+    whole = guessed_whole(bytes, accepted, offered(accepted), more);
     part = accepted > 0 && !whole;
   }
   if (slot.keep_warm_gate.leave_write(whole, part, accepted > 0)) [[unlikely]] {

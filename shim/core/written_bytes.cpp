@@ -1,15 +1,27 @@
 #include "written_bytes.hpp"
 
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <optional>
 
 #include "app_memory.hpp"
+#include "errno_saver.hpp"
 
 namespace tcptune::shim {
 
 namespace {
+
+// Where a sendfile stopped reading: the app's offset or the file position, both moved past
+// what was sent; -1 when neither can be read.
+off_t file_end_after(const FileBytes& bytes) noexcept {
+  if (bytes.offset != nullptr) {
+    return read_app_object<off_t>(bytes.offset).value_or(-1);
+  }
+  return lseek(bytes.in_fd, 0, SEEK_CUR);
+}
 
 // The first `accepted` bytes of an iovec array.
 void feed_iovecs(MessageFramer& framer, const iovec* iov, std::size_t count, std::size_t accepted) noexcept {
@@ -42,14 +54,7 @@ void feed_framer(MessageFramer& framer, const MultiMessageBytes& bytes, std::siz
 }
 
 void feed_framer(MessageFramer& framer, const FileBytes& bytes, std::size_t accepted) noexcept {
-  // Where the call started reading: the app's offset or the file position, both moved past
-  // what was sent.
-  off_t end = -1;
-  if (bytes.offset != nullptr) {
-    end = read_app_object<off_t>(bytes.offset).value_or(-1);
-  } else {
-    end = lseek(bytes.in_fd, 0, SEEK_CUR);
-  }
+  const off_t end = file_end_after(bytes);
   if (end < static_cast<off_t>(accepted)) {
     framer.lose(FramingLoss::unseen_bytes);
     return;
@@ -78,6 +83,19 @@ void feed_framer(MessageFramer& framer, const FileBytes& bytes, std::size_t acce
 
 void feed_framer(MessageFramer& framer, const PipeBytes& /*bytes*/, std::size_t accepted) noexcept {
   framer.skip(accepted);  // within a declared length it is counted; anywhere else the framing is lost
+}
+
+bool source_ran_dry(const FileBytes& bytes) noexcept {
+  const ErrnoSaver saver;
+  struct stat file {};
+  const off_t end = file_end_after(bytes);
+  return end >= 0 && fstat(bytes.in_fd, &file) == 0 && S_ISREG(file.st_mode) && end >= file.st_size;
+}
+
+bool source_ran_dry(const PipeBytes& bytes) noexcept {
+  const ErrnoSaver saver;
+  int left = 0;
+  return ioctl(bytes.in_fd, FIONREAD, &left) == 0 && left == 0;
 }
 
 }  // namespace tcptune::shim

@@ -53,6 +53,7 @@ struct FileBytes {
 // splice from a pipe: bytes the shim cannot see.
 struct PipeBytes {
   static constexpr bool kSourceMayRunDry = true;
+  int in_fd = -1;
 };
 
 void feed_framer(MessageFramer& framer, const BufferBytes& bytes, std::size_t accepted) noexcept;
@@ -62,4 +63,9 @@ void feed_framer(MessageFramer& framer, const MultiMessageBytes& bytes, std::siz
 void feed_framer(MessageFramer& framer, const FileBytes& bytes, std::size_t accepted) noexcept;
 void feed_framer(MessageFramer& framer, const PipeBytes& bytes, std::size_t accepted) noexcept;
 
+// After a call that moved fewer bytes than asked: true when its source has nothing
+// left (the file's end reached, the pipe empty), so the call ended what the app had to send; a
+// send timeout, a signal or a full non-blocking socket stops it short of that. Errno preserved.
+bool source_ran_dry(const FileBytes& bytes) noexcept;
+bool source_ran_dry(const PipeBytes& bytes) noexcept;
 }  // namespace tcptune::shim

@@ -137,7 +137,7 @@ TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t cou
 TCPTUNE_HOOK ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* out_offset, size_t count,
                             unsigned int flags) {
   return core::tracked_write(
-      out_fd, [&](ssize_t) { return count; }, core::PipeBytes{},
+      out_fd, [&](ssize_t) { return count; }, core::PipeBytes{in_fd},
       [&] { return next::splice(in_fd, in_offset, out_fd, out_offset, count, flags); },
       (flags & SPLICE_F_MORE) != 0 ? MSG_MORE : 0);
 }

@@ -58,7 +58,7 @@ TEST(KeepWarmGate, RetiredSlotStartsTheNextConnectionOutsideAMessageAndUncorked)
   gate.set_corked(true);
   gate.retire();
   EXPECT_FALSE(gate.try_begin_heartbeat());
-  gate.start_connection();
+  gate.start_connection(false);
   EXPECT_TRUE(gate.try_begin_heartbeat());
   gate.end_heartbeat();
 }
@@ -69,7 +69,7 @@ TEST(KeepWarmGate, CorkSetBeforeTheConnectionStartsHoldsHeartbeats) {
   KeepWarmGate gate;
   gate.stop_heartbeats();
   gate.set_corked(true);
-  gate.start_connection();
+  gate.start_connection(false);
   EXPECT_FALSE(gate.try_begin_heartbeat());
   gate.set_corked(false);
   EXPECT_TRUE(gate.try_begin_heartbeat());
@@ -268,7 +268,7 @@ TEST(KeepWarmGate, RetireForgetsNagleAndTheHeartbeat) {
   gate.set_nagle(true);
   send_heartbeat(gate);
   gate.retire();
-  gate.start_connection();
+  gate.start_connection(false);
   EXPECT_FALSE(gate.nagle());
   gate.set_nagle(true);
   EXPECT_FALSE(write_message(gate)) << "the next connection on this number sent no heartbeat";

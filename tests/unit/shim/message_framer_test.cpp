@@ -107,6 +107,10 @@ TEST(MessageFramer, Http1RequestsEndAfterTheirBodies) {
                  "POST /c HTTP/1.1\r\ncontent-length: 99\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
                  "5\r\nhe\nlo\r\n3;name=value\r\n\r\n\r\r\n10\r\n0123456789abcdef\r\n0\r\nX-Trailer: 1\r\n\r\n",
                  "PUT /y HTTP/1.1\nContent-Length:  2\n\nok", "POST /empty HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+                 // Empty list elements and an empty field add no coding (RFC 9110 section 5.6.1).
+                 "POST /l HTTP/1.1\r\nTransfer-Encoding: chunked, ,\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                 "POST /m HTTP/1.1\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"
+                 "Transfer-Encoding:\r\n\r\n1\r\nz\r\n0\r\n\r\n",
                  "DELETE /z HTTP/1.0\r\nX-Long-Header-Name-Beyond-Seventeen: Transfer-Encoding: chunked\r\n\r\n"}));
 }
 
@@ -121,12 +125,14 @@ TEST(MessageFramer, RedisCommandsEndAfterTheirDeclaredLengths) {
 }
 
 TEST(MessageFramer, StompFramesEndAtTheirNul) {
+  // EOLs only follow frames: the stream's start is no place for one.
   expect_boundaries(Framing::stomp, stream_of({"CONNECT\r\naccept-version:1.2\r\nhost:/\r\n\r\n\0"s,
                                                "\n",  // a heart-beat
                                                "SEND\ndestination:/q\ncontent-length:5\n\nhe\0lo\0"s,
                                                "SEND\ndestination:/q\ncontent-length:3\ncontent-length:9\n\nabc\0"s,
                                                "SEND\ndestination:/q\nContent-Length:9\n\nno length\0"s, "\r\n",
-                                               "MESSAGE\nsubscription:1\n\nbody\nwith lines\0"s}));
+                                               "MESSAGE\nsubscription:1\n\nbody\nwith lines\0"s},
+                                              {}, false));
 }
 
 std::string amqp_frame(char type, std::uint16_t channel, const std::string& payload) {
@@ -191,6 +197,11 @@ TEST(MessageFramer, StreamsThatLeaveTheProtocolEndIt) {
   EXPECT_EQ(loss_after(Framing::http1_request, {"POST / HTTP/1.1\r\nContent-Length: 12x\r\n\r\n"}),
             FramingLoss::malformed);
   EXPECT_EQ(loss_after(Framing::http1_request, {"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n"}),
+            FramingLoss::malformed);
+  // obs-fold and an empty Content-Length: a server refuses them or reads them otherwise.
+  EXPECT_EQ(loss_after(Framing::http1_request, {"POST / HTTP/1.1\r\nContent-Length:\r\n 5\r\n\r\nhello"}),
+            FramingLoss::malformed);
+  EXPECT_EQ(loss_after(Framing::http1_request, {"POST / HTTP/1.1\r\nTransfer-Encoding: gzip,\r\n\tchunked\r\n\r\n"}),
             FramingLoss::malformed);
   EXPECT_EQ(loss_after(Framing::resp_request, {"*2\r\n:1\r\n"}), FramingLoss::malformed);
   EXPECT_EQ(loss_after(Framing::stomp, {"SEND\ncontent-length:1\n\nab\0"s}), FramingLoss::malformed);
@@ -276,7 +287,7 @@ TEST(WrittenBytes, IovecsAreFedUpToWhatWasAccepted) {
 TEST(WrittenBytes, BytesFromAPipeLoseAFramingThatMustSeeThem) {
   MessageFramer framer;
   framer.start(Framing::resp_request, true);
-  feed_framer(framer, PipeBytes{}, 10);
+  feed_framer(framer, PipeBytes{-1}, 10);
   EXPECT_EQ(framer.loss(), FramingLoss::unseen_bytes);
 }
 
