@@ -1,19 +1,30 @@
 #include "keep_warm.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <string>
 
 #include "fd_table.hpp"
 #include "idle_restart.hpp"
 #include "keep_warm_scheduler.hpp"
+#include "next_symbols.hpp"
 #include "socket_probe.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 #include "telemetry_worker.hpp"
 
 namespace tcptune::shim {
+
+namespace {
+std::atomic<bool> g_keep_warm_started{false};
+}  // namespace
+
+bool keep_warm_started() noexcept {
+  return g_keep_warm_started.load(std::memory_order_relaxed);
+}
 
 std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const config::Tuning& tuning, SocketRole role,
                                             ApplyPhase phase) {
@@ -76,6 +87,7 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
   slot.framer.start(framing, fresh);
   slot.keep_warm_gate.start_connection(!slot.framer.at_boundary());
   slot.set_flag(flag_keep_warm);
+  g_keep_warm_started.store(true, std::memory_order_relaxed);
   const WarmConnection connection{fd, slot.generation.load(std::memory_order_acquire),
                                   slot.rule_index.load(std::memory_order_relaxed), socket_stat.st_ino,
                                   socket_stat.st_dev};
@@ -107,6 +119,14 @@ void keep_warm_after_fork_in_parent() noexcept {
   fd_table().for_each_tcp([](int /*fd*/, SocketSlot& slot) {
     if (slot.has_flag(flag_keep_warm)) {
       stop_keep_warm(slot);
+    }
+  });
+}
+
+void keep_warm_before_exec_in_child() noexcept {
+  fd_table().for_each_tcp([](int fd, SocketSlot& slot) {
+    if (slot.has_flag(flag_keep_warm) && (next::fcntl(fd, F_GETFD, 0) & FD_CLOEXEC) == 0) {
+      stop_keep_warm(slot);  // -1 (closed already) has FD_CLOEXEC's bit set: not inherited
     }
   });
 }

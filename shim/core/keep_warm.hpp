@@ -29,6 +29,13 @@ void stop_keep_warm(SocketSlot& slot) noexcept;
 // Fork (or spawn) parent: a kept-warm socket the child shares may be written by the
 // child or a program it executes, past this process's gate: it is no longer kept warm.
 void keep_warm_after_fork_in_parent() noexcept;
+// True once any connection of this process was kept warm (then a vfork child's closes are
+// worth a getpid each: see socket_events.cpp).
+bool keep_warm_started() noexcept;
+// A child is about to exec a program (system, popen, a vfork child): the sockets it inherits,
+// those without FD_CLOEXEC, may be written by that program past this process's gate, so they
+// are no longer kept warm. In a vfork child this changes the parent's state, which is the point.
+void keep_warm_before_exec_in_child() noexcept;
 // Fork child: sockets shared with the parent are not kept warm here, and the parent's worker,
 // which may have held a gate when the process forked, does not exist.
 void keep_warm_after_fork_in_child() noexcept;

@@ -60,6 +60,9 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
   }
 }
 
+// The process whose state the shim holds: set at start-up and in each forked child.
+std::atomic<pid_t> g_owner_pid{0};
+
 void after_fork_in_parent() noexcept {
   log_after_fork();
   keep_warm_after_fork_in_parent();
@@ -68,6 +71,7 @@ void after_fork_in_parent() noexcept {
 // In a forked child: its own log file when the path names {pid}, as a prefork server's
 // operator expects one file per process.
 void after_fork_in_child() noexcept {
+  g_owner_pid.store(getpid(), std::memory_order_relaxed);
   log_after_fork();
   telemetry_after_fork_in_child();
   keep_warm_after_fork_in_child();
@@ -135,6 +139,7 @@ void initialize() {
     log_record(config::LogLevel::error, start);
   }
   g_runtime = runtime;
+  g_owner_pid.store(getpid(), std::memory_order_relaxed);
   pthread_atfork(log_prepare_fork, after_fork_in_parent, after_fork_in_child);
   if (runtime->policy != nullptr) {
     // Read once now, not on a first use that may come from inside a signal handler.
@@ -166,6 +171,11 @@ void ensure_initialized() noexcept {
   while (g_state.load(std::memory_order_acquire) != InitState::done) {
     sched_yield();  // another thread is loading the policy; it takes milliseconds
   }
+}
+
+bool in_child_sharing_memory() noexcept {
+  const pid_t owner = g_owner_pid.load(std::memory_order_relaxed);
+  return owner != 0 && getpid() != owner;
 }
 
 const Runtime* active_runtime() noexcept {

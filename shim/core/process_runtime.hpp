@@ -22,6 +22,11 @@ void ensure_initialized() noexcept;
 // or when the policy failed to load (fail-open: the process runs untuned).
 const Runtime* active_runtime() noexcept;
 
+// True in a child that runs in this process's memory without the fork handlers having run: a
+// vfork() child (Python's subprocess, posix_spawn) until it execs, or one made by _Fork() or
+// clone(). The fd table and the worker's state are then the parent's, not its own. One getpid.
+bool in_child_sharing_memory() noexcept;
+
 // Host buffer limits, read from /proc/sys once, on the first socket that needs them.
 const HostBufferFacts& host_buffer_facts();
 

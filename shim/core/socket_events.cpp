@@ -5,8 +5,10 @@
 #include <linux/close_range.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -113,6 +115,32 @@ ApplyReport apply_to_slot(int fd, SocketSlot& slot, const config::Tuning& tuning
     }
   }
   return std::move(outcome.report);
+}
+
+// A vfork() child runs in its parent's memory until it execs: the slots are the parent's, and
+// the child's closes and dups of its own descriptor table must not change them. What matters is
+// the program it will exec: the sockets that program inherits (no FD_CLOEXEC) stop being kept
+// warm in the parent, once per child. True in such a child (checked only for TCP descriptors,
+// since it costs a getpid).
+bool in_vfork_child() noexcept {
+  if (!in_child_sharing_memory()) {
+    return false;
+  }
+  static std::atomic<pid_t> handled{0};
+  const pid_t self = getpid();
+  if (handled.exchange(self, std::memory_order_relaxed) != self) {
+    keep_warm_before_exec_in_child();
+  }
+  return true;
+}
+
+// Before a close or dup onto `fd`: true in a vfork child, whose closes must leave its parent's
+// state alone. Asked (a getpid) only where it matters: for a TCP descriptor, and for any once
+// keep-warm has run, since a child that closes only its other descriptors still inherits the
+// parent's kept-warm sockets it does not close.
+bool closing_in_vfork_child(int fd) noexcept {
+  const SocketSlot* slot = fd_table().find(fd);
+  return ((slot != nullptr && slot->is_tcp()) || keep_warm_started()) && in_vfork_child();
 }
 
 // Picks the rule for `facts`, records it in the slot, applies it and logs what happened.
@@ -524,6 +552,9 @@ bool before_close(int fd) noexcept {
   if (is_log_fd(fd)) {
     return false;
   }
+  if (closing_in_vfork_child(fd)) {
+    return true;
+  }
   end_connection_if_tcp(fd);
   fd_table().retire(fd);
   return true;
@@ -540,13 +571,16 @@ void before_dup_onto(int from, int target) noexcept {
   if (from == target || next::fcntl(from, F_GETFD, 0) < 0) {
     return;  // dup2 of a descriptor onto itself, or EBADF/EINVAL: nothing is closed
   }
+  if (closing_in_vfork_child(target)) {
+    return;
+  }
   move_log_fd_away_from(target);
   end_connection_if_tcp(target);  // dup2 closes what `target` named
 }
 
 void before_close_range(unsigned int first, unsigned int last, int flags) noexcept {
   const bool valid = first <= last && (flags & ~(CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE)) == 0;
-  if (valid && (flags & CLOSE_RANGE_CLOEXEC) == 0) {  // an invalid call (EINVAL) closes nothing
+  if (valid && (flags & CLOSE_RANGE_CLOEXEC) == 0 && !in_vfork_child()) {  // EINVAL closes nothing
     fd_table().for_each_tcp([&](int fd, SocketSlot& slot) {
       if (static_cast<unsigned int>(fd) >= first && static_cast<unsigned int>(fd) <= last) {
         end_connection(fd, slot);
@@ -558,6 +592,12 @@ void before_close_range(unsigned int first, unsigned int last, int flags) noexce
 
 void after_dup(int from, int to) noexcept {
   if (to >= 0 && to != from) {
+    if (SocketSlot* slot = fd_table().find(from); slot != nullptr && slot->is_tcp() && in_vfork_child()) {
+      if (slot->has_flag(flag_keep_warm)) {
+        stop_keep_warm(*slot);  // the copy (a standard descriptor, say) goes to the program exec'ed
+      }
+      return;
+    }
     fd_table().copy(from, to);
     // Each descriptor has its own gate, so heartbeats could slip between writes on the other.
     for (const int fd : {from, to}) {
@@ -610,6 +650,17 @@ void after_rights_received(const msghdr& message) noexcept {
       slot->set_flag(flag_received);
     }
   });
+}
+
+void before_unfollowed_write(int fd) noexcept {
+  SocketSlot* slot = fd_table().find(fd);
+  if (slot == nullptr || !slot->is_tcp() || !slot->has_flag(flag_keep_warm)) {
+    return;
+  }
+  const ErrnoSaver saver;
+  slot->keep_warm_gate.stop_heartbeats();
+  slot->framer.lose(FramingLoss::unseen_bytes);
+  end_keep_warm_framing_lost(*slot);
 }
 
 void after_fdopen(int fd) noexcept {

@@ -94,6 +94,9 @@ void after_dup(int from, int to) noexcept;
 // (received): another process now shares those sockets, so they are not kept warm here.
 void after_rights_sent(const msghdr& message) noexcept;
 void after_rights_received(const msghdr& message) noexcept;
+// A write libc makes past the hooks (dprintf's, aio_write's): a kept-warm socket's bytes can no
+// longer be followed, so keep-warm ends on it, before the write.
+void before_unfollowed_write(int fd) noexcept;
 // fdopen(): the app writes through stdio from now on, past the hooks and the keep-warm gate.
 void after_fdopen(int fd) noexcept;
 

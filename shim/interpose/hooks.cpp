@@ -1,6 +1,7 @@
 // The exported libc symbols: the only file that defines them. Each hook is thin: call the
 // core around the next definition. errno is preserved by the core; a hook never adds
 // failures of its own.
+#include <aio.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <sys/sendfile.h>
@@ -10,7 +11,10 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 
+#include "app_memory.hpp"
 #include "errno_saver.hpp"
 #include "keep_warm.hpp"
 #include "next_symbols.hpp"
@@ -119,6 +123,27 @@ TCPTUNE_HOOK ssize_t writev(int fd, const iovec* iov, int count) {
   return core::tracked_write(
       fd, [&](ssize_t result) { return core::iov_bytes_after(result, iov, static_cast<std::size_t>(count)); },
       core::IovecBytes{iov, static_cast<std::size_t>(count)}, [&] { return next::writev(fd, iov, count); });
+}
+
+// pwritev2 with offset -1 writes at the current position, which on a socket is writev.
+TCPTUNE_HOOK ssize_t pwritev2(int fd, const iovec* iov, int count, off_t offset, int flags) {
+  if (offset != -1) {
+    return next::pwritev2(fd, iov, count, offset, flags);  // at an offset: never a socket (ESPIPE)
+  }
+  return core::tracked_write(
+      fd, [&](ssize_t result) { return core::iov_bytes_after(result, iov, static_cast<std::size_t>(count)); },
+      core::IovecBytes{iov, static_cast<std::size_t>(count)},
+      [&] { return next::pwritev2(fd, iov, count, offset, flags); });
+}
+
+TCPTUNE_HOOK ssize_t pwritev64v2(int fd, const iovec* iov, int count, off64_t offset, int flags) {
+  if (offset != -1) {
+    return next::pwritev64v2(fd, iov, count, offset, flags);
+  }
+  return core::tracked_write(
+      fd, [&](ssize_t result) { return core::iov_bytes_after(result, iov, static_cast<std::size_t>(count)); },
+      core::IovecBytes{iov, static_cast<std::size_t>(count)},
+      [&] { return next::pwritev64v2(fd, iov, count, offset, flags); });
 }
 
 TCPTUNE_HOOK ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
@@ -288,6 +313,62 @@ TCPTUNE_HOOK int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_fi
                               const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
   core::keep_warm_after_fork_in_parent();
   return next::posix_spawnp(pid, file, actions, attributes, argv, envp);
+}
+
+// system and popen spawn through glibc's internal posix_spawn, which no hook sees: the sockets
+// their program inherits (no FD_CLOEXEC) stop being kept warm first.
+TCPTUNE_HOOK int system(const char* command) {
+  core::keep_warm_before_exec_in_child();
+  return next::system(command);
+}
+
+TCPTUNE_HOOK FILE* popen(const char* command, const char* type) {
+  core::keep_warm_before_exec_in_child();
+  return next::popen(command, type);
+}
+
+// Formatted and asynchronous writes reach the socket through libc's internal write, past the
+// hooks: keep-warm cannot follow their bytes, so it ends on that socket first.
+TCPTUNE_HOOK int vdprintf(int fd, const char* format, va_list args) {
+  core::before_unfollowed_write(fd);
+  return next::vdprintf(fd, format, args);
+}
+
+TCPTUNE_HOOK int dprintf(int fd, const char* format, ...) {
+  core::before_unfollowed_write(fd);
+  va_list args;
+  va_start(args, format);
+  const int result = next::vdprintf(fd, format, args);
+  va_end(args);
+  return result;
+}
+
+TCPTUNE_HOOK int __vdprintf_chk(int fd, int flag, const char* format, va_list args) {  // NOLINT(bugprone-reserved-identifier)
+  core::before_unfollowed_write(fd);
+  return next::__vdprintf_chk(fd, flag, format, args);
+}
+
+TCPTUNE_HOOK int __dprintf_chk(int fd, int flag, const char* format, ...) {  // NOLINT(bugprone-reserved-identifier)
+  core::before_unfollowed_write(fd);
+  va_list args;
+  va_start(args, format);
+  const int result = next::__vdprintf_chk(fd, flag, format, args);
+  va_end(args);
+  return result;
+}
+
+TCPTUNE_HOOK int aio_write(aiocb* request) {
+  if (const std::optional<int> fd = core::read_app_object<int>(&request->aio_fildes)) {
+    core::before_unfollowed_write(*fd);
+  }
+  return next::aio_write(request);
+}
+
+TCPTUNE_HOOK int aio_write64(aiocb64* request) {
+  if (const std::optional<int> fd = core::read_app_object<int>(&request->aio_fildes)) {
+    core::before_unfollowed_write(*fd);
+  }
+  return next::aio_write64(request);
 }
 
 TCPTUNE_HOOK FILE* fdopen(int fd, const char* mode) {

@@ -64,6 +64,10 @@ int raw_sendmmsg(int fd, mmsghdr* m, unsigned int n, int flags) {
 ssize_t raw_writev(int fd, const iovec* v, int n) {
   return sys(SYS_writev, fd, arg(v), n);
 }
+// The offset in two longs, the high one unused on a 64-bit ABI (the kernel's pos_from_hilo).
+ssize_t raw_pwritev2(int fd, const iovec* v, int n, off_t offset, int flags) {
+  return sys(SYS_pwritev2, fd, arg(v), n, offset, 0, flags);
+}
 ssize_t raw_sendfile(int out, int in, off_t* off, size_t n) {
   return sys(SYS_sendfile, out, in, arg(off), arg(n));
 }
@@ -119,6 +123,31 @@ int unresolved_fclose(FILE* /*stream*/) {
 int unresolved_posix_spawn(pid_t* /*pid*/, const char* /*path*/, const posix_spawn_file_actions_t* /*actions*/,
                            const posix_spawnattr_t* /*attributes*/, char* const /*argv*/[], char* const /*envp*/[]) {
   return ENOSYS;
+}
+// system, popen, the dprintf family and aio_write have no system call of their own either.
+int unresolved_system(const char* /*command*/) {
+  errno = ENOSYS;
+  return -1;
+}
+FILE* unresolved_popen(const char* /*command*/, const char* /*type*/) {
+  errno = ENOSYS;
+  return nullptr;
+}
+int unresolved_vdprintf(int /*fd*/, const char* /*format*/, va_list /*args*/) {
+  errno = ENOSYS;
+  return -1;
+}
+int unresolved_vdprintf_chk(int /*fd*/, int /*flag*/, const char* /*format*/, va_list /*args*/) {
+  errno = ENOSYS;
+  return -1;
+}
+int unresolved_aio_write(aiocb* /*request*/) {
+  errno = ENOSYS;
+  return -1;
+}
+int unresolved_aio_write64(aiocb64* /*request*/) {
+  errno = ENOSYS;
+  return -1;
 }
 FILE* unresolved_fdopen(int /*fd*/, const char* /*mode*/) {
   errno = ENOSYS;

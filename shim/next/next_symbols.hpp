@@ -5,6 +5,7 @@
 // so a hook never recurses into itself.
 #pragma once
 
+#include <aio.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -15,9 +16,16 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+
+// glibc's fortified vdprintf (_FORTIFY_SOURCE), declared by its headers only when fortifying.
+extern "C" int __vdprintf_chk(int fd, int flag, const char* format, va_list args);  // NOLINT(bugprone-reserved-identifier)
 
 namespace tcptune::shim {
 
