@@ -99,11 +99,11 @@ int ab_command(const AbOptions& options) {
   out = absolute(out);
   const std::string observe_policy = out + "/observe-only.toml";
   std::ofstream(observe_policy) << kObservePolicy;
-  // The given policy, or the built-in default (TCP_NODELAY on), written out so both arms
+  // The given policy, or the built-in default (nodelay "on-wait"), written out so both arms
   // name a policy file.
   std::string tuned_policy = policy.empty() ? out + "/builtin-default.toml" : absolute(policy);
   if (policy.empty()) {
-    std::ofstream(tuned_policy) << "version = 1\n[defaults]\nnodelay = \"on\"\n";
+    std::ofstream(tuned_policy) << "version = 1\n[defaults]\nnodelay = \"on-wait\"\n";
   }
   setenv("LD_PRELOAD", preload_with_shim_first(shim, std::getenv("LD_PRELOAD")).c_str(), 1);
   std::vector<char*> argv;
