@@ -3,7 +3,8 @@
 
 Two programs that set no TCP option of their own (bench/scenarios):
   small_writes  1,000,000 16-byte writes streamed over one connection, no wait between them:
-                Nagle coalesces them; with TCP_NODELAY each write is a segment
+                Nagle coalesces them; with TCP_NODELAY each write is a segment (the segments
+                the sender sent, from TCP_INFO, show it whatever the machine's load)
   rpc           a 10-byte header and a 100-byte body as two writes, then a 16-byte reply:
                 with Nagle the body waits for the header's delayed ACK (about 40 ms)
 under each arm, interleaved (run 1 of every arm, then run 2, ...):
@@ -127,6 +128,7 @@ def main():
               "default; skipped", file=sys.stderr)
         return 77
     results = {scenario: {arm: [] for arm in ARMS} for scenario in ("small_writes", "rpc")}
+    segments = {arm: [] for arm in ARMS}
     raw = []
     for run in range(1, options.runs + 1):
         for scenario in results:
@@ -134,6 +136,8 @@ def main():
                 result = run_pair(bin_dir, arm, shim, scenario, options, options.cpus)
                 value = metric(scenario, result)
                 results[scenario][arm].append(value)
+                if scenario == "small_writes":
+                    segments[arm].append(result.get("segments", 0))
                 raw.append({"run": run, "scenario": scenario, "arm": arm, "result": result})
                 print(f"run {run}/{options.runs} {scenario:12} {arm:12} {value:.4g}", file=sys.stderr, flush=True)
 
@@ -142,14 +146,14 @@ def main():
 
     print(f"\nloopback, {options.runs} interleaved runs per arm"
           f"{', both ends on CPUs ' + options.cpus if options.cpus else ''}; median [min-max]\n")
-    print("| arm | small_writes: s for %d x 16 B | vs keep | rpc: p50 ms (%d requests) | off / arm |"
+    print("| arm | small_writes: s for %d x 16 B | vs keep | segments sent | rpc: p50 ms (%d requests) | off / arm |"
           % (options.writes, options.requests))
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for arm in ARMS:
         sw, rpc = results["small_writes"][arm], results["rpc"][arm]
         print(f"| {arm} | {med('small_writes', arm):.3f} [{min(sw):.3f}-{max(sw):.3f}] | "
               f"{med('small_writes', arm) / med('small_writes', 'keep'):.3f} | "
-              f"{med('rpc', arm):.4g} [{min(rpc):.4g}-{max(rpc):.4g}] | {med('rpc', 'off') / med('rpc', arm):.3g}x |")
+              f"{statistics.median(segments[arm]):.0f} | {med('rpc', arm):.4g} [{min(rpc):.4g}-{max(rpc):.4g}] | {med('rpc', 'off') / med('rpc', arm):.3g}x |")
     stream_ratio = med("small_writes", "default") / med("small_writes", "keep")
     rpc_speedup = med("rpc", "off") / med("rpc", "default")
     print(f"\nsmall_writes default/keep {stream_ratio:.3f} (target at most 1.05: "
@@ -165,6 +169,7 @@ def main():
                                             "load": os.getloadavg()},
                                 "options": vars(options), "runs": raw,
                                 "medians": {s: {a: med(s, a) for a in ARMS} for s in results},
+                                "small_writes_segments_median": {a: statistics.median(segments[a]) for a in ARMS},
                                 "small_writes_default_over_keep": stream_ratio,
                                 "rpc_off_over_default": rpc_speedup}, indent=1) + "\n")
     print(f"results: {path}")

@@ -7,7 +7,10 @@
 //   small_writes send --connect 127.0.0.1:5003 [--writes 1000000] [--size 16] [--nodelay]
 //
 // The sender prints one JSON line once the receiver has read every byte and closed: the time
-// from its first write to the receiver's close (so bytes still queued are counted).
+// from its first write to the receiver's close (so bytes still queued are counted), and the
+// segments it sent (TCP_INFO tcpi_segs_out), which show the coalescing whatever the load.
+#include <linux/tcp.h>  // struct tcp_info with tcpi_segs_out
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -58,12 +61,18 @@ int send(const ScenarioArgs& args) {
   while (read(fd, &end, 1) > 0) {  // until the receiver has read everything and closed
   }
   const double elapsed_s = static_cast<double>(tcptune::bench::monotonic_ns() - start) / 1e9;
+  // Segments sent (handshake and FIN included): how far the writes were coalesced.
+  tcp_info info{};
+  socklen_t info_len = sizeof info;
+  const unsigned long long segments =
+      getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &info_len) == 0 ? info.tcpi_segs_out : 0;
   close(fd);
   std::printf(
-      R"({"scenario":"small_writes","role":"send","writes":%llu,"size":%llu,"seconds":%.4f,"writes_per_s":%.0f})"
+      R"({"scenario":"small_writes","role":"send","writes":%llu,"size":%llu,"seconds":%.4f,"writes_per_s":%.0f,)"
+      R"("segments":%llu})"
       "\n",
       static_cast<unsigned long long>(writes), static_cast<unsigned long long>(size), elapsed_s,
-      static_cast<double>(writes) / elapsed_s);
+      static_cast<double>(writes) / elapsed_s, segments);
   return 0;
 }
 
