@@ -167,6 +167,30 @@ TCPTUNE_HOOK ssize_t readv(int fd, const iovec* iov, int count) {
   return core::tracked_read(fd, [&] { return next::readv(fd, iov, count); });
 }
 
+// _FORTIFY_SOURCE's variants of the read family (a buffer of known size).
+TCPTUNE_HOOK ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen) {
+  return core::tracked_read(fd, [&] { return next::__read_chk(fd, buf, count, buflen); });
+}
+
+TCPTUNE_HOOK ssize_t __recv_chk(int fd, void* buf, size_t count, size_t buflen, int flags) {
+  return core::tracked_read(fd, [&] { return next::__recv_chk(fd, buf, count, buflen, flags); });
+}
+
+TCPTUNE_HOOK ssize_t __recvfrom_chk(int fd, void* buf, size_t count, size_t buflen, int flags, sockaddr* addr,
+                                    socklen_t* len) {
+  return core::tracked_read(fd, [&] { return next::__recvfrom_chk(fd, buf, count, buflen, flags, addr, len); });
+}
+
+TCPTUNE_HOOK int __poll_chk(pollfd* fds, nfds_t count, int timeout, size_t fdslen) {
+  core::push_before_wait();
+  return next::__poll_chk(fds, count, timeout, fdslen);
+}
+
+TCPTUNE_HOOK int __ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask, size_t fdslen) {
+  core::push_before_wait();
+  return next::__ppoll_chk(fds, count, timeout, mask, fdslen);
+}
+
 // The poll family: a thread turning to wait for input (wait_push.hpp).
 TCPTUNE_HOOK int poll(pollfd* fds, nfds_t count, int timeout) {
   core::push_before_wait();

@@ -134,6 +134,23 @@ int raw_epoll_pwait2(int epoll_fd, epoll_event* events, int max_events, const ti
   return static_cast<int>(
       sys(SYS_epoll_pwait2, epoll_fd, arg(events), max_events, arg(timeout), arg(mask), kSigsetBytes));
 }
+// The fortified variants' fallbacks skip the buffer check: they are used only when dlsym
+// cannot find libc's.
+ssize_t raw_read_chk(int fd, void* b, size_t n, size_t /*buflen*/) {
+  return raw_read(fd, b, n);
+}
+ssize_t raw_recv_chk(int fd, void* b, size_t n, size_t /*buflen*/, int flags) {
+  return raw_recv(fd, b, n, flags);
+}
+ssize_t raw_recvfrom_chk(int fd, void* b, size_t n, size_t /*buflen*/, int flags, sockaddr* a, socklen_t* l) {
+  return raw_recvfrom(fd, b, n, flags, a, l);
+}
+int raw_poll_chk(pollfd* fds, nfds_t count, int timeout_ms, size_t /*fdslen*/) {
+  return raw_poll(fds, count, timeout_ms);
+}
+int raw_ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask, size_t /*fdslen*/) {
+  return raw_ppoll(fds, count, timeout, mask);
+}
 int raw_close(int fd) {
   return static_cast<int>(sys(SYS_close, fd));
 }

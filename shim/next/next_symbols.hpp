@@ -22,6 +22,15 @@
 #include <cerrno>
 #include <cstdio>
 
+// glibc's fortified variants, declared by its headers only under _FORTIFY_SOURCE.
+extern "C" {
+ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen);
+ssize_t __recv_chk(int fd, void* buf, size_t count, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void* buf, size_t count, size_t buflen, int flags, sockaddr* addr, socklen_t* len);
+int __poll_chk(pollfd* fds, nfds_t count, int timeout, size_t fdslen);
+int __ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask, size_t fdslen);
+}
+
 namespace tcptune::shim {
 
 template <typename Fn>
