@@ -22,7 +22,8 @@
 #include <cerrno>
 #include <cstdio>
 
-// glibc's fortified variants, declared by its headers only under _FORTIFY_SOURCE.
+// glibc's fortified variants, declared by its headers only under _FORTIFY_SOURCE; libc's names.
+// NOLINTBEGIN(readability-identifier-naming)
 extern "C" {
 ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen);
 ssize_t __recv_chk(int fd, void* buf, size_t count, size_t buflen, int flags);
@@ -30,6 +31,7 @@ ssize_t __recvfrom_chk(int fd, void* buf, size_t count, size_t buflen, int flags
 int __poll_chk(pollfd* fds, nfds_t count, int timeout, size_t fdslen);
 int __ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask, size_t fdslen);
 }
+// NOLINTEND(readability-identifier-naming)
 
 namespace tcptune::shim {
 
