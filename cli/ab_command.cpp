@@ -33,7 +33,7 @@ namespace {
 // The observe-only arm: nodelay "keep" leaves the app's choice, and nothing else is set.
 constexpr const char* kObservePolicy = "version = 1\n[defaults]\nnodelay = \"keep\"\n";
 // The built-in default (TCP_NODELAY on) as a policy, so that both arms name a file.
-constexpr const char* kBuiltinPolicy = "version = 1\n[defaults]\nnodelay = \"on\"\n";
+constexpr const char* kBuiltinPolicy = "version = 1\n[defaults]\nnodelay = \"on-wait\"\n";
 
 struct RunResult {
   int status = 0;
@@ -115,7 +115,7 @@ int ab_command(const AbOptions& options) {
   out = absolute(out);
   const std::string observe_policy = out + "/observe-only.toml";
   std::ofstream(observe_policy) << kObservePolicy;
-  // The given policy, or the built-in default (TCP_NODELAY on), written out so both arms
+  // The given policy, or the built-in default (nodelay "on-wait"), written out so both arms
   // name a policy file; one too large for the environment is copied here as validated, so
   // that an edit of FILE during the runs reaches none of them.
   std::string tuned_policy = policy.empty() ? out + "/builtin-default.toml" : absolute(policy);

@@ -132,12 +132,19 @@ void warn_about_server_heartbeats(const config::Policy& policy) {
 }  // namespace
 
 int check_command(const CheckOptions& options) {
-  const config::LoadResult loaded = config::load_policy_file(options.policy_file);
+  const bool builtin = options.policy_file.empty();
+  const config::LoadResult loaded =
+      builtin ? config::LoadResult{config::builtin_default_policy()} : config::load_policy_file(options.policy_file);
   if (!loaded.ok()) {
     (void)std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
     return 1;
   }
   const config::Policy& policy = loaded.policy();
+  if (builtin) {
+    std::printf(
+        "no policy file given: the built-in default, which the shim uses when it finds no policy "
+        "(TCPTUNE_POLICY, TCPTUNE_POLICY_TOML, /etc/tcptune/policy.toml)\n");
+  }
   config::HostOutlook host;
   host.rcvbuf = config::read_rcvbuf_limits();
   host.sndbuf = config::read_sndbuf_limits();

@@ -61,7 +61,7 @@ void add_run(CLI::App& app, RunOptions& run) {
 
 void add_check(CLI::App& app, CheckOptions& check) {
   CLI::App* command = app.add_subcommand("check", "validate a policy and explain it for this host");
-  command->add_option("FILE", check.policy_file, "the policy file")->required();
+  command->add_option("FILE", check.policy_file, "the policy file (none: the built-in default, used without a policy)");
 }
 
 void add_report(CLI::App& app, ReportOptions& report) {

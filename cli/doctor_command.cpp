@@ -59,7 +59,9 @@ int doctor_command() {
                                            "built-in default"};
   const auto kind = static_cast<std::size_t>(source.kind);
   std::string meaning =
-      source.kind == config::PolicySource::Kind::builtin ? "TCP_NODELAY on for every TCP socket" : source.path_or_text;
+      source.kind == config::PolicySource::Kind::builtin
+          ? "nodelay \"on-wait\" for every TCP socket (Nagle on, its held tail pushed when a thread waits for input)"
+          : source.path_or_text;
   const config::LoadResult loaded = config::load_discovered(source);
   if (!loaded.ok()) {
     meaning = "INVALID: " + loaded.error().to_string();

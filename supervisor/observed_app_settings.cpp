@@ -31,6 +31,7 @@ std::int32_t held_buffer(int fd, int name, std::uint64_t fresh) {
 shim::AppSettings observe_app_settings(int fd, const config::Tuning& tuning, int family,
                                        const shim::HostBufferFacts& host, const std::string& host_congestion) {
   shim::AppSettings app;
+  app.sees_waits = false;  // the program's reads and polls are not trapped
   const auto mark = [&app, fd](bool asked, shim::AppOption option, int level, int name) {
     if (asked && is_set(fd, level, name)) {
       app.app_options = static_cast<std::uint16_t>(app.app_options | option);

@@ -5,7 +5,9 @@
 //   tcp_write_measured   the same with statistics: two write-clock reads, the latency
 //                        histogram and the counters (what a write pays when a log is configured);
 //   tcp_write_keep_warm  an unmeasured write on a kept-warm connection: through its gate;
-//   tcp_write_measured_keep_warm  both.
+//   tcp_write_measured_keep_warm  both;
+//   tcp_write_on_wait    an unmeasured write under nodelay = "on-wait": noted for the next wait;
+//   wait_nothing_noted   a wait hook when this thread wrote nothing since its last wait.
 // Budgets: at most 5 ns for the first, 60 ns for the last. raw_write_dev_null shows, in the
 // same run, what a real call costs on its own.
 #include <fcntl.h>
@@ -154,6 +156,43 @@ void tcp_write_keep_warm_resp_command(benchmark::State& state) {
                      "*3\r\n$3\r\nSET\r\n$8\r\nuser:123\r\n$100\r\n" + std::string(100, 'v') + "\r\n");
 }
 BENCHMARK(tcp_write_keep_warm_resp_command);
+
+// nodelay = "on-wait" (the built-in default): an unmeasured write through tcp_write, which
+// notes the socket for the thread's next wait (a stream never waits: nothing is pushed), and
+// what a wait hook pays when this thread wrote nothing since its last wait (one TLS load).
+void tcp_write_on_wait(benchmark::State& state) {
+  install_runtime_for_testing(&default_policy(), "bench");
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  on_socket_created(fd, AF_INET, SOCK_STREAM, 0);
+  SocketSlot* slot = tcp_slot_for_io(fd);
+  if (slot == nullptr) {
+    state.SkipWithError("the socket was not tracked as TCP");
+    return;
+  }
+  slot->set_flag(flag_push_on_wait);
+  ssize_t written = 100;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(tcp_write(
+        fd, *tcp_slot_for_io(fd), [](ssize_t) { return std::size_t{100}; }, BufferBytes{"x"},
+        [&] {
+          benchmark::DoNotOptimize(written);
+          return written;
+        },
+        0));
+  }
+  t_written_since_wait.count = 0;  // nothing to push on the closed socket
+  before_close(fd);
+  close(fd);
+}
+BENCHMARK(tcp_write_on_wait);
+
+void wait_nothing_noted(benchmark::State& state) {
+  for (auto _ : state) {
+    push_before_wait();
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(wait_nothing_noted);
 
 // The two clock reads a measured write makes, alone: the write clock (the TSC where it is
 // trusted) and, for comparison, clock_gettime, which it falls back to elsewhere.

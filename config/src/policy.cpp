@@ -52,7 +52,7 @@ std::optional<std::string> heartbeat_side_refusal(const KeepWarm& keep_warm, Rol
 Policy builtin_default_policy() {
   Policy policy;
   policy.source = "built-in default";
-  policy.defaults.nodelay = NodelayMode::on;
+  policy.defaults.nodelay = NodelayMode::on_wait;
   return policy;
 }
 

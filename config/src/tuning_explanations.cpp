@@ -17,6 +17,12 @@ std::string explain_nodelay(const Tuning& tuning, const HostOutlook& /*host*/) {
       return "  nodelay: force (TCP_NODELAY set; the app's TCP_NODELAY=0 and TCP_CORK=1 become logged no-ops)\n";
     case NodelayMode::off: return "  nodelay: off (Nagle's algorithm stays on)\n";
     case NodelayMode::keep: return "  nodelay: keep (left to the app)\n";
+    case NodelayMode::on_wait:
+      return "  nodelay: on-wait (Nagle's algorithm stays on, so a stream of small writes is still coalesced; when a "
+             "thread that wrote to a socket turns to wait for input (read, recv, poll, epoll, select), the small "
+             "segment Nagle holds back is pushed out (TCP_NODELAY set and cleared), so a request or reply is not "
+             "held behind the peer's delayed ACK; never on a corked socket, after a MSG_MORE write, or where the app "
+             "set TCP_NODELAY itself; supervised programs: left to the program, whose waits are not seen)\n";
   }
   return {};
 }

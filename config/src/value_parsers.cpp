@@ -154,9 +154,12 @@ Parsed<int> parse_version(const PolicyValue& value) {
 }
 
 Parsed<NodelayMode> parse_nodelay(const PolicyValue& value) {
-  static constexpr std::pair<std::string_view, NodelayMode> kModes[] = {
-      {"on", NodelayMode::on}, {"force", NodelayMode::force}, {"off", NodelayMode::off}, {"keep", NodelayMode::keep}};
-  return one_of(value, kModes, "'nodelay' must be one of \"on\", \"force\", \"off\", \"keep\", not ");
+  static constexpr std::pair<std::string_view, NodelayMode> kModes[] = {{"on", NodelayMode::on},
+                                                                        {"force", NodelayMode::force},
+                                                                        {"off", NodelayMode::off},
+                                                                        {"keep", NodelayMode::keep},
+                                                                        {"on-wait", NodelayMode::on_wait}};
+  return one_of(value, kModes, "'nodelay' must be one of \"on\", \"force\", \"off\", \"keep\", \"on-wait\", not ");
 }
 
 Parsed<std::string> parse_congestion(const PolicyValue& value) {

@@ -107,7 +107,7 @@ ApplyReport apply_to_slot(int fd, SocketSlot& slot, const config::Tuning& tuning
   app.held_rcvbuf = slot.held_rcvbuf.exchange(kNoHeldBuffer, std::memory_order_relaxed);
   TuningOutcome outcome = apply_tuning(fd, app, tuning, phase, host_buffer_facts());
   for (const auto& [wanted, flag] :
-       {std::pair{outcome.veto_nodelay_off, flag_nodelay_forced},
+       {std::pair{outcome.veto_nodelay_off, flag_nodelay_forced}, std::pair{outcome.push_on_wait, flag_push_on_wait},
         std::pair{outcome.veto_app_buffers, flag_override_buffers}, std::pair{outcome.rearm_quickack, flag_quickack},
         std::pair{outcome.size_sndbuf_from_rtt, flag_rtt_auto_pending}}) {
     if (wanted) {
@@ -400,6 +400,7 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
         }
         if (name == TCP_NODELAY) {
           slot->keep_warm_gate.set_nagle(*number == 0);
+          slot->clear_flag(flag_push_on_wait);  // the app's Nagle from now on
         }
         return push_due ? SockoptVerdict::pass_then_push : SockoptVerdict::pass;
       }
@@ -454,6 +455,7 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
     }
     if (level == IPPROTO_TCP && name == TCP_NODELAY && number.has_value()) {
       slot->keep_warm_gate.set_nagle(*number == 0);
+      slot->clear_flag(flag_push_on_wait);  // the app's Nagle from now on
     }
     if (push_due) {
       return SockoptVerdict::pass_then_push;

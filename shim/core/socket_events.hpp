@@ -20,6 +20,7 @@
 #include "monotonic_clock.hpp"
 #include "socket_slot.hpp"
 #include "telemetry_worker.hpp"
+#include "wait_push.hpp"
 #include "write_clock.hpp"
 #include "written_bytes.hpp"
 
@@ -238,11 +239,14 @@ template <typename Offered, typename Bytes, typename Call>
 auto tcp_write(int fd, SocketSlot& slot, Offered offered, const Bytes& bytes, Call call, int flags)
     -> decltype(call()) {
   before_write(slot, fd);
-  if (slot.has_flag(flag_keep_warm)) [[unlikely]] {
-    return gated_write(fd, slot, offered, bytes, (flags & MSG_MORE) != 0,
-                       [&] { return measured_write(fd, slot, offered, call); });
+  const auto result = slot.has_flag(flag_keep_warm)
+                          ? gated_write(fd, slot, offered, bytes, (flags & MSG_MORE) != 0,
+                                        [&] { return measured_write(fd, slot, offered, call); })
+                          : measured_write(fd, slot, offered, call);
+  if (result > 0 && slot.has_flag(flag_push_on_wait)) {
+    note_written(fd, slot, flags);
   }
-  return measured_write(fd, slot, offered, call);
+  return result;
 }
 
 // A write-family call on any descriptor: write, send, writev, sendfile, splice.
@@ -311,7 +315,7 @@ int tracked_sendmmsg(int fd, const mmsghdr* messages, int flags, Call call) {
   if (slot == nullptr) [[likely]] {
     return call();
   }
-  if (!slot->has_flag(flag_measured) && !slot->has_flag(flag_keep_warm)) {
+  if (!slot->has_flag(flag_measured) && !slot->has_flag(flag_keep_warm) && !slot->has_flag(flag_push_on_wait)) {
     before_write(*slot, fd);
     return call();
   }
@@ -337,9 +341,11 @@ int tracked_sendmmsg(int fd, const mmsghdr* messages, int flags, Call call) {
   return sent;
 }
 
-// A read-family call: read, recv, recvfrom, readv.
+// A read-family call: read, recv, recvfrom, readv. A wait for input (even one that returns
+// EAGAIN at once): what this thread's writes left held back by Nagle goes out first.
 template <typename Call>
 ssize_t tracked_read(int fd, Call call) {
+  push_before_wait();
   const ssize_t result = call();
   SocketSlot* slot = fd_table().find(fd);
   if (slot != nullptr && slot->is_tcp()) {

@@ -43,6 +43,9 @@ enum SlotFlag : std::uint16_t {
   flag_received = 1U << 11,
   // Wrapped in a FILE (fdopen): stdio writes go past the hooks, so the gate cannot see them.
   flag_stdio = 1U << 12,
+  // nodelay = "on-wait" with Nagle on: writes are noted, and pushed when the thread waits
+  // (wait_push.hpp). Cleared when the app sets TCP_NODELAY itself.
+  flag_push_on_wait = 1U << 13,
 };
 
 struct SocketSlot {

@@ -4,6 +4,9 @@
 #include <aio.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -22,6 +25,7 @@
 #include "signal_context.hpp"
 #include "socket_events.hpp"
 #include "telemetry_worker.hpp"
+#include "wait_push.hpp"
 
 namespace next = tcptune::shim::next;
 namespace core = tcptune::shim;
@@ -65,12 +69,14 @@ TCPTUNE_HOOK int listen(int fd, int backlog) {
 }
 
 TCPTUNE_HOOK int accept(int fd, sockaddr* addr, socklen_t* len) {
+  core::push_before_wait();
   const int accepted = next::accept(fd, addr, len);
   core::after_accept(fd, accepted);
   return accepted;
 }
 
 TCPTUNE_HOOK int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  core::push_before_wait();
   const int accepted = next::accept4(fd, addr, len, flags);
   core::after_accept(fd, accepted);
   return accepted;
@@ -185,6 +191,68 @@ TCPTUNE_HOOK ssize_t recvmsg(int fd, msghdr* message, int flags) {
 
 TCPTUNE_HOOK ssize_t readv(int fd, const iovec* iov, int count) {
   return core::tracked_read(fd, [&] { return next::readv(fd, iov, count); });
+}
+
+// _FORTIFY_SOURCE's variants of the read family (a buffer of known size).
+TCPTUNE_HOOK ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen) {
+  return core::tracked_read(fd, [&] { return next::__read_chk(fd, buf, count, buflen); });
+}
+
+TCPTUNE_HOOK ssize_t __recv_chk(int fd, void* buf, size_t count, size_t buflen, int flags) {
+  return core::tracked_read(fd, [&] { return next::__recv_chk(fd, buf, count, buflen, flags); });
+}
+
+TCPTUNE_HOOK ssize_t __recvfrom_chk(int fd, void* buf, size_t count, size_t buflen, int flags, sockaddr* addr,
+                                    socklen_t* len) {
+  return core::tracked_read(fd, [&] { return next::__recvfrom_chk(fd, buf, count, buflen, flags, addr, len); });
+}
+
+TCPTUNE_HOOK int __poll_chk(pollfd* fds, nfds_t count, int timeout, size_t fdslen) {
+  core::push_before_wait();
+  return next::__poll_chk(fds, count, timeout, fdslen);
+}
+
+TCPTUNE_HOOK int __ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask, size_t fdslen) {
+  core::push_before_wait();
+  return next::__ppoll_chk(fds, count, timeout, mask, fdslen);
+}
+
+// The poll family: a thread turning to wait for input (wait_push.hpp).
+TCPTUNE_HOOK int poll(pollfd* fds, nfds_t count, int timeout) {
+  core::push_before_wait();
+  return next::poll(fds, count, timeout);
+}
+
+TCPTUNE_HOOK int ppoll(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask) {
+  core::push_before_wait();
+  return next::ppoll(fds, count, timeout, mask);
+}
+
+TCPTUNE_HOOK int select(int count, fd_set* reads, fd_set* writes, fd_set* errors, timeval* timeout) {
+  core::push_before_wait();
+  return next::select(count, reads, writes, errors, timeout);
+}
+
+TCPTUNE_HOOK int pselect(int count, fd_set* reads, fd_set* writes, fd_set* errors, const timespec* timeout,
+                         const sigset_t* mask) {
+  core::push_before_wait();
+  return next::pselect(count, reads, writes, errors, timeout, mask);
+}
+
+TCPTUNE_HOOK int epoll_wait(int epoll_fd, epoll_event* events, int max_events, int timeout) {
+  core::push_before_wait();
+  return next::epoll_wait(epoll_fd, events, max_events, timeout);
+}
+
+TCPTUNE_HOOK int epoll_pwait(int epoll_fd, epoll_event* events, int max_events, int timeout, const sigset_t* mask) {
+  core::push_before_wait();
+  return next::epoll_pwait(epoll_fd, events, max_events, timeout, mask);
+}
+
+TCPTUNE_HOOK int epoll_pwait2(int epoll_fd, epoll_event* events, int max_events, const timespec* timeout,
+                              const sigset_t* mask) {
+  core::push_before_wait();
+  return next::epoll_pwait2(epoll_fd, events, max_events, timeout, mask);
 }
 
 TCPTUNE_HOOK int close(int fd) {

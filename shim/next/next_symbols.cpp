@@ -89,6 +89,72 @@ ssize_t raw_recvmsg(int fd, msghdr* m, int flags) {
 ssize_t raw_readv(int fd, const iovec* v, int n) {
   return sys(SYS_readv, fd, arg(v), n);
 }
+// The waits. The kernel's ppoll and pselect6 write the time left into their timespec, which
+// libc's callers pass as const: each gets a copy.
+constexpr long kSigsetBytes = _NSIG / 8;
+int raw_ppoll(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask) {
+  timespec left{};
+  if (timeout != nullptr) {
+    left = *timeout;
+  }
+  return static_cast<int>(
+      sys(SYS_ppoll, arg(fds), arg(count), timeout != nullptr ? arg(&left) : 0, arg(mask), kSigsetBytes));
+}
+int raw_poll(pollfd* fds, nfds_t count, int timeout_ms) {
+  const timespec timeout{timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+  return raw_ppoll(fds, count, timeout_ms < 0 ? nullptr : &timeout, nullptr);
+}
+int raw_pselect(int count, fd_set* reads, fd_set* writes, fd_set* errors, const timespec* timeout,
+                const sigset_t* mask) {
+  timespec left{};
+  if (timeout != nullptr) {
+    left = *timeout;
+  }
+  const long mask_data[2] = {arg(mask), kSigsetBytes};
+  return static_cast<int>(sys(SYS_pselect6, count, arg(reads), arg(writes), arg(errors),
+                              timeout != nullptr ? arg(&left) : 0, arg(&mask_data[0])));
+}
+// select() reports the time left in `timeout`, as Linux's does.
+int raw_select(int count, fd_set* reads, fd_set* writes, fd_set* errors, timeval* timeout) {
+  timespec left{};
+  if (timeout != nullptr) {
+    left = {timeout->tv_sec, timeout->tv_usec * 1000L};
+  }
+  const long mask_data[2] = {0, kSigsetBytes};
+  const int result = static_cast<int>(sys(SYS_pselect6, count, arg(reads), arg(writes), arg(errors),
+                                          timeout != nullptr ? arg(&left) : 0, arg(&mask_data[0])));
+  if (timeout != nullptr) {
+    *timeout = {left.tv_sec, left.tv_nsec / 1000L};
+  }
+  return result;
+}
+int raw_epoll_pwait(int epoll_fd, epoll_event* events, int max_events, int timeout_ms, const sigset_t* mask) {
+  return static_cast<int>(sys(SYS_epoll_pwait, epoll_fd, arg(events), max_events, timeout_ms, arg(mask), kSigsetBytes));
+}
+int raw_epoll_wait(int epoll_fd, epoll_event* events, int max_events, int timeout_ms) {
+  return raw_epoll_pwait(epoll_fd, events, max_events, timeout_ms, nullptr);
+}
+int raw_epoll_pwait2(int epoll_fd, epoll_event* events, int max_events, const timespec* timeout, const sigset_t* mask) {
+  return static_cast<int>(
+      sys(SYS_epoll_pwait2, epoll_fd, arg(events), max_events, arg(timeout), arg(mask), kSigsetBytes));
+}
+// The fortified variants' fallbacks skip the buffer check: they are used only when dlsym
+// cannot find libc's.
+ssize_t raw_read_chk(int fd, void* b, size_t n, size_t /*buflen*/) {
+  return raw_read(fd, b, n);
+}
+ssize_t raw_recv_chk(int fd, void* b, size_t n, size_t /*buflen*/, int flags) {
+  return raw_recv(fd, b, n, flags);
+}
+ssize_t raw_recvfrom_chk(int fd, void* b, size_t n, size_t /*buflen*/, int flags, sockaddr* a, socklen_t* l) {
+  return raw_recvfrom(fd, b, n, flags, a, l);
+}
+int raw_poll_chk(pollfd* fds, nfds_t count, int timeout_ms, size_t /*fdslen*/) {
+  return raw_poll(fds, count, timeout_ms);
+}
+int raw_ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask, size_t /*fdslen*/) {
+  return raw_ppoll(fds, count, timeout, mask);
+}
 int raw_close(int fd) {
   return static_cast<int>(sys(SYS_close, fd));
 }

@@ -8,8 +8,11 @@
 #include <aio.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -24,8 +27,17 @@
 #include <cerrno>
 #include <cstdio>
 
-// glibc's fortified vdprintf (_FORTIFY_SOURCE), declared by its headers only when fortifying.
-extern "C" int __vdprintf_chk(int fd, int flag, const char* format, va_list args);  // NOLINT(bugprone-reserved-identifier)
+// glibc's fortified variants, declared by its headers only under _FORTIFY_SOURCE; libc's names.
+// NOLINTBEGIN(readability-identifier-naming)
+extern "C" {
+int __vdprintf_chk(int fd, int flag, const char* format, va_list args);
+ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen);
+ssize_t __recv_chk(int fd, void* buf, size_t count, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void* buf, size_t count, size_t buflen, int flags, sockaddr* addr, socklen_t* len);
+int __poll_chk(pollfd* fds, nfds_t count, int timeout, size_t fdslen);
+int __ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask, size_t fdslen);
+}
+// NOLINTEND(readability-identifier-naming)
 
 namespace tcptune::shim {
 

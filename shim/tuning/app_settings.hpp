@@ -29,6 +29,9 @@ struct AppSettings {
   // The app's SO_SNDBUF/SO_RCVBUF held back until the rule is known (kNoHeldBuffer: none).
   std::int32_t held_sndbuf = kNoHeldBuffer;
   std::int32_t held_rcvbuf = kNoHeldBuffer;
+  // Whether the caller sees the app's waits for input (the preloaded shim does, a supervisor
+  // does not): nodelay = "on-wait" needs them to push what Nagle holds back.
+  bool sees_waits = true;
 };
 
 // The host's buffer limits (/proc/sys) and whether this process may exceed them.

@@ -85,10 +85,17 @@ class Applier {
     if (mode == NodelayMode::keep) {
       return;
     }
-    const char* requested = mode == NodelayMode::on ? "on" : mode == NodelayMode::force ? "force" : "off";
+    const char* requested = mode == NodelayMode::on        ? "on"
+                            : mode == NodelayMode::force   ? "force"
+                            : mode == NodelayMode::on_wait ? "on-wait"
+                                                           : "off";
     if (phase_ == ApplyPhase::inherited_connected) {
       // Setting TCP_NODELAY pushes out what the other owner holds back (MSG_MORE, Nagle).
       left_alone("nodelay", requested, int_probe(IPPROTO_TCP, TCP_NODELAY), kInheritedNote);
+      return;
+    }
+    if (mode == NodelayMode::on_wait) {
+      push_on_wait(requested);
       return;
     }
     if (mode == NodelayMode::force) {
@@ -99,6 +106,28 @@ class Applier {
     }
     const int error = set_int(fd_, IPPROTO_TCP, TCP_NODELAY, mode == NodelayMode::off ? 0 : 1);
     add_result("nodelay", requested, int_probe(IPPROTO_TCP, TCP_NODELAY), error);
+  }
+
+  // Nagle is left on; the caller pushes its held tail when the app waits for input. Nothing to
+  // push where the app (or the listener it accepted from) turned Nagle off.
+  void push_on_wait(const char* requested) {
+    const EffectiveProbe probe = int_probe(IPPROTO_TCP, TCP_NODELAY);
+    if (app_set(app_nodelay)) {
+      skip_app_owned("nodelay", requested, IPPROTO_TCP, TCP_NODELAY);
+      return;
+    }
+    if (!app_.sees_waits) {
+      left_alone("nodelay", requested, probe,
+                 "supervised: the program's waits for input are not seen, so Nagle is left to the program");
+      return;
+    }
+    if (get_int_option(fd_, IPPROTO_TCP, TCP_NODELAY).value_or(0) != 0) {
+      left_alone("nodelay", requested, probe, "TCP_NODELAY is already on (inherited from the listener); left alone");
+      return;
+    }
+    outcome_.push_on_wait = true;
+    add("nodelay", requested, probe,
+        "Nagle stays on; what it holds back is pushed when a thread that wrote waits for input");
   }
 
   void buffers(const config::Tuning& tuning) {

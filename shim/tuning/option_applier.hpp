@@ -74,6 +74,7 @@ struct ApplyReport {
 struct TuningOutcome {
   ApplyReport report;
   bool veto_nodelay_off = false;      // nodelay = "force": refuse the app's TCP_NODELAY=0 and TCP_CORK=1
+  bool push_on_wait = false;          // nodelay = "on-wait": push Nagle's held tail when the app waits
   bool veto_app_buffers = false;      // override_app_buffers: refuse the app's SO_SNDBUF/SO_RCVBUF
   bool rearm_quickack = false;        // quickack: TCP_QUICKACK again after each read
   bool size_sndbuf_from_rtt = false;  // rtt = "auto": apply_measured_rtt_sndbuf once established

@@ -62,6 +62,15 @@ nagle_lines = [line for line in r.stdout.splitlines() if "keep_warm with Nagle l
 check(len(nagle_lines) == 2 and all("TCP_NODELAY set and cleared" in line for line in nagle_lines),
       f"check says how keep_warm stays Nagle-safe on rules that leave Nagle on ({nagle_lines})")
 
+# check without a file: the built-in default, nodelay = "on-wait", in plain words.
+r = tcptune("check")
+check(r.returncode == 0 and "built-in default" in r.stdout and "nodelay: on-wait (Nagle's algorithm stays on" in r.stdout
+      and "wait for input" in r.stdout and "corked" in r.stdout,
+      f"check without a file explains the built-in default ({r.returncode}: {r.stdout.strip()[:400]} {r.stderr.strip()})")
+if not os.path.exists("/etc/tcptune/policy.toml"):
+    r = tcptune("doctor")
+    check("on-wait" in r.stdout, "doctor names the built-in default's nodelay mode")
+
 bad = os.path.join(args.source_dir, "tests/policies/bad")
 corpus = sorted(os.listdir(bad)) if os.path.isdir(bad) else []
 check(corpus, "bad-policy corpus present")

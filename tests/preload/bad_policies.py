@@ -109,6 +109,7 @@ def check_bad_log_paths(checks, args, limit_memory):
     if not os.path.exists(fifo):
         os.mkfifo(fifo)
     probe = [args.probe, "nodelay", "--client", "1", "--server", "1"]
+    nodelay_on = '[defaults]\nnodelay = "on"\n'  # tuned where it would not be without the shim
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
         cases = [("log FIFO with a reader", fifo, "a FIFO, not a regular file")]
@@ -116,11 +117,13 @@ def check_bad_log_paths(checks, args, limit_memory):
                                 ("log /dev/null", "/dev/null", "a character device, not a regular file"),
                                 ("log directory", args.work_dir, "a directory, not a regular file")]
         for name, path, text in cases:
-            check_log(checks, name, probe, clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=path), path, text, limit_memory)
+            check_log(checks, name, probe, clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=path, TCPTUNE_POLICY_TOML=nodelay_on),
+                      path, text, limit_memory)
     finally:
         os.close(reader)
     for name, path, text in cases_without_reader:
-        check_log(checks, name, probe, clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=path), path, text, limit_memory)
+        check_log(checks, name, probe, clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=path, TCPTUNE_POLICY_TOML=nodelay_on),
+                  path, text, limit_memory)
     policy_log = os.path.join(args.work_dir, "log-fifo.toml")
     with open(policy_log, "w", encoding="utf-8") as f:
         f.write(f'[defaults]\nnodelay = "on"\n[log]\npath = "{fifo}"\n')

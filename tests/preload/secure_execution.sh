@@ -21,17 +21,22 @@ install -m 0755 "$probe" "$work/probe-plain"
 chmod 0777 "$work"
 policy='version = 1
 [defaults]
-nodelay = "off"'
+nodelay = "on"'
 run_as_nobody() {
   setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD="$1" TCPTUNE_POLICY_TOML="$policy" \
     TCPTUNE_LOG="$work/$2.log" TCPTUNE_LOG_LEVEL=debug "$work/$2" nodelay --client "$3" --server "$3"
 }
-# Control: an ordinary program honours the variables (the policy turns nodelay off, the log appears).
-run_as_nobody "$installed" probe-plain 0
+# Control: an ordinary program honours the variables (the policy turns nodelay on, the log appears).
+run_as_nobody "$installed" probe-plain 1
 [ -s "$work/probe-plain.log" ] || { echo "FAIL: the control wrote no log"; exit 1; }
-# The setuid program: the shim is loaded (nodelay on is the built-in default; without the shim
-# it would be off), but the policy and the log path from the environment are ignored.
-run_as_nobody "libtcptune-secure-test-$$.so" probe-setuid 1
+# The setuid program: the shim is loaded (ld.so says nothing of an object it could not preload),
+# but the policy and the log path from the environment are ignored: the built-in default
+# (nodelay = "on-wait") leaves Nagle on.
+run_as_nobody "libtcptune-secure-test-$$.so" probe-setuid 0 2>"$work/setuid.stderr"
+if grep -q "cannot be preloaded" "$work/setuid.stderr"; then
+  echo "FAIL: the shim was not preloaded into the setuid program: $(cat "$work/setuid.stderr")"
+  exit 1
+fi
 if [ -e "$work/probe-setuid.log" ]; then
   echo "FAIL: TCPTUNE_LOG was honoured in secure-execution mode"
   exit 1

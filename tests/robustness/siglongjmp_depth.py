@@ -12,7 +12,7 @@ SIGALRM via signal(), sigsetjmp, a 10 ms timer, pause(), the handler siglongjmps
 deep_client() connects to loopback, reads TCP_NODELAY and writes 1000 bytes. Control: the same
 program without the timeout episode.
 
-Correct: both runs the same: the built-in policy's TCP_NODELAY=1, a conn_open record, and a
+Correct: both runs the same: the policy's TCP_NODELAY=1 (nodelay = "on"), a conn_open record, and a
 summary with connections=1, writes=1, bytes=1000, and no untuned_in_signal_handlers.
 """
 import os
@@ -79,11 +79,12 @@ def main():
     for longjmp_first in ("0", "1"):
         name = "after a handler left by siglongjmp" if longjmp_first == "1" else "control (no signal)"
         log = fresh(os.path.join(args.work_dir, f"run{longjmp_first}.jsonl"))
-        done = run([exe, str(port), longjmp_first], clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=log,
-                                                             TCPTUNE_LOG_FORMAT="jsonl"), timeout=30)
+        env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=log, TCPTUNE_LOG_FORMAT="jsonl",
+                        TCPTUNE_POLICY_TOML='version = 1\n[defaults]\nnodelay = "on"\n')
+        done = run([exe, str(port), longjmp_first], env, timeout=30)
         checks.check(done.returncode == 0, f"{name}: the program ran ({done.stderr.strip()})")
         checks.check(done.stdout.strip() == "nodelay=1",
-                     f"{name}: the built-in policy set TCP_NODELAY on the connection ({done.stdout.strip()})")
+                     f"{name}: the policy set TCP_NODELAY on the connection ({done.stdout.strip()})")
         recs = records(log)
         checks.check(any(r.get("event") == "conn_open" for r in recs), f"{name}: a conn_open record")
         summary = [r for r in recs if r.get("event") == "summary"]

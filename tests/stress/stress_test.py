@@ -7,6 +7,7 @@ connection, close races over reused descriptor numbers), bounded to about a minu
   force    under the shim, nodelay = "force"
   on       under the shim, nodelay = "on"
   both     both ends under the shim, nodelay = "on"
+  on-wait  under the shim, nodelay = "on-wait" (the built-in default's mode)
 then 10,000 connections at once, twice, with and without the shim (memory per connection, no
 crash, records exact after 20,000 closes).
 Every variant checks that the receiver found every stream intact; under the shim also that
@@ -43,6 +44,8 @@ def main():
         Variant("force", nodelay="force", seconds=args.seconds, seed=2),
         Variant("on", nodelay="on", seconds=args.seconds, seed=3),
         Variant("both", nodelay="on", receiver_shim=True, seconds=args.seconds, seed=4),
+        # The built-in default's mode: Nagle on, pushes on every wait, inside corked and MSG_MORE messages too.
+        Variant("on-wait", nodelay="on-wait", seconds=args.seconds, seed=5),
     ]
     for variant in variants:
         variant.sender_args = tuple(args.sender_args.split())

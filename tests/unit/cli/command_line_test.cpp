@@ -130,7 +130,10 @@ TEST(CommandLine, CheckAndDoctor) {
   const CommandLine check = parse_command_line({"check", "policy.toml"});
   ASSERT_EQ(check.subcommand, Subcommand::check);
   EXPECT_EQ(check.check.policy_file, "policy.toml");
-  expect_usage_error(parse_command_line({"check"}), "FILE is required");
+  // Without FILE: the built-in default is explained.
+  const CommandLine builtin = parse_command_line({"check"});
+  ASSERT_EQ(builtin.subcommand, Subcommand::check);
+  EXPECT_EQ(builtin.check.policy_file, "");
   EXPECT_EQ(parse_command_line({"doctor"}).subcommand, Subcommand::doctor);
 }
 

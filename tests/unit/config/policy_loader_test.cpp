@@ -121,7 +121,7 @@ TEST(PolicyLoader, DiscoveryOrder) {
   ::unsetenv("TCPTUNE_POLICY_TOML");
   const LoadResult builtin = load_discovered(discover_policy_source(false, "/nonexistent"));
   ASSERT_TRUE(builtin.ok());
-  EXPECT_EQ(builtin.policy().defaults.nodelay, NodelayMode::on);
+  EXPECT_EQ(builtin.policy().defaults.nodelay, NodelayMode::on_wait);
   EXPECT_EQ(builtin.policy().source, "built-in default");
 }
 

@@ -73,8 +73,9 @@ TEST(ValueParsers, Version) {
 TEST(ValueParsers, Nodelay) {
   EXPECT_EQ(parse_nodelay(text("force")).value(), NodelayMode::force);
   EXPECT_EQ(parse_nodelay(text("keep")).value(), NodelayMode::keep);
+  EXPECT_EQ(parse_nodelay(text("on-wait")).value(), NodelayMode::on_wait);
   EXPECT_EQ(error_of(parse_nodelay(PolicyValue::of_bool(true))),
-            "'nodelay' must be one of \"on\", \"force\", \"off\", \"keep\", not true");
+            "'nodelay' must be one of \"on\", \"force\", \"off\", \"keep\", \"on-wait\", not true");
 }
 
 TEST(ValueParsers, Congestion) {

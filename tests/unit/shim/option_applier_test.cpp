@@ -160,6 +160,35 @@ TEST_F(OptionApplier, AppOwnedAndInheritedOptionsAreLeftAlone) {
   EXPECT_FALSE(inherited.refused());
 }
 
+// "on-wait" sets nothing: Nagle stays on, and the caller is told to push on waits, except
+// where the app owns TCP_NODELAY, the socket has it already, or the caller cannot see waits.
+TEST_F(OptionApplier, OnWaitLeavesNagleOnAndAsksForPushes) {
+  TuningOutcome outcome = apply_outcome(tuning_of("nodelay = \"on-wait\""), ApplyPhase::before_connect);
+  EXPECT_TRUE(outcome.push_on_wait);
+  EXPECT_FALSE(outcome.veto_nodelay_off);
+  const OptionReport& nodelay = only(outcome.report, "nodelay");
+  EXPECT_EQ(nodelay.requested, "on-wait");
+  EXPECT_EQ(nodelay.status, OptionStatus::applied);
+  EXPECT_EQ(nodelay.effective, "0") << "Nagle is on";
+
+  app_.app_options = app_nodelay;
+  outcome = apply_outcome(tuning_of("nodelay = \"on-wait\""), ApplyPhase::before_connect);
+  EXPECT_FALSE(outcome.push_on_wait);
+  EXPECT_EQ(only(outcome.report, "nodelay").status, OptionStatus::left_alone);
+  app_.app_options = 0;
+
+  app_.sees_waits = false;
+  outcome = apply_outcome(tuning_of("nodelay = \"on-wait\""), ApplyPhase::before_connect);
+  EXPECT_FALSE(outcome.push_on_wait);
+  EXPECT_NE(only(outcome.report, "nodelay").note.find("supervised"), std::string::npos);
+  app_.sees_waits = true;
+
+  const int one = 1;
+  ASSERT_EQ(::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), 0);
+  outcome = apply_outcome(tuning_of("nodelay = \"on-wait\""), ApplyPhase::accepted_inherited);
+  EXPECT_FALSE(outcome.push_on_wait) << "TCP_NODELAY is on already (inherited from the listener)";
+}
+
 TEST_F(OptionApplier, RawSockoptRefusalIsStructuredToo) {
   g_failure = {IPPROTO_TCP, TCP_MAXSEG, EINVAL};
   const ScopedSocketCalls calls(kFailingCalls);

@@ -26,6 +26,9 @@ enum class NodelayMode {
   on,     // set TCP_NODELAY; the app may turn it off again
   force,  // set TCP_NODELAY and veto the app's TCP_NODELAY=0 and TCP_CORK
   off,    // clear TCP_NODELAY (Nagle on)
+  // Nagle stays on; what it holds back on a socket a thread wrote to is pushed out (TCP_NODELAY
+  // set and cleared) when that thread turns to wait for input: read, recv, poll, epoll, select.
+  on_wait,
 };
 
 enum class Role { any, client, server };
