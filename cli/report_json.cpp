@@ -19,11 +19,10 @@ nlohmann::ordered_json latency_json(const MergedHistogram& histogram) {
 }
 
 nlohmann::ordered_json group_json(const std::string& key, const ConnectionGroup& group) {
-  nlohmann::ordered_json json = {
-      {"key", key},
-      {"connections", group.connections},
-      {"writes_unmeasured_connections", group.unmeasured},
-      {"connections_without_record", group.without_record}};
+  nlohmann::ordered_json json = {{"key", key},
+                                 {"connections", group.connections},
+                                 {"writes_unmeasured_connections", group.unmeasured},
+                                 {"connections_without_record", group.without_record}};
   for (const telemetry::CounterField& field : telemetry::kCounterFields) {
     json[field.record_field] = group.counters.*field.member;
   }
