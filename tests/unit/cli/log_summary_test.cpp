@@ -142,7 +142,8 @@ TEST(LogSummary, DroppedRecordsAreCountedFromTheSummary) {
   EXPECT_EQ(by_peer.groups["(no record)"].connections, 3U);
   EXPECT_EQ(by_peer.groups["(no record)"].counters.writes, 9U);
   EXPECT_EQ(by_peer.groups["10.0.0.1"].connections, 1U);
-  EXPECT_NE(table_of(by_peer, "peer").find("(no record)               3        9     900 B         -"), std::string::npos)
+  EXPECT_NE(table_of(by_peer, "peer").find("(no record)               3        9     900 B         -"),
+            std::string::npos)
       << table_of(by_peer, "peer");
 
   LogSummary by_program;
@@ -156,8 +157,8 @@ TEST(LogSummary, RotatedFilesInAnyOrderAreNotCountedTwice) {
   const std::size_t summary_at = text.find(R"({"ts":"2026-12-04T10:00:02)");
   const TempLog older(text.substr(0, summary_at));
   const TempLog newer(text.substr(summary_at));
-  for (const std::vector<std::string>& files : {std::vector<std::string>{newer.path(), older.path()},
-                                                std::vector<std::string>{older.path(), newer.path()}}) {
+  for (const std::vector<std::string>& files :
+       {std::vector<std::string>{newer.path(), older.path()}, std::vector<std::string>{older.path(), newer.path()}}) {
     LogSummary summary;
     std::string error;
     ASSERT_TRUE(summarize_logs(files, "rule", summary, error));
@@ -170,14 +171,13 @@ TEST(LogSummary, RotatedFilesInAnyOrderAreNotCountedTwice) {
 TEST(LogSummary, EachLifetimeOfAPidHasItsOwnSummary) {
   // The same pid execs (a second start record): the first image's connections, written before
   // the exec and never summarized, do not make up for the second image's dropped records.
-  const TempLog log(
-      R"({"ts":"2026-12-04T09:00:00.000000Z","pid":7,"event":"start"})"
-      "\n"
-      R"({"ts":"2026-12-04T09:00:01.000000Z","pid":7,"event":"conn_close","rule":"a","writes":1})"
-      "\n"
-      R"({"ts":"2026-12-04T09:00:01.000001Z","pid":7,"event":"conn_close","rule":"a","writes":1})"
-      "\n" +
-      std::string(kDroppedLog));
+  const TempLog log(R"({"ts":"2026-12-04T09:00:00.000000Z","pid":7,"event":"start"})"
+                    "\n"
+                    R"({"ts":"2026-12-04T09:00:01.000000Z","pid":7,"event":"conn_close","rule":"a","writes":1})"
+                    "\n"
+                    R"({"ts":"2026-12-04T09:00:01.000001Z","pid":7,"event":"conn_close","rule":"a","writes":1})"
+                    "\n" +
+                    std::string(kDroppedLog));
   LogSummary summary;
   std::string error;
   ASSERT_TRUE(summarize_logs({log.path()}, "rule", summary, error));
@@ -187,13 +187,12 @@ TEST(LogSummary, EachLifetimeOfAPidHasItsOwnSummary) {
 }
 
 TEST(LogSummary, DroppedRecordsWithoutASummaryAreSaidToBeMissing) {
-  const TempLog log(
-      R"({"ts":"2026-12-04T09:00:00.000000Z","pid":8,"event":"start"})"
-      "\n"
-      R"({"ts":"2026-12-04T09:00:01.000000Z","pid":8,"event":"conn_close","rule":"a","writes":1})"
-      "\n"
-      R"({"ts":"2026-12-04T09:00:01.000001Z","pid":8,"event":"dropped","records":40})"
-      "\n");
+  const TempLog log(R"({"ts":"2026-12-04T09:00:00.000000Z","pid":8,"event":"start"})"
+                    "\n"
+                    R"({"ts":"2026-12-04T09:00:01.000000Z","pid":8,"event":"conn_close","rule":"a","writes":1})"
+                    "\n"
+                    R"({"ts":"2026-12-04T09:00:01.000001Z","pid":8,"event":"dropped","records":40})"
+                    "\n");
   LogSummary summary;
   std::string error;
   ASSERT_TRUE(summarize_logs({log.path()}, "rule", summary, error));
