@@ -79,9 +79,16 @@ void ConnectionGroup::add(const nlohmann::json& record) {
   ack_latency.add(member(record, "ack_latency_hist"), member(record, "ack_latency_us"));
 }
 
+void ConnectionGroup::add_without_record(const CountedConnections& missing) {
+  connections += missing.connections;
+  without_record += missing.connections;
+  counters += missing.counters;
+}
+
 void ConnectionGroup::merge(const ConnectionGroup& other) {
   connections += other.connections;
   unmeasured += other.unmeasured;
+  without_record += other.without_record;
   counters += other.counters;
   write_latency.merge(other.write_latency);
   ack_latency.merge(other.ack_latency);
@@ -123,6 +130,21 @@ bool for_each_record(const std::vector<std::string>& files, const std::function<
 }  // namespace
 
 bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error) {
+  // First where each process's lifetimes begin, so that its records find their lifetime in
+  // whatever order the files come.
+  ProcessLifetimes lifetimes;
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.find(R"("event":"start")") != std::string::npos) {
+        if (const std::optional<nlohmann::json> record = parse_log_record(line);
+            record.has_value() && string_field(*record, "event") == "start") {
+          lifetimes.add_start(*record);
+        }
+      }
+    }
+  }
   const bool read = for_each_record(
       files,
       [&](const nlohmann::json* record) {
@@ -131,6 +153,7 @@ bool summarize_logs(const std::vector<std::string>& files, const std::string& by
           return;
         }
         ++out.records;
+        lifetimes.add(*record);
         if (string_field(*record, "event") == "conn_close") {
           out.groups[key_of(*record, by)].add(*record);
         }
@@ -139,6 +162,13 @@ bool summarize_logs(const std::vector<std::string>& files, const std::string& by
   for (const auto& [key, group] : out.groups) {
     out.total.merge(group);
   }
+  // The summaries' counts for the connections whose records were dropped.
+  const MissingRecords missing = lifetimes.missing(by);
+  for (const auto& [key, counted] : missing.by_group) {
+    out.groups[key].add_without_record(counted);
+  }
+  out.total.add_without_record(missing.total);
+  out.uncounted_dropped_records = missing.uncounted_dropped;
   return read;
 }
 
@@ -179,13 +209,19 @@ void print_row(std::FILE* out, const std::string& key, const ConnectionGroup& gr
                        static_cast<unsigned long long>(group.counters.idle_restarts), "-");
     return;
   }
-  (void)std::fprintf(
-      out, "%-20s %6llu %8llu %9s %9.1f %9.1f %9.1f %9.1f %9.1f %8llu %8llu\n", key.c_str(),
-      static_cast<unsigned long long>(group.connections), static_cast<unsigned long long>(group.counters.writes),
-      config::format_size(group.counters.bytes).c_str(), group.write_latency.percentile_us(50),
-      group.write_latency.percentile_us(99), group.write_latency.max_us, group.ack_latency.percentile_us(50),
-      group.ack_latency.percentile_us(99), static_cast<unsigned long long>(group.counters.idle_restarts),
-      static_cast<unsigned long long>(group.counters.heartbeats));
+  (void)std::fprintf(out, "%-20s %6llu %8llu %9s ", key.c_str(), static_cast<unsigned long long>(group.connections),
+                     static_cast<unsigned long long>(group.counters.writes),
+                     config::format_size(group.counters.bytes).c_str());
+  if (group.without_record + group.unmeasured == group.connections) {
+    // Only connections whose records were dropped: counted, but no latency is known.
+    (void)std::fprintf(out, "%9s %9s %9s %9s %9s ", "-", "-", "-", "-", "-");
+  } else {
+    (void)std::fprintf(out, "%9.1f %9.1f %9.1f %9.1f %9.1f ", group.write_latency.percentile_us(50),
+                       group.write_latency.percentile_us(99), group.write_latency.max_us,
+                       group.ack_latency.percentile_us(50), group.ack_latency.percentile_us(99));
+  }
+  (void)std::fprintf(out, "%8llu %8llu\n", static_cast<unsigned long long>(group.counters.idle_restarts),
+                     static_cast<unsigned long long>(group.counters.heartbeats));
 }
 
 }  // namespace
@@ -201,6 +237,21 @@ void print_summary_table(std::FILE* out, const LogSummary& summary, const std::s
   if (summary.total.unmeasured != 0) {
     (void)std::fprintf(out, "(%llu connection(s) tuned in supervised mode: their writes are not seen, \"-\" above)\n",
                        static_cast<unsigned long long>(summary.total.unmeasured));
+  }
+  if (const ConnectionGroup& total = summary.total; total.without_record != 0) {
+    (void)std::fprintf(out,
+                       "(%llu conn_close records dropped (the shim's worker fell behind: dropped_records): conns, "
+                       "writes, bytes, idle rst and hbeats are the exact counts of the processes' summaries; the "
+                       "latencies cover %llu of %llu connections)\n",
+                       static_cast<unsigned long long>(total.without_record),
+                       static_cast<unsigned long long>(total.connections - total.without_record),
+                       static_cast<unsigned long long>(total.connections));
+  }
+  if (summary.uncounted_dropped_records != 0) {
+    (void)std::fprintf(out,
+                       "(%llu record(s) were dropped where no summary counts them (a process that did not exit "
+                       "normally, or the supervisor falling behind): the counts above are short)\n",
+                       static_cast<unsigned long long>(summary.uncounted_dropped_records));
   }
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "connection_counters.hpp"
+#include "process_lifetimes.hpp"
 
 namespace tcptune::cli {
 
@@ -33,11 +34,15 @@ struct ConnectionGroup {
   // Of those, connections whose writes were not measured (supervised mode: "writes_measured":
   // false); their counters and latencies are absent, not zero.
   std::uint64_t unmeasured = 0;
+  // Of those, connections whose conn_close record was dropped: their process's summary counts
+  // them and their counters (ProcessLifetimes), but their latencies are not in the histograms.
+  std::uint64_t without_record = 0;
   telemetry::ConnectionCounters counters;  // every counter, read by the name the shim writes
   MergedHistogram write_latency;
   MergedHistogram ack_latency;
 
   void add(const nlohmann::json& conn_close);
+  void add_without_record(const CountedConnections& missing);
   void merge(const ConnectionGroup& other);
 };
 
@@ -46,9 +51,13 @@ struct LogSummary {
   ConnectionGroup total;
   std::uint64_t records = 0;
   std::uint64_t skipped_lines = 0;  // not JSON: a text log, or a line cut by kill -9
+  // Records reported dropped that no summary makes up for: the counts are short (MissingRecords).
+  std::uint64_t uncounted_dropped_records = 0;
 };
 
 // by: "rule", "peer" or "program". Returns false (with the file in `error`) if one is unreadable.
+// Counts are exact where the processes wrote their summaries: a connection whose conn_close
+// record was dropped is added from its summary (ConnectionGroup::without_record).
 bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error);
 
 // slow_write records grouped by call site (their first three frames), for report --by callsite.
@@ -60,7 +69,9 @@ struct SlowWriteSite {
 bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::string, SlowWriteSite>& out,
                            std::uint64_t& without_callsite, std::string& error);
 
-// One row per group and a total: connections, writes, bytes, write p50/p90/p99/max (us), idle restarts.
+// One row per group and a total: connections, writes, bytes, write p50/p90/p99/max (us), idle
+// restarts; then a note for what the rows cannot show (connections without a record, dropped
+// records no summary counts, connections whose writes were not seen).
 void print_summary_table(std::FILE* out, const LogSummary& summary, const std::string& by);
 
 }  // namespace tcptune::cli

@@ -19,8 +19,10 @@ nlohmann::ordered_json latency_json(const MergedHistogram& histogram) {
 }
 
 nlohmann::ordered_json group_json(const std::string& key, const ConnectionGroup& group) {
-  nlohmann::ordered_json json = {
-      {"key", key}, {"connections", group.connections}, {"writes_unmeasured_connections", group.unmeasured}};
+  nlohmann::ordered_json json = {{"key", key},
+                                 {"connections", group.connections},
+                                 {"writes_unmeasured_connections", group.unmeasured},
+                                 {"connections_without_record", group.without_record}};
   for (const telemetry::CounterField& field : telemetry::kCounterFields) {
     json[field.record_field] = group.counters.*field.member;
   }
@@ -40,7 +42,8 @@ nlohmann::ordered_json summary_json(const LogSummary& summary, const std::string
           {"groups", std::move(groups)},
           {"total", group_json("total", summary.total)},
           {"records", summary.records},
-          {"skipped_lines", summary.skipped_lines}};
+          {"skipped_lines", summary.skipped_lines},
+          {"uncounted_dropped_records", summary.uncounted_dropped_records}};
 }
 
 nlohmann::ordered_json callsites_json(const std::vector<std::pair<std::string, SlowWriteSite>>& sites,

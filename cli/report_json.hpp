@@ -12,8 +12,9 @@
 
 namespace tcptune::cli {
 
-// {"by", "groups": [{"key", "connections", ..., "write_latency_us", "ack_latency_us"}], "total",
-// "records", "skipped_lines"}; latencies in microseconds to 3 decimals.
+// {"by", "groups": [{"key", "connections", "writes_unmeasured_connections",
+// "connections_without_record", counters..., "write_latency_us", "ack_latency_us"}], "total",
+// "records", "skipped_lines", "uncounted_dropped_records"}; latencies in microseconds to 3 decimals.
 nlohmann::ordered_json summary_json(const LogSummary& summary, const std::string& by);
 // {"by": "callsite", "sites": [{"callsite", "slow_writes", "total_us", "max_us"}], "slow_writes_without_callsite"};
 // `sites` in the order given (the costliest first), times to 1 decimal.

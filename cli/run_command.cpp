@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "executable_inspector.hpp"
+#include "log_cut_notices.hpp"
 #include "log_summary.hpp"
 #include "program_exit.hpp"
 #include "program_launch.hpp"
@@ -16,6 +17,7 @@
 #include "supervised_run.hpp"
 #include "supervision.hpp"
 #include "tcptune/config/escape.hpp"
+#include "tcptune/config/log_cut_notice.hpp"
 #include "tcptune/config/policy_loader.hpp"
 
 namespace tcptune::cli {
@@ -24,7 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void print_run_summary(const std::string& log, bool supervised) {
+void print_run_summary(const std::string& log, bool supervised, LogCutNotices& notices) {
   // The shim writes only to a regular file; reading a FIFO named here would wait for a writer.
   std::error_code error_code;
   if (!fs::is_regular_file(log, error_code)) {
@@ -32,13 +34,23 @@ void print_run_summary(const std::string& log, bool supervised) {
   }
   LogSummary summary;
   std::string error;
-  if (!summarize_logs({log}, "rule", summary, error) || summary.total.connections == 0) {
+  std::string cut;  // why the log was cut short, if it was
+  for (const auto& [path, reason] : notices.take()) {
+    cut = path == log ? reason : cut;
+  }
+  if (!summarize_logs({log}, "rule", summary, error) || (summary.total.connections == 0 && cut.empty())) {
     return;  // no TCP connection was measured: nothing to say
   }
-  (void)std::fputs(supervised ? "\ntcptune: connections tuned from outside (supervised mode)\n"
-                              : "\ntcptune: connections measured by the shim\n",
-                   stderr);
-  print_summary_table(stderr, summary, "rule");
+  if (summary.total.connections != 0) {
+    (void)std::fputs(supervised ? "\ntcptune: connections tuned from outside (supervised mode)\n"
+                                : "\ntcptune: connections measured by the shim\n",
+                     stderr);
+    print_summary_table(stderr, summary, "rule");
+  }
+  if (!cut.empty()) {
+    (void)std::fprintf(stderr, "tcptune: the log was cut short (%s): the records after its last line are lost%s\n",
+                       cut.c_str(), summary.total.connections != 0 ? ", so the counts above are short" : "");
+  }
   (void)std::fprintf(stderr, "tcptune: log %s (tcptune report %s)\n", log.c_str(), log.c_str());
 }
 
@@ -115,6 +127,11 @@ int run_command(const RunOptions& options) {
     const std::string preload = preload_with_shim_first(shim, std::getenv("LD_PRELOAD"));
     setenv("LD_PRELOAD", preload.c_str(), 1);
   }
+  // A log cut short (a full disk, `ulimit -f`) is heard of from the process that cut it.
+  LogCutNotices notices;
+  if (!summary_log.empty() && !options.quiet && !notices.name().empty()) {
+    setenv(config::kLogCutNoticeEnv, notices.name().c_str(), 1);
+  }
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
   for (const std::string& arg : args) {
@@ -130,7 +147,7 @@ int run_command(const RunOptions& options) {
   const int status = supervised ? run_supervised(resolved, argv, loaded) : run_child(resolved, argv);
   run_policy.remove_copy();
   if (print_summary) {
-    print_run_summary(summary_log, supervised);
+    print_run_summary(summary_log, supervised, notices);
   }
   return end_as_program(status);
 }

@@ -1,16 +1,20 @@
 #include "supervisor_log.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <system_error>
 
 #include "json_writer.hpp"
 #include "tcptune/config/file_type.hpp"
+#include "tcptune/config/log_cut_notice.hpp"
 
 namespace tcptune::supervisor {
 
@@ -50,6 +54,22 @@ std::string timestamp(bool utc) {
   char text[64];
   (void)std::snprintf(text, sizeof text, "%s.%06ld%s", date, now.tv_nsec / 1000, zone);
   return text;
+}
+
+// tcptune run, which prints the table, hears of it too (log_cut_notice.hpp).
+void send_cut_notice(const std::string& path, const std::string& reason) {
+  const char* name = std::getenv(config::kLogCutNoticeEnv);
+  sockaddr_un address{};
+  socklen_t length = 0;
+  if (name == nullptr || !config::log_cut_notice_address(name, address, length)) {
+    return;
+  }
+  const int notice = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (notice >= 0) {
+    const std::string text = config::log_cut_notice(path, reason);
+    (void)sendto(notice, text.data(), text.size(), MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&address), length);
+    close(notice);
+  }
 }
 
 }  // namespace
@@ -124,6 +144,10 @@ void SupervisorLog::flush() noexcept {
       }
       (void)std::fprintf(stderr, "tcptune: log %s: %s; the supervised program's later records are lost\n",
                          path_.c_str(), why.c_str());
+      try {
+        send_cut_notice(path_, why);
+      } catch (...) {
+      }
       close(fd_);
       fd_ = -1;
     }

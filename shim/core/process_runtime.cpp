@@ -20,6 +20,7 @@
 #include "shim_log.hpp"
 #include "socket_calls.hpp"
 #include "tcptune/config/host_sysctl.hpp"
+#include "tcptune/config/log_cut_notice.hpp"
 #include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/policy_loader.hpp"
 #include "telemetry_worker.hpp"
@@ -54,6 +55,9 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
                                      destination.format, program);
   if (policy != nullptr && error.empty()) {
     set_log_rotation(policy->log.rotate_size, policy->log.keep);
+  }
+  if (const char* notice = env(config::kLogCutNoticeEnv, secure); notice != nullptr) {
+    set_log_cut_notice(notice);
   }
   if (!error.empty()) {
     (void)std::fprintf(stderr, "tcptune: %s; logging disabled\n", error.c_str());

@@ -1,9 +1,13 @@
 #include "shim_log.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spdlog/logger.h>
 #include <spdlog/sinks/base_sink.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,7 +19,9 @@
 
 #include "next_symbols.hpp"
 #include "signal_context.hpp"
+#include "tcptune/config/escape.hpp"
 #include "tcptune/config/file_type.hpp"
+#include "tcptune/config/log_cut_notice.hpp"
 
 namespace tcptune::shim {
 
@@ -59,24 +65,106 @@ void rotate_log() {
   g_log_bytes = 0;  // on failure the old descriptor keeps writing to path.1
 }
 
-// Writes formatted lines to g_log_fd through the next write(), never through our own hook.
+// A write past RLIMIT_FSIZE (`ulimit -f`) raises SIGXFSZ at the writing thread, and its default
+// action kills the process. The app's disposition stays the app's, so the signal is blocked
+// around the log's write instead, and one this write raised is taken back before the mask is
+// restored (one the app already had pending is left to it).
+ssize_t write_holding_sigxfsz(int fd, const void* data, std::size_t size) noexcept {
+  sigset_t xfsz;
+  sigset_t previous;
+  sigemptyset(&xfsz);
+  sigaddset(&xfsz, SIGXFSZ);
+  if (pthread_sigmask(SIG_BLOCK, &xfsz, &previous) != 0) {
+    return next::write(fd, data, size);
+  }
+  const bool app_blocks = sigismember(&previous, SIGXFSZ) == 1;
+  sigset_t pending;
+  const bool pending_before = app_blocks && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) == 1;
+  const ssize_t written = next::write(fd, data, size);
+  const int error = errno;
+  if (written < 0 && error == EFBIG && !pending_before && sigpending(&pending) == 0 &&
+      sigismember(&pending, SIGXFSZ) == 1) {
+    const timespec now{};
+    (void)sigtimedwait(&xfsz, nullptr, &now);  // this thread's own comes first: the one just raised
+  }
+  if (!app_blocks) {
+    (void)pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  }
+  errno = error;
+  return written;
+}
+
+// Once a write fails (a full disk, the file size limit, an I/O error) the log ends: no later
+// line could follow the lost one honestly, and each attempt would cost the app a system call.
+std::atomic<bool> g_log_ended{false};
+std::string* g_program = nullptr;  // for the one line on stderr
+sockaddr_un g_cut_notice{};        // tcptune run's, when it listens (log_cut_notice.hpp)
+socklen_t g_cut_notice_length = 0;
+
+// The one line on stderr; not into a socket (an inetd-style program's stderr is its connection).
+void say_on_stderr(const std::string& text) noexcept {
+  struct stat info {};
+  if (::fstat(STDERR_FILENO, &info) == 0 && !S_ISSOCK(info.st_mode)) {
+    (void)write_holding_sigxfsz(STDERR_FILENO, text.data(), text.size());
+  }
+}
+
+void send_cut_notice(const std::string& path, const std::string& reason) noexcept {
+  if (g_cut_notice_length == 0) {
+    return;
+  }
+  const int notice = next::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (notice < 0) {
+    return;
+  }
+  const std::string text = config::log_cut_notice(path, reason);
+  (void)next::sendto(notice, text.data(), text.size(), MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&g_cut_notice),
+                     g_cut_notice_length);
+  next::close(notice);
+}
+
+// Under the log's mutex: `partial` bytes of the failed line reached the file and are cut off
+// again, so the log ends at its last whole line; one line on stderr says so.
+void end_log(int fd, std::size_t partial, int error) noexcept {
+  g_log_ended.store(true, std::memory_order_release);
+  if (partial > 0) {
+    // O_APPEND: the offset is just past this write's bytes, even if other processes append too.
+    const off_t end = ::lseek(fd, 0, SEEK_CUR);
+    if (end >= static_cast<off_t>(partial)) {
+      (void)::ftruncate(fd, end - static_cast<off_t>(partial));
+    }
+  }
+  try {
+    const std::string reason = error != 0 ? std::generic_category().message(error)
+                                          : std::string("short write (the file size limit, or a full disk)");
+    const std::string path = g_log_path != nullptr ? *g_log_path : std::string("?");
+    say_on_stderr("tcptune: log " + config::escape_for_display(path, false) + ": " + reason + "; it ends here, " +
+                  config::escape_for_display(g_program != nullptr ? *g_program : std::string(), false) + " (pid " +
+                  std::to_string(getpid()) + ") runs on, its later records are lost\n");
+    send_cut_notice(path, reason);
+  } catch (...) {
+  }
+}
+
+// Writes formatted lines to g_log_fd through the next write(), never through our own hook,
+// each line in one write(2).
 class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
  protected:
   void sink_it_(const spdlog::details::log_msg& message) override {
+    if (g_log_ended.load(std::memory_order_acquire)) {
+      return;
+    }
     spdlog::memory_buf_t line;
     formatter_->format(message, line);
-    const char* data = line.data();
-    std::size_t left = line.size();
-    while (left > 0) {
-      const ssize_t written = next::write(g_log_fd.load(std::memory_order_relaxed), data, left);
-      if (written <= 0) {
-        if (written < 0 && errno == EINTR) {
-          continue;
-        }
-        return;  // a full disk must never reach the app
-      }
-      data += written;
-      left -= static_cast<std::size_t>(written);
+    const int fd = g_log_fd.load(std::memory_order_relaxed);
+    ssize_t written = 0;
+    do {
+      written = write_holding_sigxfsz(fd, line.data(), line.size());
+    } while (written < 0 && errno == EINTR);
+    if (written != static_cast<ssize_t>(line.size())) {
+      // A regular file writes short only at its size limit or a full disk: never reaches the app.
+      end_log(fd, written > 0 ? static_cast<std::size_t>(written) : 0, written < 0 ? errno : 0);
+      return;
     }
     g_log_bytes += line.size();
     if (g_rotate_size != 0 && g_log_bytes >= g_rotate_size && g_log_path != nullptr) {
@@ -171,6 +259,7 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
   }
   g_log_fd.store(fd, std::memory_order_release);
   try {
+    g_program = new std::string(program);  // never freed, like the logger
     auto* logger = new spdlog::logger("tcptune", std::make_shared<FdSink>());
     if (format == config::LogFormat::jsonl) {
       std::string program_json;
@@ -212,6 +301,13 @@ std::string switch_log_file(const std::string& path) {
   return {};
 }
 
+void set_log_cut_notice(std::string_view name) noexcept {
+  socklen_t length = 0;
+  if (config::log_cut_notice_address(name, g_cut_notice, length)) {
+    g_cut_notice_length = length;
+  }
+}
+
 void set_log_rotation(std::uint64_t rotate_size, int keep) {
   const std::lock_guard lock(log_mutex());
   g_rotate_size = keep > 0 ? rotate_size : 0;
@@ -228,7 +324,7 @@ std::atomic<LineDeferrer> g_deferrer{nullptr};
 thread_local bool t_log_worker = false;
 
 void write_line(config::LogLevel level, std::string_view line) noexcept {
-  if (t_in_logger) {
+  if (t_in_logger || g_log_ended.load(std::memory_order_acquire)) {
     return;
   }
   // While the telemetry worker runs, the app's threads hand their lines to it, so one thread
@@ -271,7 +367,7 @@ bool log_is_jsonl() noexcept {
 }
 
 void log_message(config::LogLevel level, std::string_view message) noexcept {
-  if (!log_enabled(level)) {
+  if (!log_enabled(level) || g_log_ended.load(std::memory_order_acquire)) {
     return;
   }
   if (!g_jsonl.load(std::memory_order_acquire)) {
@@ -287,7 +383,7 @@ void log_message(config::LogLevel level, std::string_view message) noexcept {
 }
 
 void log_record(config::LogLevel level, const telemetry::Record& record) noexcept {
-  if (!log_enabled(level)) {
+  if (!log_enabled(level) || g_log_ended.load(std::memory_order_acquire)) {
     return;
   }
   try {

@@ -16,6 +16,12 @@ namespace tcptune::shim {
 // {"ts","level","pid","program", then the record's fields}.
 std::string open_log(const std::string& path, config::LogLevel level, config::LogFormat format,
                      std::string_view program);
+// A write that fails or comes out short (a full disk, `ulimit -f`: SIGXFSZ is held off around
+// the log's writes, never ignored for the app) ends the log: the failed line's part is cut off
+// again, one line on stderr names the log and the error, and nothing more is written; the
+// program runs on, still measured (for the Prometheus textfile). `tcptune run` hears of it at
+// the abstract socket `name` (TCPTUNE_LOG_CUT_NOTICE; empty: nobody listens).
+void set_log_cut_notice(std::string_view name) noexcept;
 // [log] rotate_size and keep: past rotate_size bytes the file becomes FILE.1 (FILE.1 becomes
 // FILE.2, ... up to FILE.keep) and a new FILE starts. 0 turns rotation off.
 void set_log_rotation(std::uint64_t rotate_size, int keep);

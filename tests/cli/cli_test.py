@@ -243,6 +243,22 @@ r = tcptune("report", fixture, "--by", "program", "--json")
 report = json.loads(r.stdout)
 check(report["groups"][0]["key"] == "probe" and report["total"]["bytes"] == 661000 and report["skipped_lines"] == 1,
       "report --json by program")
+# report after a close burst: a recorded log (conn_churn under the shim, 260 connections on two
+# rules closed back to back, conn_open lines taken out) whose worker dropped 131 conn_close
+# records. Counts come from the summary (exact), and a note says the latencies are partial.
+burst = os.path.join(args.source_dir, "tests", "cli", "fixtures", "close-burst-dropped.jsonl")
+r = tcptune("report", burst)
+rows = {line.split()[0]: line.split() for line in r.stdout.splitlines() if line and line.split()[0] in
+        ("first", "second", "total")}
+check(r.returncode == 0 and rows.get("total", [None])[1:4] == ["260", "780", "78"],
+      f"report after a close burst: the summary's 260 connections and 780 writes ({rows.get('total')})")
+check(rows.get("first", [None])[1:3] == ["130", "390"] and rows.get("second", [None])[1:3] == ["130", "390"],
+      f"report after a close burst: by_rule's counts per rule ({rows.get('first')}, {rows.get('second')})")
+check("(131 conn_close records dropped" in r.stdout and "the latencies cover 129 of 260 connections" in r.stdout,
+      f"report after a close burst says what is partial ({r.stdout[-400:]})")
+report = json.loads(tcptune("report", burst, "--json").stdout)
+check(report["total"]["connections"] == 260 and report["total"]["connections_without_record"] == 131 and
+      report["total"]["bytes"] == 78000, f"report --json after a close burst ({report['total']})")
 # Merged percentiles agree with the shim's own, for a group of one connection.
 records = [json.loads(line) for line in open(fixture) if line.rstrip().endswith("}")]
 busy = [rec for rec in records if rec["event"] == "conn_close" and rec["writes"] > 100][0]

@@ -13,10 +13,12 @@
 //       a parent with three measured connections forks children that call exit(): one makes a
 //       connection of its own and closes it, one makes one and then closes the inherited
 //       descriptors, one makes one and leaves it open, one makes none. Prints each child's pid.
-//   rss --port P --connections N --batch B --checkpoint C --settle-ms T
+//   rss --port P --connections N --batch B --checkpoint C --settle-ms T --quiet-ms Q
 //       batches of B connections, one write each, T ms for the worker to time the acks, then
-//       closed back to back (the same fd numbers every batch); prints the resident set size
-//       after every C connections and after N.
+//       closed back to back (the same fd numbers every batch); after every C connections and
+//       after N, once quiet for Q ms (the worker has drained and forgotten what it had to),
+//       prints the resident set size and the heap bytes in use (mallinfo2, every arena).
+#include <malloc.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
@@ -224,6 +226,7 @@ int cmd_rss(const robust::Args& args) {
   const long checkpoint = robust::arg_long(args, "checkpoint", 5000);
   const int settle_ms = static_cast<int>(robust::arg_long(args, "settle-ms", 30));
   const long close_pause_us = robust::arg_long(args, "close-pause-us", 0);
+  const int quiet_ms = static_cast<int>(robust::arg_long(args, "quiet-ms", 50));
   const std::string data(100, 'x');
   std::vector<int> fds;
   for (long done = 0; done < total;) {
@@ -241,8 +244,9 @@ int cmd_rss(const robust::Args& args) {
     }
     fds.clear();
     if (done % checkpoint == 0 || done == total) {
-      robust::sleep_ms(50);  // the worker has drained the batch
-      std::printf("rss after %ld connections: %ld\n", done, robust::resident_bytes());
+      robust::sleep_ms(quiet_ms);
+      std::printf("rss after %ld connections: %ld heap in use %zu\n", done, robust::resident_bytes(),
+                  mallinfo2().uordblks);
       std::fflush(stdout);
     }
   }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "log_file.hpp"
 
@@ -89,6 +90,116 @@ TEST(LogSummary, SupervisedConnectionsAreCountedAsUnmeasured) {
   EXPECT_NE(table.find("go                        1        -"), std::string::npos) << table;
   EXPECT_NE(table.find("web                       2        2"), std::string::npos) << table;
   EXPECT_NE(table.find("(2 connection(s) tuned in supervised mode"), std::string::npos) << table;
+}
+
+// A close burst: the worker dropped conn_close records, the summary still counted everything.
+constexpr const char* kDroppedLog =
+    R"({"ts":"2026-12-04T10:00:00.000000Z","pid":7,"program":"app","event":"start"})"
+    "\n"
+    R"({"ts":"2026-12-04T10:00:01.000000Z","pid":7,"program":"app","event":"conn_close","rule":"a","peer":"10.0.0.1:1","writes":3,"bytes":300,"write_latency_hist":[[1000,2000,3]],"write_latency_us":{"max":1.9}})"
+    "\n"
+    R"({"ts":"2026-12-04T10:00:01.000001Z","pid":7,"program":"app","event":"conn_close","rule":"b","peer":"10.0.0.2:1","writes":3,"bytes":300})"
+    "\n"
+    R"({"ts":"2026-12-04T10:00:01.000002Z","pid":7,"program":"app","event":"dropped","records":3})"
+    "\n"
+    R"({"ts":"2026-12-04T10:00:02.000000Z","pid":7,"program":"app","event":"summary","connections":5,"writes":15,"bytes":1500,"eagain":2,"dropped_records":3,)"
+    R"("by_rule":[{"rule":"a","connections":3,"writes":9,"bytes":900},{"rule":"b","connections":2,"writes":6,"bytes":600}]})"
+    "\n";
+
+std::string table_of(const LogSummary& summary, const std::string& by) {
+  char* text = nullptr;
+  std::size_t length = 0;
+  std::FILE* out = open_memstream(&text, &length);
+  print_summary_table(out, summary, by);
+  (void)std::fclose(out);
+  std::string table(text, length);
+  std::free(text);
+  return table;
+}
+
+TEST(LogSummary, DroppedRecordsAreCountedFromTheSummary) {
+  const TempLog log(kDroppedLog);
+  LogSummary by_rule;
+  std::string error;
+  ASSERT_TRUE(summarize_logs({log.path()}, "rule", by_rule, error)) << error;
+  EXPECT_EQ(by_rule.total.connections, 5U);
+  EXPECT_EQ(by_rule.total.without_record, 3U);
+  EXPECT_EQ(by_rule.total.counters.writes, 15U);
+  EXPECT_EQ(by_rule.total.counters.bytes, 1500U);
+  EXPECT_EQ(by_rule.total.counters.would_block, 2U);  // a counter by_rule lacks: the total has it
+  EXPECT_EQ(by_rule.groups["a"].connections, 3U);
+  EXPECT_EQ(by_rule.groups["a"].without_record, 2U);
+  EXPECT_EQ(by_rule.groups["a"].counters.writes, 9U);
+  EXPECT_EQ(by_rule.groups["b"].counters.bytes, 600U);
+  EXPECT_EQ(by_rule.uncounted_dropped_records, 0U);  // the summary counts them
+  const std::string table = table_of(by_rule, "rule");
+  EXPECT_NE(table.find("total                     5       15"), std::string::npos) << table;
+  EXPECT_NE(table.find("(3 conn_close records dropped"), std::string::npos) << table;
+  EXPECT_NE(table.find("the latencies cover 2 of 5 connections"), std::string::npos) << table;
+
+  LogSummary by_peer;
+  ASSERT_TRUE(summarize_logs({log.path()}, "peer", by_peer, error));
+  EXPECT_EQ(by_peer.groups["(no record)"].connections, 3U);
+  EXPECT_EQ(by_peer.groups["(no record)"].counters.writes, 9U);
+  EXPECT_EQ(by_peer.groups["10.0.0.1"].connections, 1U);
+  EXPECT_NE(table_of(by_peer, "peer").find("(no record)               3        9     900 B         -"),
+            std::string::npos)
+      << table_of(by_peer, "peer");
+
+  LogSummary by_program;
+  ASSERT_TRUE(summarize_logs({log.path()}, "program", by_program, error));
+  EXPECT_EQ(by_program.groups.size(), 1U);
+  EXPECT_EQ(by_program.groups["app"].connections, 5U);
+}
+
+TEST(LogSummary, RotatedFilesInAnyOrderAreNotCountedTwice) {
+  const std::string text = kDroppedLog;
+  const std::size_t summary_at = text.find(R"({"ts":"2026-12-04T10:00:02)");
+  const TempLog older(text.substr(0, summary_at));
+  const TempLog newer(text.substr(summary_at));
+  for (const std::vector<std::string>& files :
+       {std::vector<std::string>{newer.path(), older.path()}, std::vector<std::string>{older.path(), newer.path()}}) {
+    LogSummary summary;
+    std::string error;
+    ASSERT_TRUE(summarize_logs(files, "rule", summary, error));
+    EXPECT_EQ(summary.total.connections, 5U);
+    EXPECT_EQ(summary.total.without_record, 3U);
+    EXPECT_EQ(summary.groups["a"].connections, 3U);
+  }
+}
+
+TEST(LogSummary, EachLifetimeOfAPidHasItsOwnSummary) {
+  // The same pid execs (a second start record): the first image's connections, written before
+  // the exec and never summarized, do not make up for the second image's dropped records.
+  const TempLog log(R"({"ts":"2026-12-04T09:00:00.000000Z","pid":7,"event":"start"})"
+                    "\n"
+                    R"({"ts":"2026-12-04T09:00:01.000000Z","pid":7,"event":"conn_close","rule":"a","writes":1})"
+                    "\n"
+                    R"({"ts":"2026-12-04T09:00:01.000001Z","pid":7,"event":"conn_close","rule":"a","writes":1})"
+                    "\n" +
+                    std::string(kDroppedLog));
+  LogSummary summary;
+  std::string error;
+  ASSERT_TRUE(summarize_logs({log.path()}, "rule", summary, error));
+  EXPECT_EQ(summary.total.connections, 7U);
+  EXPECT_EQ(summary.total.without_record, 3U);
+  EXPECT_EQ(summary.total.counters.writes, 17U);
+}
+
+TEST(LogSummary, DroppedRecordsWithoutASummaryAreSaidToBeMissing) {
+  const TempLog log(R"({"ts":"2026-12-04T09:00:00.000000Z","pid":8,"event":"start"})"
+                    "\n"
+                    R"({"ts":"2026-12-04T09:00:01.000000Z","pid":8,"event":"conn_close","rule":"a","writes":1})"
+                    "\n"
+                    R"({"ts":"2026-12-04T09:00:01.000001Z","pid":8,"event":"dropped","records":40})"
+                    "\n");
+  LogSummary summary;
+  std::string error;
+  ASSERT_TRUE(summarize_logs({log.path()}, "rule", summary, error));
+  EXPECT_EQ(summary.total.connections, 1U);
+  EXPECT_EQ(summary.uncounted_dropped_records, 40U);
+  EXPECT_NE(table_of(summary, "rule").find("(40 record(s) were dropped where no summary counts them"),
+            std::string::npos);
 }
 
 TEST(LogSummary, AMissingFileIsAnError) {

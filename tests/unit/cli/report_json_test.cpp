@@ -22,15 +22,15 @@ TEST(ReportJson, SummaryKeysInTheirDocumentedOrder) {
   const std::string line = to_json_line(summary_json(summary, "rule"));
   EXPECT_EQ(
       line,
-      R"({"by":"rule","groups":[{"key":"web","connections":1,"writes_unmeasured_connections":0,"writes":4,"bytes":10,"partial_writes":0,)"
+      R"({"by":"rule","groups":[{"key":"web","connections":1,"writes_unmeasured_connections":0,"connections_without_record":0,"writes":4,"bytes":10,"partial_writes":0,)"
       R"("eagain":1,"write_errors":0,"idle_restarts":0,"heartbeats":0,"heartbeat_bytes":0,"keep_warm_ended":0,)"
       R"("write_latency_us":{"p50":1.5,"p90":1.5,"p99":1.5,)"
       R"("p999":1.5,"max":2.5},"ack_latency_us":{"p50":0.0,"p90":0.0,"p99":0.0,"p999":0.0,"max":0.0}}],)"
-      R"("total":{"key":"total","connections":1,"writes_unmeasured_connections":0,"writes":4,"bytes":10,"partial_writes":0,"eagain":1,)"
+      R"("total":{"key":"total","connections":1,"writes_unmeasured_connections":0,"connections_without_record":0,"writes":4,"bytes":10,"partial_writes":0,"eagain":1,)"
       R"("write_errors":0,"idle_restarts":0,"heartbeats":0,"heartbeat_bytes":0,"keep_warm_ended":0,)"
       R"("write_latency_us":{"p50":1.5,"p90":1.5,"p99":1.5,"p999":1.5,)"
       R"("max":2.5},"ack_latency_us":{"p50":0.0,"p90":0.0,"p99":0.0,"p999":0.0,"max":0.0}},)"
-      R"("records":1,"skipped_lines":1})");
+      R"("records":1,"skipped_lines":1,"uncounted_dropped_records":0})");
 }
 
 TEST(ReportJson, LatenciesToThreeDecimals) {
