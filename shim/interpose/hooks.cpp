@@ -383,6 +383,13 @@ TCPTUNE_HOOK int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_fi
   return next::posix_spawnp(pid, file, actions, attributes, argv, envp);
 }
 
+// _Fork runs no fork handlers: the sockets the child shares stop being kept warm first, as
+// fork()'s handler does, which also leaves no heartbeat in progress for the child to wait on.
+TCPTUNE_HOOK pid_t _Fork() {  // NOLINT(bugprone-reserved-identifier)
+  core::keep_warm_after_fork_in_parent();
+  return next::_Fork();
+}
+
 // system and popen spawn through glibc's internal posix_spawn, which no hook sees: the sockets
 // their program inherits (no FD_CLOEXEC) stop being kept warm first.
 TCPTUNE_HOOK int system(const char* command) {
@@ -411,7 +418,8 @@ TCPTUNE_HOOK int dprintf(int fd, const char* format, ...) {
   return result;
 }
 
-TCPTUNE_HOOK int __vdprintf_chk(int fd, int flag, const char* format, va_list args) {  // NOLINT(bugprone-reserved-identifier)
+TCPTUNE_HOOK int __vdprintf_chk(int fd, int flag, const char* format,
+                                va_list args) {  // NOLINT(bugprone-reserved-identifier)
   core::before_unfollowed_write(fd);
   return next::__vdprintf_chk(fd, flag, format, args);
 }

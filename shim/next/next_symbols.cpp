@@ -190,6 +190,11 @@ int unresolved_posix_spawn(pid_t* /*pid*/, const char* /*path*/, const posix_spa
                            const posix_spawnattr_t* /*attributes*/, char* const /*argv*/[], char* const /*envp*/[]) {
   return ENOSYS;
 }
+// _Fork (glibc 2.34) updates libc's own thread data: no system call stands in for it.
+pid_t unresolved_fork() {
+  errno = ENOSYS;
+  return -1;
+}
 // system, popen, the dprintf family and aio_write have no system call of their own either.
 int unresolved_system(const char* /*command*/) {
   errno = ENOSYS;

@@ -10,13 +10,13 @@ from testlib import Checks, parse_args, SKIP
 def hook_table(source_dir):
     """The hooks named in shim/next/hook_table.def, the list the version script is written from."""
     text = Path(source_dir, "shim", "next", "hook_table.def").read_text()
-    return set(re.findall(r"^TCPTUNE_HOOK_(?:NEXT|VIA)\(([a-z0-9_]+)", text, re.MULTILINE))
+    return set(re.findall(r"^TCPTUNE_HOOK_(?:NEXT|VIA)\(([A-Za-z0-9_]+)", text, re.MULTILINE))
 
 
 def hook_definitions(source_dir):
     """The functions hooks.cpp defines for export."""
     text = Path(source_dir, "shim", "interpose", "hooks.cpp").read_text()
-    return set(re.findall(r"^TCPTUNE_HOOK [^(]*?\b([a-z0-9_]+)\(", text, re.MULTILINE))
+    return set(re.findall(r"^TCPTUNE_HOOK [^(]*?\b([A-Za-z0-9_]+)\(", text, re.MULTILINE))
 
 
 def main():
