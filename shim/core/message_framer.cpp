@@ -335,6 +335,20 @@ bool MessageFramer::head_byte(char byte) noexcept {
   return false;
 }
 
+MessageFramer::HeadStep MessageFramer::head_step(const char* data, std::size_t& i, std::size_t size) noexcept {
+  const char byte = data[i];
+  // The rest of a line whose bytes say nothing about the length: a STOMP command, a field
+  // the framer does not look at.
+  if ((first_line_ || (in_value_ && header_ == Header::other)) && !line_empty_ && byte != '\n') {
+    i = line_end(data, i, size) - 1;
+    return HeadStep::more;
+  }
+  if (head_byte(byte)) {
+    return HeadStep::ended;
+  }
+  return loss() == FramingLoss::none ? HeadStep::more : HeadStep::lost;
+}
+
 // ---- HTTP/1.1 requests (RFC 9112) ----
 
 void MessageFramer::end_http_head() noexcept {
@@ -402,15 +416,10 @@ std::size_t MessageFramer::step_http(const char* data, std::size_t size) noexcep
         }
         break;
       case Phase::head_line:
-        if (in_value_ && header_ == Header::other && byte != '\n') {
-          i = line_end(data, i, size) - 1;
-          break;
-        }
-        if (head_byte(byte)) {
-          end_http_head();
-          return i + 1;
-        }
-        if (loss() != FramingLoss::none) {
+        if (const HeadStep step = head_step(data, i, size); step != HeadStep::more) {
+          if (step == HeadStep::ended) {
+            end_http_head();
+          }
           return i + 1;
         }
         break;
@@ -542,15 +551,10 @@ std::size_t MessageFramer::step_stomp(const char* data, std::size_t size) noexce
         first_line_ = true;
         [[fallthrough]];
       case Phase::head_line:
-        if ((first_line_ || (in_value_ && header_ == Header::other)) && !line_empty_ && byte != '\n') {
-          i = line_end(data, i, size) - 1;
-          break;
-        }
-        if (head_byte(byte)) {
-          end_stomp_head();
-          return i + 1;
-        }
-        if (loss() != FramingLoss::none) {
+        if (const HeadStep step = head_step(data, i, size); step != HeadStep::more) {
+          if (step == HeadStep::ended) {
+            end_stomp_head();
+          }
           return i + 1;
         }
         break;

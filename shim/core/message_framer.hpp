@@ -91,6 +91,9 @@ class MessageFramer {
   std::size_t step_amqp(const char* data, std::size_t size) noexcept;
   // Between messages: true for a byte of an empty line (CRLF or LF), which protocols allow there.
   bool empty_line_byte(char byte) noexcept;
+  // One step over a head from data[i] (HTTP and STOMP): `i` moves to the last byte used.
+  enum class HeadStep : std::uint8_t { more, ended, lost };
+  HeadStep head_step(const char* data, std::size_t& i, std::size_t size) noexcept;
   // A header line's byte (HTTP and STOMP); true at the empty line that ends the head.
   bool head_byte(char byte) noexcept;
   void start_header_line() noexcept;
