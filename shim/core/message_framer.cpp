@@ -251,8 +251,8 @@ void MessageFramer::end_header_name() noexcept {
 
 void MessageFramer::header_value_byte(char byte) noexcept {
   switch (header_) {
-    case Header::other: return;
-    case Header::upgrade: return;
+    case Header::other:
+    case Header::upgrade: return;  // their values say nothing about the length
     case Header::content_length:
       if (byte != ' ' && byte != '\t' && add_digit(byte, 10)) {
         token_size_ = 1;
