@@ -1,6 +1,8 @@
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,7 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void print_run_summary(const std::string& log, bool supervised, LogCutNotices& notices) {
+void print_run_summary(const std::string& log, bool supervised, LogCutNotices& notices, int status) {
   // The shim writes only to a regular file; reading a FIFO named here would wait for a writer.
   std::error_code error_code;
   if (!fs::is_regular_file(log, error_code)) {
@@ -38,7 +40,18 @@ void print_run_summary(const std::string& log, bool supervised, LogCutNotices& n
   for (const auto& [path, reason] : notices.take()) {
     cut = path == log ? reason : cut;
   }
-  if (!summarize_logs({log}, "rule", summary, error) || (summary.total.connections == 0 && cut.empty())) {
+  if (!summarize_logs({log}, "rule", summary, error)) {
+    return;
+  }
+  if (summary.total.connections == 0 && cut.empty()) {
+    // A program killed by a signal writes no summaries; its conn_open records are all there is.
+    if (WIFSIGNALED(status) && fs::file_size(log, error_code) > 0 && !error_code) {
+      (void)std::fprintf(stderr,
+                         "\ntcptune: the program was killed by signal %d (%s) before the shim could write its "
+                         "connections' summaries: the log has what was written before\n"
+                         "tcptune: log %s\n",
+                         WTERMSIG(status), strsignal(WTERMSIG(status)), log.c_str());
+    }
     return;  // no TCP connection was measured: nothing to say
   }
   if (summary.total.connections != 0) {
@@ -146,8 +159,11 @@ int run_command(const RunOptions& options) {
   }
   const int status = supervised ? run_supervised(resolved, argv, loaded) : run_child(resolved, argv);
   run_policy.remove_copy();
+  // The table goes to a stderr whose reader may be gone (`| head`): a write error, not a
+  // SIGPIPE that would replace the program's status with tcptune's.
+  (void)std::signal(SIGPIPE, SIG_IGN);
   if (print_summary) {
-    print_run_summary(summary_log, supervised, notices);
+    print_run_summary(summary_log, supervised, notices, status);
   }
   return end_as_program(status);
 }

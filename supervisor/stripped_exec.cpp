@@ -26,6 +26,16 @@ std::string path_through_proc(pid_t thread, int dirfd, const std::string& path, 
   if (path.empty()) {
     return empty_path && dirfd >= 0 ? proc + "/fd/" + std::to_string(dirfd) : std::string();
   }
+  // The thread's own descriptors (fexecve's fallback, `exec /dev/fd/N`): /proc/self read here
+  // would be this process's.
+  for (const std::string_view own : {"/proc/self/", "/proc/thread-self/"}) {
+    if (path.starts_with(own)) {
+      return proc + "/" + path.substr(own.size());
+    }
+  }
+  if (path.starts_with("/dev/fd/")) {
+    return proc + "/fd/" + path.substr(std::string_view("/dev/fd/").size());
+  }
   if (path.front() == '/') {
     return proc + "/root" + path;
   }

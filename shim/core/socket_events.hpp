@@ -345,7 +345,12 @@ int tracked_sendmmsg(int fd, const mmsghdr* messages, int flags, Call call) {
 // EAGAIN at once): what this thread's writes left held back by Nagle goes out first.
 template <typename Call>
 ssize_t tracked_read(int fd, Call call) {
-  push_before_wait();
+  // Only a read of a TCP socket counts as a wait here (poll, epoll and select count for any
+  // descriptor): a file's read never waits, and a program streaming a file to a socket in
+  // small reads and writes keeps Nagle's coalescing.
+  if (const SocketSlot* before = fd_table().find(fd); before != nullptr && before->is_tcp()) {
+    push_before_wait();
+  }
   const ssize_t result = call();
   SocketSlot* slot = fd_table().find(fd);
   if (slot != nullptr && slot->is_tcp()) {

@@ -33,8 +33,10 @@ void push_written_socket(const WrittenSocket& noted) noexcept {
     return;
   }
   // The kernel's cork, whoever set it (another process, a raw system call): setting
-  // TCP_NODELAY would send a corked message's first part.
-  if (int_option(noted.fd, TCP_CORK) != 0) {
+  // TCP_NODELAY would send a corked message's first part. And TCP_NODELAY already on, set
+  // through a dup or by another process sharing the socket: nothing is held back, and
+  // clearing it after a push would undo the app's choice.
+  if (int_option(noted.fd, TCP_CORK) != 0 || int_option(noted.fd, TCP_NODELAY) != 0) {
     return;
   }
   const int on = 1;
