@@ -3,7 +3,8 @@
 // sent with MSG_MORE, or under TCP_CORK), or on a descriptor being closed. One atomic word:
 //   bits 0..13   app writes in progress on this fd
 //   bit 14       a heartbeat is being sent (the worker holds the gate)
-//   bit 15       the app's last write was accepted in part or said MSG_MORE: inside a message
+//   bit 15       inside a message: the framer says so (a protocol preset), or, with raw bytes,
+//                the app's last write was accepted in part or said MSG_MORE
 //   bit 16       stopped: the fd is closing or shared, no heartbeat starts (until the slot
 //                holds a new connection)
 //   bit 17       the app set TCP_CORK
