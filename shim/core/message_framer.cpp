@@ -41,10 +41,11 @@ int digit_value(char byte, unsigned base) {
   return -1;
 }
 
-// The index of the '\n' at or after `from`, or `size`: the rest of a line whose bytes say
-// nothing about where the message ends is passed over at memchr's speed.
-std::size_t line_end(const char* data, std::size_t from, std::size_t size) {
-  const void* end = std::memchr(data + from, '\n', size - from);
+// The index of the first `byte` at or after `from`, or `size`: bytes that say nothing about
+// where the message ends (the rest of a line, a body up to its NUL) are passed over at memchr's
+// speed.
+std::size_t find_byte(const char* data, std::size_t from, std::size_t size, char byte) {
+  const void* end = std::memchr(data + from, byte, size - from);
   return end == nullptr ? size : static_cast<std::size_t>(static_cast<const char*>(end) - data);
 }
 
@@ -340,7 +341,7 @@ MessageFramer::HeadStep MessageFramer::head_step(const char* data, std::size_t& 
   // The rest of a line whose bytes say nothing about the length: a STOMP command, a field
   // the framer does not look at.
   if ((first_line_ || (in_value_ && header_ == Header::other)) && !line_empty_ && byte != '\n') {
-    i = line_end(data, i, size) - 1;
+    i = find_byte(data, i, size, '\n') - 1;
     return HeadStep::more;
   }
   if (head_byte(byte)) {
@@ -394,7 +395,7 @@ std::size_t MessageFramer::step_http(const char* data, std::size_t size) noexcep
         [[fallthrough]];
       case Phase::request_line:
         if (name_size_ > kNameMax && byte != '\n') {  // past the method
-          i = line_end(data, i, size) - 1;
+          i = find_byte(data, i, size, '\n') - 1;
         } else if (byte == '\n') {
           phase_ = Phase::head_line;
           first_line_ = false;
@@ -479,15 +480,13 @@ std::size_t MessageFramer::step_resp(const char* data, std::size_t size) noexcep
           phase_ = Phase::line;
         }
         break;
-      case Phase::line: {
-        const void* end = std::memchr(data + i, '\n', size - i);
-        if (end == nullptr) {
+      case Phase::line:
+        i = find_byte(data, i, size, '\n');
+        if (i == size) {
           return size;
         }
         phase_ = Phase::boundary;
-        i = static_cast<std::size_t>(static_cast<const char*>(end) - data);
         break;
-      }
       case Phase::resp_count:
       case Phase::resp_length:
         if (byte == '\n') {
@@ -558,15 +557,13 @@ std::size_t MessageFramer::step_stomp(const char* data, std::size_t size) noexce
           return i + 1;
         }
         break;
-      case Phase::stomp_until_nul: {
-        const void* end = std::memchr(data + i, '\0', size - i);
-        if (end == nullptr) {
+      case Phase::stomp_until_nul:
+        i = find_byte(data, i, size, '\0');
+        if (i == size) {
           return size;
         }
         phase_ = Phase::boundary;
-        i = static_cast<std::size_t>(static_cast<const char*>(end) - data);
         break;
-      }
       case Phase::stomp_nul:
         if (byte != '\0') {
           lose(FramingLoss::malformed);

@@ -348,11 +348,11 @@ ssize_t tracked_read(int fd, Call call) {
   // Only a read of a TCP socket counts as a wait here (poll, epoll and select count for any
   // descriptor): a file's read never waits, and a program streaming a file to a socket in
   // small reads and writes keeps Nagle's coalescing.
-  if (const SocketSlot* before = fd_table().find(fd); before != nullptr && before->is_tcp()) {
+  SocketSlot* slot = fd_table().find(fd);  // slots are never freed: still valid after the call
+  if (slot != nullptr && slot->is_tcp()) {
     push_before_wait();
   }
   const ssize_t result = call();
-  SocketSlot* slot = fd_table().find(fd);
   if (slot != nullptr && slot->is_tcp()) {
     after_read(*slot, fd, result);
   }
