@@ -134,6 +134,20 @@ int app_sigaction(int signal_number, const struct sigaction* act, struct sigacti
   return 0;
 }
 
+void adopt_installed_handlers() noexcept {
+  const int saved = errno;
+  for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
+    struct sigaction current {};
+    // glibc's own signals answer EINVAL; SIGKILL and SIGSTOP have no handler.
+    if (next::sigaction(signal_number, nullptr, &current) != 0 || !is_function(current) ||
+        current.sa_sigaction == trampoline) {
+      continue;
+    }
+    (void)app_sigaction(signal_number, &current, nullptr);
+  }
+  errno = saved;
+}
+
 unsigned long untuned_in_signal_handlers() noexcept {
   return g_untuned.load(std::memory_order_relaxed);
 }

@@ -224,6 +224,11 @@ FILE* unresolved_fdopen(int /*fd*/, const char* /*mode*/) {
   errno = ENOSYS;
   return nullptr;
 }
+// signal() installs through libc's sigaction; dlsym(RTLD_NEXT) finds libc's.
+sighandler_t unresolved_signal(int /*signal_number*/, sighandler_t /*handler*/) {
+  errno = ENOSYS;
+  return SIG_ERR;
+}
 // sigaction's kernel form needs libc's signal restorer; dlsym(RTLD_NEXT) finds libc's.
 int unresolved_sigaction(int /*signal_number*/, const struct sigaction* /*act*/, struct sigaction* /*old*/) {
   errno = ENOSYS;
@@ -231,6 +236,21 @@ int unresolved_sigaction(int /*signal_number*/, const struct sigaction* /*act*/,
 }
 
 }  // namespace
+
+namespace {
+std::atomic<NextResolver> g_resolver{nullptr};
+}  // namespace
+
+void set_next_resolver(NextResolver resolver) noexcept {
+  g_resolver.store(resolver, std::memory_order_release);
+}
+
+void* resolve_next_symbol(const char* name) noexcept {
+  if (const NextResolver resolver = g_resolver.load(std::memory_order_acquire)) {
+    return resolver(name);
+  }
+  return dlsym(RTLD_NEXT, name);
+}
 
 NextSymbols& next_symbols() noexcept {
   // constinit: usable from the first hook, before any constructor has run.

@@ -1,8 +1,10 @@
 // The next definition (dlsym(RTLD_NEXT)) of each interposed libc function, generated from
 // hook_table.def and called as next::name(...); resolved once, lock-free and thread-safe.
-// Resolution is eager in the shim's constructor and lazy when a hook runs first (another
-// library's constructor). A symbol that cannot be resolved falls back to the raw system call,
-// so a hook never recurses into itself.
+// Resolution is eager when the core initialises and lazy when a call comes first. In the
+// preloaded process the first stage (libtcptune.so) resolves each name for the core, which it
+// loads privately (dlsym(RTLD_NEXT) answers relative to its caller, and the core is not in the
+// global scope): set_next_resolver(). A symbol that cannot be resolved falls back to the raw
+// system call, so a hook never recurses into itself.
 #pragma once
 
 #include <aio.h>
@@ -27,19 +29,15 @@
 #include <cerrno>
 #include <cstdio>
 
-// glibc's fortified variants, declared by its headers only under _FORTIFY_SOURCE; libc's names.
-// NOLINTBEGIN(readability-identifier-naming)
-extern "C" {
-int __vdprintf_chk(int fd, int flag, const char* format, va_list args);
-ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen);
-ssize_t __recv_chk(int fd, void* buf, size_t count, size_t buflen, int flags);
-ssize_t __recvfrom_chk(int fd, void* buf, size_t count, size_t buflen, int flags, sockaddr* addr, socklen_t* len);
-int __poll_chk(pollfd* fds, nfds_t count, int timeout, size_t fdslen);
-int __ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask, size_t fdslen);
-}
-// NOLINTEND(readability-identifier-naming)
+#include "fortified_declarations.h"
 
 namespace tcptune::shim {
+
+// Where next definitions come from: dlsym(RTLD_NEXT) from this object until a resolver is set
+// (unit tests link the core into the test program, and that lookup is right there).
+using NextResolver = void* (*)(const char* name);
+void set_next_resolver(NextResolver resolver) noexcept;
+void* resolve_next_symbol(const char* name) noexcept;
 
 template <typename Fn>
 class NextSymbol {
@@ -56,7 +54,7 @@ class NextSymbol {
   // Idempotent, preserves errno. Racing threads store the same pointer.
   Fn* resolve() noexcept {
     const int saved_errno = errno;
-    void* symbol = dlsym(RTLD_NEXT, name_);
+    void* symbol = resolve_next_symbol(name_);
     Fn* fn = symbol != nullptr ? reinterpret_cast<Fn*>(symbol) : fallback_;
     fn_.store(fn, std::memory_order_release);
     errno = saved_errno;

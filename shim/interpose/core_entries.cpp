@@ -1,6 +1,8 @@
-// The exported libc symbols: the only file that defines them. Each hook is thin: call the
-// core around the next definition. errno is preserved by the core; a hook never adds
-// failures of its own.
+// The core's side of each hook of hook_table.def: what the exported hook (shim/stage/hooks.c)
+// calls once the core is loaded. Each is thin: core calls around the next definition. errno is
+// preserved by the core; an entry never adds failures of its own.
+#include "core_entries.hpp"
+
 #include <aio.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -30,24 +32,10 @@
 namespace next = tcptune::shim::next;
 namespace core = tcptune::shim;
 
-#define TCPTUNE_HOOK extern "C" __attribute__((visibility("default")))
+// Named as libc's functions, in their own namespace; hidden, as all of the core but its attach.
+namespace tcptune::shim::entry {
 
-namespace {
-
-// Runs when the shim is loaded, before the program's own constructors.
-[[gnu::constructor]] void load_shim() {
-  core::ensure_initialized();
-  core::adopt_inherited_sockets();
-}
-
-// Runs at exit (after the program's atexit handlers), wherever exit() was called from.
-[[gnu::destructor]] void unload_shim() {
-  core::flush_telemetry_at_exit();
-}
-
-}  // namespace
-
-TCPTUNE_HOOK int socket(int domain, int type, int protocol) {
+int socket(int domain, int type, int protocol) {
   const int fd = next::socket(domain, type, protocol);
   if (fd >= 0) {
     const core::ErrnoSaver saver;
@@ -56,33 +44,33 @@ TCPTUNE_HOOK int socket(int domain, int type, int protocol) {
   return fd;
 }
 
-TCPTUNE_HOOK int connect(int fd, const sockaddr* addr, socklen_t len) {
+int connect(int fd, const sockaddr* addr, socklen_t len) {
   core::before_connect(fd, addr, len);
   const int result = next::connect(fd, addr, len);
   core::after_connect(fd, result);
   return result;
 }
 
-TCPTUNE_HOOK int listen(int fd, int backlog) {
+int listen(int fd, int backlog) {
   core::before_listen(fd);
   return next::listen(fd, backlog);
 }
 
-TCPTUNE_HOOK int accept(int fd, sockaddr* addr, socklen_t* len) {
+int accept(int fd, sockaddr* addr, socklen_t* len) {
   core::push_before_wait();
   const int accepted = next::accept(fd, addr, len);
   core::after_accept(fd, accepted);
   return accepted;
 }
 
-TCPTUNE_HOOK int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
   core::push_before_wait();
   const int accepted = next::accept4(fd, addr, len, flags);
   core::after_accept(fd, accepted);
   return accepted;
 }
 
-TCPTUNE_HOOK int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
+int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
   const core::SockoptVerdict verdict = core::on_app_setsockopt(fd, level, name, value, len);
   if (verdict == core::SockoptVerdict::swallow) {
     return 0;
@@ -94,45 +82,45 @@ TCPTUNE_HOOK int setsockopt(int fd, int level, int name, const void* value, sock
   return result;
 }
 
-TCPTUNE_HOOK int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
+int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
   if (core::answer_app_getsockopt(fd, level, name, value, len)) {
     return 0;
   }
   return next::getsockopt(fd, level, name, value, len);
 }
 
-TCPTUNE_HOOK ssize_t write(int fd, const void* buf, size_t count) {
+ssize_t write(int fd, const void* buf, size_t count) {
   return core::tracked_write(
       fd, [&](ssize_t) { return count; }, core::BufferBytes{buf}, [&] { return next::write(fd, buf, count); });
 }
 
-TCPTUNE_HOOK ssize_t send(int fd, const void* buf, size_t count, int flags) {
+ssize_t send(int fd, const void* buf, size_t count, int flags) {
   return core::tracked_write(
       fd, [&](ssize_t) { return count; }, core::BufferBytes{buf}, [&] { return next::send(fd, buf, count, flags); },
       flags);
 }
 
-TCPTUNE_HOOK ssize_t sendto(int fd, const void* buf, size_t count, int flags, const sockaddr* addr, socklen_t len) {
+ssize_t sendto(int fd, const void* buf, size_t count, int flags, const sockaddr* addr, socklen_t len) {
   return core::tracked_sendto(fd, buf, count, flags, addr, len,
                               [&] { return next::sendto(fd, buf, count, flags, addr, len); });
 }
 
-TCPTUNE_HOOK ssize_t sendmsg(int fd, const msghdr* message, int flags) {
+ssize_t sendmsg(int fd, const msghdr* message, int flags) {
   return core::tracked_sendmsg(fd, message, flags, [&] { return next::sendmsg(fd, message, flags); });
 }
 
-TCPTUNE_HOOK int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int flags) {
+int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int flags) {
   return core::tracked_sendmmsg(fd, messages, flags, [&] { return next::sendmmsg(fd, messages, count, flags); });
 }
 
-TCPTUNE_HOOK ssize_t writev(int fd, const iovec* iov, int count) {
+ssize_t writev(int fd, const iovec* iov, int count) {
   return core::tracked_write(
       fd, [&](ssize_t result) { return core::iov_bytes_after(result, iov, static_cast<std::size_t>(count)); },
       core::IovecBytes{iov, static_cast<std::size_t>(count)}, [&] { return next::writev(fd, iov, count); });
 }
 
 // pwritev2 with offset -1 writes at the current position, which on a socket is writev.
-TCPTUNE_HOOK ssize_t pwritev2(int fd, const iovec* iov, int count, off_t offset, int flags) {
+ssize_t pwritev2(int fd, const iovec* iov, int count, off_t offset, int flags) {
   if (offset != -1) {
     return next::pwritev2(fd, iov, count, offset, flags);  // at an offset: never a socket (ESPIPE)
   }
@@ -142,7 +130,7 @@ TCPTUNE_HOOK ssize_t pwritev2(int fd, const iovec* iov, int count, off_t offset,
       [&] { return next::pwritev2(fd, iov, count, offset, flags); });
 }
 
-TCPTUNE_HOOK ssize_t pwritev64v2(int fd, const iovec* iov, int count, off64_t offset, int flags) {
+ssize_t pwritev64v2(int fd, const iovec* iov, int count, off64_t offset, int flags) {
   if (offset != -1) {
     return next::pwritev64v2(fd, iov, count, offset, flags);
   }
@@ -152,20 +140,20 @@ TCPTUNE_HOOK ssize_t pwritev64v2(int fd, const iovec* iov, int count, off64_t of
       [&] { return next::pwritev64v2(fd, iov, count, offset, flags); });
 }
 
-TCPTUNE_HOOK ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
+ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
   return core::tracked_write(
       out_fd, [&](ssize_t) { return count; }, core::FileBytes{in_fd, offset},
       [&] { return next::sendfile(out_fd, in_fd, offset, count); });
 }
 
-TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t count) {
+ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t count) {
   return core::tracked_write(
       out_fd, [&](ssize_t) { return count; }, core::FileBytes{in_fd, offset},
       [&] { return next::sendfile64(out_fd, in_fd, offset, count); });
 }
 
 // Into a socket, splice is a write; SPLICE_F_MORE says the message goes on, as MSG_MORE does.
-TCPTUNE_HOOK ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* out_offset, size_t count,
+ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* out_offset, size_t count,
                             unsigned int flags) {
   return core::tracked_write(
       out_fd, [&](ssize_t) { return count; }, core::PipeBytes{in_fd},
@@ -173,96 +161,96 @@ TCPTUNE_HOOK ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* ou
       (flags & SPLICE_F_MORE) != 0 ? MSG_MORE : 0);
 }
 
-TCPTUNE_HOOK ssize_t read(int fd, void* buf, size_t count) {
+ssize_t read(int fd, void* buf, size_t count) {
   return core::tracked_read(fd, [&] { return next::read(fd, buf, count); });
 }
 
-TCPTUNE_HOOK ssize_t recv(int fd, void* buf, size_t count, int flags) {
+ssize_t recv(int fd, void* buf, size_t count, int flags) {
   return core::tracked_read(fd, [&] { return next::recv(fd, buf, count, flags); });
 }
 
-TCPTUNE_HOOK ssize_t recvfrom(int fd, void* buf, size_t count, int flags, sockaddr* addr, socklen_t* len) {
+ssize_t recvfrom(int fd, void* buf, size_t count, int flags, sockaddr* addr, socklen_t* len) {
   return core::tracked_read(fd, [&] { return next::recvfrom(fd, buf, count, flags, addr, len); });
 }
 
-TCPTUNE_HOOK ssize_t recvmsg(int fd, msghdr* message, int flags) {
+ssize_t recvmsg(int fd, msghdr* message, int flags) {
   return core::tracked_recvmsg(fd, message, [&] { return next::recvmsg(fd, message, flags); });
 }
 
-TCPTUNE_HOOK ssize_t readv(int fd, const iovec* iov, int count) {
+ssize_t readv(int fd, const iovec* iov, int count) {
   return core::tracked_read(fd, [&] { return next::readv(fd, iov, count); });
 }
 
 // _FORTIFY_SOURCE's variants of the read family (a buffer of known size).
-TCPTUNE_HOOK ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen) {
+ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen) {
   return core::tracked_read(fd, [&] { return next::__read_chk(fd, buf, count, buflen); });
 }
 
-TCPTUNE_HOOK ssize_t __recv_chk(int fd, void* buf, size_t count, size_t buflen, int flags) {
+ssize_t __recv_chk(int fd, void* buf, size_t count, size_t buflen, int flags) {
   return core::tracked_read(fd, [&] { return next::__recv_chk(fd, buf, count, buflen, flags); });
 }
 
-TCPTUNE_HOOK ssize_t __recvfrom_chk(int fd, void* buf, size_t count, size_t buflen, int flags, sockaddr* addr,
+ssize_t __recvfrom_chk(int fd, void* buf, size_t count, size_t buflen, int flags, sockaddr* addr,
                                     socklen_t* len) {
   return core::tracked_read(fd, [&] { return next::__recvfrom_chk(fd, buf, count, buflen, flags, addr, len); });
 }
 
-TCPTUNE_HOOK int __poll_chk(pollfd* fds, nfds_t count, int timeout, size_t fdslen) {
+int __poll_chk(pollfd* fds, nfds_t count, int timeout, size_t fdslen) {
   core::push_before_wait();
   return next::__poll_chk(fds, count, timeout, fdslen);
 }
 
-TCPTUNE_HOOK int __ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask, size_t fdslen) {
+int __ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask, size_t fdslen) {
   core::push_before_wait();
   return next::__ppoll_chk(fds, count, timeout, mask, fdslen);
 }
 
 // The poll family: a thread turning to wait for input (wait_push.hpp).
-TCPTUNE_HOOK int poll(pollfd* fds, nfds_t count, int timeout) {
+int poll(pollfd* fds, nfds_t count, int timeout) {
   core::push_before_wait();
   return next::poll(fds, count, timeout);
 }
 
-TCPTUNE_HOOK int ppoll(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask) {
+int ppoll(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask) {
   core::push_before_wait();
   return next::ppoll(fds, count, timeout, mask);
 }
 
-TCPTUNE_HOOK int select(int count, fd_set* reads, fd_set* writes, fd_set* errors, timeval* timeout) {
+int select(int count, fd_set* reads, fd_set* writes, fd_set* errors, timeval* timeout) {
   core::push_before_wait();
   return next::select(count, reads, writes, errors, timeout);
 }
 
-TCPTUNE_HOOK int pselect(int count, fd_set* reads, fd_set* writes, fd_set* errors, const timespec* timeout,
+int pselect(int count, fd_set* reads, fd_set* writes, fd_set* errors, const timespec* timeout,
                          const sigset_t* mask) {
   core::push_before_wait();
   return next::pselect(count, reads, writes, errors, timeout, mask);
 }
 
-TCPTUNE_HOOK int epoll_wait(int epoll_fd, epoll_event* events, int max_events, int timeout) {
+int epoll_wait(int epoll_fd, epoll_event* events, int max_events, int timeout) {
   core::push_before_wait();
   return next::epoll_wait(epoll_fd, events, max_events, timeout);
 }
 
-TCPTUNE_HOOK int epoll_pwait(int epoll_fd, epoll_event* events, int max_events, int timeout, const sigset_t* mask) {
+int epoll_pwait(int epoll_fd, epoll_event* events, int max_events, int timeout, const sigset_t* mask) {
   core::push_before_wait();
   return next::epoll_pwait(epoll_fd, events, max_events, timeout, mask);
 }
 
-TCPTUNE_HOOK int epoll_pwait2(int epoll_fd, epoll_event* events, int max_events, const timespec* timeout,
+int epoll_pwait2(int epoll_fd, epoll_event* events, int max_events, const timespec* timeout,
                               const sigset_t* mask) {
   core::push_before_wait();
   return next::epoll_pwait2(epoll_fd, events, max_events, timeout, mask);
 }
 
-TCPTUNE_HOOK int close(int fd) {
+int close(int fd) {
   if (!core::before_close(fd)) {
     return 0;  // the shim's own log: closing it would let a later app fd take its number
   }
   return next::close(fd);
 }
 
-TCPTUNE_HOOK int close_range(unsigned int first, unsigned int last, int flags) {
+int close_range(unsigned int first, unsigned int last, int flags) {
   core::before_close_range(first, last, flags);
   const int own = core::shim_fd_in_range(first, last);
   if (own < 0 || (flags & CLOSE_RANGE_CLOEXEC) != 0) {
@@ -280,7 +268,7 @@ TCPTUNE_HOOK int close_range(unsigned int first, unsigned int last, int flags) {
   return result;
 }
 
-TCPTUNE_HOOK void closefrom(int lowest) {
+void closefrom(int lowest) {
   if (lowest < 0) {
     next::closefrom(lowest);
     return;
@@ -297,20 +285,20 @@ TCPTUNE_HOOK void closefrom(int lowest) {
   next::closefrom(own + 1);
 }
 
-TCPTUNE_HOOK int dup(int fd) {
+int dup(int fd) {
   const int copy = next::dup(fd);
   core::after_dup(fd, copy);
   return copy;
 }
 
-TCPTUNE_HOOK int dup2(int fd, int target) {
+int dup2(int fd, int target) {
   core::before_dup_onto(fd, target);
   const int copy = next::dup2(fd, target);
   core::after_dup(fd, copy);
   return copy;
 }
 
-TCPTUNE_HOOK int dup3(int fd, int target, int flags) {
+int dup3(int fd, int target, int flags) {
   if ((flags & ~O_CLOEXEC) == 0) {  // other flags: EINVAL, nothing closed
     core::before_dup_onto(fd, target);
   }
@@ -331,7 +319,7 @@ int after_fcntl(int fd, int cmd, int result) {
 
 // fcntl's third argument is an int, a long or a pointer depending on cmd; on this ABI all of
 // them travel in one register, so it is forwarded as an unsigned long.
-TCPTUNE_HOOK int fcntl(int fd, int cmd, ...) {
+int fcntl(int fd, int cmd, ...) {
   va_list args;
   va_start(args, cmd);
   const unsigned long argument = va_arg(args, unsigned long);
@@ -339,7 +327,7 @@ TCPTUNE_HOOK int fcntl(int fd, int cmd, ...) {
   return after_fcntl(fd, cmd, next::fcntl(fd, cmd, argument));
 }
 
-TCPTUNE_HOOK int fcntl64(int fd, int cmd, ...) {
+int fcntl64(int fd, int cmd, ...) {
   va_list args;
   va_start(args, cmd);
   const unsigned long argument = va_arg(args, unsigned long);
@@ -349,12 +337,12 @@ TCPTUNE_HOOK int fcntl64(int fd, int cmd, ...) {
 
 // The app's handlers run behind the shim's trampoline, so hooks know when they are called
 // from inside one (signal_context.hpp).
-TCPTUNE_HOOK int sigaction(int signal_number, const struct sigaction* act, struct sigaction* old) {
+int sigaction(int signal_number, const struct sigaction* act, struct sigaction* old) {
   return core::app_sigaction(signal_number, act, old);
 }
 
 // glibc's signal(): BSD semantics (the signal blocked while its handler runs, SA_RESTART).
-TCPTUNE_HOOK sighandler_t signal(int signal_number, sighandler_t handler) {
+sighandler_t signal(int signal_number, sighandler_t handler) {
   struct sigaction act {};
   act.sa_handler = handler;
   sigemptyset(&act.sa_mask);
@@ -371,13 +359,13 @@ TCPTUNE_HOOK sighandler_t signal(int signal_number, sighandler_t handler) {
 
 // posix_spawn starts its child without running fork handlers: kept-warm sockets, which the
 // child may share, stop being kept warm first, as after fork().
-TCPTUNE_HOOK int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
+int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                              const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
   core::keep_warm_after_fork_in_parent();
   return next::posix_spawn(pid, path, actions, attributes, argv, envp);
 }
 
-TCPTUNE_HOOK int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
+int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
                               const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
   core::keep_warm_after_fork_in_parent();
   return next::posix_spawnp(pid, file, actions, attributes, argv, envp);
@@ -385,69 +373,51 @@ TCPTUNE_HOOK int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_fi
 
 // _Fork runs no fork handlers: the sockets the child shares stop being kept warm first, as
 // fork()'s handler does, which also leaves no heartbeat in progress for the child to wait on.
-TCPTUNE_HOOK pid_t _Fork() {  // NOLINT(bugprone-reserved-identifier)
+pid_t _Fork() {  // NOLINT(bugprone-reserved-identifier)
   core::keep_warm_after_fork_in_parent();
   return next::_Fork();
 }
 
 // system and popen spawn through glibc's internal posix_spawn, which no hook sees: the sockets
 // their program inherits (no FD_CLOEXEC) stop being kept warm first.
-TCPTUNE_HOOK int system(const char* command) {
+int system(const char* command) {
   core::keep_warm_before_exec_in_child();
   return next::system(command);
 }
 
-TCPTUNE_HOOK FILE* popen(const char* command, const char* type) {
+FILE* popen(const char* command, const char* type) {
   core::keep_warm_before_exec_in_child();
   return next::popen(command, type);
 }
 
 // Formatted and asynchronous writes reach the socket through libc's internal write, past the
 // hooks: keep-warm cannot follow their bytes, so it ends on that socket first.
-TCPTUNE_HOOK int vdprintf(int fd, const char* format, va_list args) {
+int vdprintf(int fd, const char* format, va_list args) {
   core::before_unfollowed_write(fd);
   return next::vdprintf(fd, format, args);
 }
 
-TCPTUNE_HOOK int dprintf(int fd, const char* format, ...) {
-  core::before_unfollowed_write(fd);
-  va_list args;
-  va_start(args, format);
-  const int result = next::vdprintf(fd, format, args);
-  va_end(args);
-  return result;
-}
-
-TCPTUNE_HOOK int __vdprintf_chk(int fd, int flag, const char* format,
+int __vdprintf_chk(int fd, int flag, const char* format,
                                 va_list args) {  // NOLINT(bugprone-reserved-identifier)
   core::before_unfollowed_write(fd);
   return next::__vdprintf_chk(fd, flag, format, args);
 }
 
-TCPTUNE_HOOK int __dprintf_chk(int fd, int flag, const char* format, ...) {  // NOLINT(bugprone-reserved-identifier)
-  core::before_unfollowed_write(fd);
-  va_list args;
-  va_start(args, format);
-  const int result = next::__vdprintf_chk(fd, flag, format, args);
-  va_end(args);
-  return result;
-}
-
-TCPTUNE_HOOK int aio_write(aiocb* request) {
+int aio_write(aiocb* request) {
   if (const std::optional<int> fd = core::read_app_object<int>(&request->aio_fildes)) {
     core::before_unfollowed_write(*fd);
   }
   return next::aio_write(request);
 }
 
-TCPTUNE_HOOK int aio_write64(aiocb64* request) {
+int aio_write64(aiocb64* request) {
   if (const std::optional<int> fd = core::read_app_object<int>(&request->aio_fildes)) {
     core::before_unfollowed_write(*fd);
   }
   return next::aio_write64(request);
 }
 
-TCPTUNE_HOOK FILE* fdopen(int fd, const char* mode) {
+FILE* fdopen(int fd, const char* mode) {
   FILE* stream = next::fdopen(fd, mode);
   if (stream != nullptr) {
     const core::ErrnoSaver saver;
@@ -456,7 +426,7 @@ TCPTUNE_HOOK FILE* fdopen(int fd, const char* mode) {
   return stream;
 }
 
-TCPTUNE_HOOK int fclose(FILE* stream) {
+int fclose(FILE* stream) {
   if (stream != nullptr) {
     const core::ErrnoSaver saver;
     const int fd = fileno(stream);
@@ -466,3 +436,26 @@ TCPTUNE_HOOK int fclose(FILE* stream) {
   }
   return next::fclose(stream);
 }
+
+}  // namespace tcptune::shim::entry
+
+namespace tcptune::shim {
+
+namespace {
+void after_rights_received_before_core(const msghdr* message) {
+  const ErrnoSaver saver;
+  after_rights_received(*message);
+}
+}  // namespace
+
+const tcptune_core_entries& core_entries() noexcept {
+  static constinit const tcptune_core_entries entries{
+#define TCPTUNE_HOOK_NEXT(name, fallback) .name = entry::name,
+#include "hook_table.def"
+      .adopt_inherited_sockets = adopt_inherited_sockets,
+      .after_rights_received = after_rights_received_before_core,
+  };
+  return entries;
+}
+
+}  // namespace tcptune::shim
