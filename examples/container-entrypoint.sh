@@ -1,6 +1,7 @@
 #!/bin/sh
 # A container entrypoint that runs the image's command under tcptune, for images nobody can
-# rebuild. Copy libtcptune.so and a policy into the image (or mount them), then:
+# rebuild. Copy libtcptune.so, libtcptune-core.so (beside it) and a policy into the image (or
+# mount them), then:
 #   ENTRYPOINT ["/opt/tcptune/container-entrypoint.sh"]
 #   CMD ["/usr/bin/legacy_app", "--serve"]
 # TCPTUNE_SHIM, TCPTUNE_POLICY (or TCPTUNE_POLICY_TOML) and TCPTUNE_LOG can be set with

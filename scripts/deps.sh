@@ -5,6 +5,8 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config g++ python3 libtomlplusplus-dev libspdlog-dev libfmt-dev
   libunwind-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
   iproute2 curl util-linux binutils gnuplot-nox
+  # A musl program under the shim (tests/preload/musl_program.py builds one with musl-gcc).
+  musl-tools
   # Real servers and clients for the keep_warm protocol presets (tests/presets, bench/presets); the
   # tests start their own instances in the link's namespaces, never the system services.
   nginx-light haproxy redis-server rabbitmq-server python3-redis python3-pika python3-stomp jq socat

@@ -134,13 +134,18 @@ int app_sigaction(int signal_number, const struct sigaction* act, struct sigacti
   return 0;
 }
 
-void adopt_installed_handlers() noexcept {
+void adopt_installed_handlers(void (*app_view)(int signal_number, struct sigaction* installed)) noexcept {
   const int saved = errno;
   for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
     struct sigaction current {};
     // glibc's own signals answer EINVAL; SIGKILL and SIGSTOP have no handler.
-    if (next::sigaction(signal_number, nullptr, &current) != 0 || !is_function(current) ||
-        current.sa_sigaction == trampoline) {
+    if (next::sigaction(signal_number, nullptr, &current) != 0 || current.sa_sigaction == trampoline) {
+      continue;
+    }
+    if (app_view != nullptr) {
+      app_view(signal_number, &current);
+    }
+    if (!is_function(current)) {
       continue;
     }
     (void)app_sigaction(signal_number, &current, nullptr);

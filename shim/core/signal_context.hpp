@@ -19,9 +19,10 @@ namespace tcptune::shim {
 // Pointers are read and written as the kernel would (a bad one gives EFAULT).
 int app_sigaction(int signal_number, const struct sigaction* act, struct sigaction* old) noexcept;
 
-// The handlers installed before the core was loaded (through libc, past the trampoline): each
-// is installed again behind it, with its own flags and mask, so in_signal_handler() sees it.
-void adopt_installed_handlers() noexcept;
+// The handlers installed before the core was loaded (behind the first stage's trampoline, or
+// through libc): each is installed again behind this one, with its own flags and mask, so
+// in_signal_handler() sees it. `app_view` puts the program's handler in place of the stage's.
+void adopt_installed_handlers(void (*app_view)(int signal_number, struct sigaction* installed)) noexcept;
 
 // Sockets the app set up from inside its signal handlers, left untuned (for the summary).
 [[nodiscard]] unsigned long untuned_in_signal_handlers() noexcept;

@@ -3,6 +3,7 @@
 // the entries returned here. What ran in the single library's constructor runs here.
 #include "core_entries.hpp"
 #include "core_interface.h"
+#include "deferred_destructors.hpp"
 #include "next_symbols.hpp"
 #include "process_runtime.hpp"
 #include "signal_context.hpp"
@@ -21,16 +22,17 @@ extern "C" __attribute__((visibility("default"))) const tcptune_core_entries* tc
   core::set_next_resolver(services->next_symbol);
   core::ensure_initialized();
   // Handlers the program installed before the core was loaded run behind its trampoline too.
-  core::adopt_installed_handlers();
+  core::adopt_installed_handlers(services->app_view_of_handler);
   return &core::core_entries();
 }
 
 namespace {
 
 // Runs at exit (after the program's atexit handlers), wherever exit() was called from; only in
-// a process that loaded the core.
+// a process that loaded the core. Its static objects are destroyed after that, not before.
 [[gnu::destructor]] void unload_core() {
   core::flush_telemetry_at_exit();
+  core::run_deferred_destructors();
 }
 
 }  // namespace

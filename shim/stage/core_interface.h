@@ -40,6 +40,9 @@ struct tcptune_stage_services {
   /* libc's next definition of `name` after libtcptune.so (dlsym(RTLD_NEXT) in the stage), or
      NULL; the core resolves every next definition through it. */
   void* (*next_symbol)(const char* name);
+  /* The program's handlers installed before the core was loaded run behind the stage's
+     trampoline: this puts the program's own handler and flags in place of it. */
+  void (*app_view_of_handler)(int signal_number, struct sigaction* installed);
 };
 
 #ifdef __cplusplus

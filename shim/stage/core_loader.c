@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "routes.h"
+#include "signal_guard.h"
 
 enum core_state { core_unloaded, core_loading, core_attached, core_unavailable };
 enum libc_kind { libc_unknown, libc_glibc, libc_other };
@@ -25,7 +26,8 @@ static long g_loader_thread;
    loader's, when it is itself inside a library constructor). */
 static const long kLongestWaitNs = 2000000000L;
 
-static const struct tcptune_stage_services kServices = {TCPTUNE_CORE_INTERFACE_VERSION, stage_next_symbol};
+static const struct tcptune_stage_services kServices = {TCPTUNE_CORE_INTERFACE_VERSION, stage_next_symbol,
+                                                        stage_app_view_of_handler};
 
 static long this_process(void) {
   return syscall(SYS_getpid);
@@ -143,6 +145,18 @@ static const struct tcptune_core_entries* wait_for_loader(void) {
                                                                        : NULL;
 }
 
+bool stage_running_on_glibc(void) {
+  int libc = __atomic_load_n(&g_libc, __ATOMIC_ACQUIRE);
+  if (libc == libc_unknown) {
+    /* A name only glibc defines. The core is built against glibc and never runs on another. */
+    const int saved_errno = errno;
+    libc = dlsym(RTLD_DEFAULT, "gnu_get_libc_version") != NULL ? libc_glibc : libc_other;
+    errno = saved_errno;
+    __atomic_store_n(&g_libc, libc, __ATOMIC_RELEASE);
+  }
+  return libc == libc_glibc;
+}
+
 bool stage_core_possible(void) {
   const int state = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
   if (state == core_attached) {
@@ -151,13 +165,7 @@ bool stage_core_possible(void) {
   if (state == core_unavailable) {
     return false;
   }
-  int libc = __atomic_load_n(&g_libc, __ATOMIC_ACQUIRE);
-  if (libc == libc_unknown) {
-    /* A name only glibc defines. The core is built against glibc and never runs on another. */
-    libc = dlsym(RTLD_DEFAULT, "gnu_get_libc_version") != NULL ? libc_glibc : libc_other;
-    __atomic_store_n(&g_libc, libc, __ATOMIC_RELEASE);
-  }
-  if (libc == libc_other) {
+  if (!stage_running_on_glibc()) {
     int expected = core_unloaded;
     if (__atomic_compare_exchange_n(&g_state, &expected, core_unavailable, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
       stage_route_triggers_to_next();
@@ -168,7 +176,9 @@ bool stage_core_possible(void) {
 }
 
 static const struct tcptune_core_entries* load_or_wait(void) {
-  if (!stage_core_possible()) {
+  /* Not from inside a signal handler, not even to wait for another thread's load: the code
+     it interrupted may hold the lock that load needs. A later call outside loads it. */
+  if (!stage_core_possible() || stage_in_signal_handler()) {
     return NULL;
   }
   int expected = core_unloaded;

@@ -19,6 +19,8 @@ const struct tcptune_core_entries* stage_core(void);
 const struct tcptune_core_entries* stage_core_if_attached(void);
 /* False once it is known that the core will never load here (not glibc, or it failed). */
 bool stage_core_possible(void);
+/* The program runs on glibc, the only libc the core is built for (asked once). */
+bool stage_running_on_glibc(void);
 #pragma GCC visibility pop
 
 #endif

@@ -4,10 +4,13 @@
 #include <errno.h>
 
 #include "next_fallbacks.h"
+#include "signal_guard.h"
 #include "triggers.h"
 
-/* Zero (resolve on first use) but for the triggers. */
+/* Zero (resolve on first use) but for the triggers and the signal guard's hooks. */
 stage_function stage_routes[stage_hook_count] = {
+    [stage_hook_sigaction] = (stage_function)stage_sigaction,
+    [stage_hook_signal] = (stage_function)stage_signal,
     [stage_hook_socket] = (stage_function)stage_trigger_socket,
     [stage_hook_connect] = (stage_function)stage_trigger_connect,
     [stage_hook_listen] = (stage_function)stage_trigger_listen,

@@ -1,7 +1,7 @@
 /* Where each hook of the first stage goes: one pointer per hook, read with one load. It holds
    libc's next definition (resolved on first use), or for the calls that can bring the first
-   TCP socket the stage's check before the core (triggers.h), or once the core is attached the
-   core's entry for that hook. */
+   TCP socket the stage's check before the core (triggers.h), for sigaction and signal the
+   stage's trampoline (signal_guard.h), or once the core is attached the core's entry. */
 #ifndef TCPTUNE_STAGE_ROUTES_H
 #define TCPTUNE_STAGE_ROUTES_H
 

@@ -1,15 +1,17 @@
 #!/bin/sh
 # Usage: shim_fails_open.sh LIBTCPTUNE.SO DIR
-# Every file of DIR as the policy of /bin/true under the shim: it must print the one-line
-# error ("...; running untuned") and exit 0, and with TCPTUNE_STRICT=1 exit 78.
+# Every file of DIR as the policy of a program under the shim: one that opens a TCP socket (the
+# core reads the policy then) must print the one-line error ("...; running untuned") and exit
+# 0, and /bin/true with TCPTUNE_STRICT=1 (which reads it at start) exit 78.
 shim=$1
 dir=$2
+tcp_program="/usr/bin/python3 -c 'import socket; socket.socket()'"
 status=0
 count=0
 for policy in "$dir"/*; do
   [ -f "$policy" ] || continue
   count=$((count + 1))
-  err=$(env -u TCPTUNE_POLICY_TOML LD_PRELOAD="$shim" TCPTUNE_POLICY="$policy" TCPTUNE_LOG_LEVEL=off /bin/true 2>&1)
+  err=$(env -u TCPTUNE_POLICY_TOML LD_PRELOAD="$shim" TCPTUNE_POLICY="$policy" TCPTUNE_LOG_LEVEL=off sh -c "$tcp_program" 2>&1)
   code=$?
   lines=$(printf '%s\n' "$err" | wc -l)
   case "$err" in

@@ -11,11 +11,14 @@ shim=$1 probe=$2
 libdir=$(dirname "$(ldd /bin/sh | sed -n 's/.*libc.so.6 => \([^ ]*\).*/\1/p')")
 work=$(mktemp -d /tmp/tcptune-secure.XXXXXX)
 installed="$libdir/libtcptune-secure-test-$$.so"
-trap 'rm -rf "$work" "$installed"' EXIT
+# The first stage loads the core from beside itself, named after it.
+installed_core="$libdir/libtcptune-secure-test-$$-core.so"
+trap 'rm -rf "$work" "$installed" "$installed_core"' EXIT
 case ",$(findmnt -no OPTIONS --target "$work")," in
   *,nosuid,*) echo "skipped: $work is mounted nosuid"; exit 77 ;;
 esac
 install -m 4755 "$shim" "$installed"
+install -m 0755 "$(dirname "$shim")/libtcptune-core.so" "$installed_core"
 install -m 4755 -o root "$probe" "$work/probe-setuid"
 install -m 0755 "$probe" "$work/probe-plain"
 chmod 0777 "$work"

@@ -1,10 +1,16 @@
-"""libtcptune.so exports only the interposed libc names and needs libc alone at run time."""
+"""libtcptune.so (the first stage) exports exactly the interposed libc names, needs libc alone at
+run time and references nothing musl lacks; libtcptune-core.so beside it exports its attach
+function alone and needs libc alone too."""
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from testlib import Checks, parse_args, SKIP
+
+CORE_ATTACH = "tcptune_core_attach"
 
 
 def hook_table(source_dir):
@@ -14,9 +20,45 @@ def hook_table(source_dir):
 
 
 def hook_definitions(source_dir):
-    """The functions hooks.cpp defines for export."""
-    text = Path(source_dir, "shim", "interpose", "hooks.cpp").read_text()
+    """The functions the first stage's hooks.c defines for export."""
+    text = Path(source_dir, "shim", "stage", "hooks.c").read_text()
     return set(re.findall(r"^TCPTUNE_HOOK [^(]*?\b([A-Za-z0-9_]+)\(", text, re.MULTILINE))
+
+
+def dynamic_symbols(path, *flags):
+    nm = subprocess.run(["nm", "-D", *flags, path], capture_output=True, text=True, check=True)
+    symbols = {}
+    for line in nm.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            symbols[parts[-1].split("@")[0]] = parts[-2]
+    return symbols
+
+
+def exported(path):
+    defined = dynamic_symbols(path, "--defined-only")
+    names = {name for name, kind in defined.items() if kind in "TtWwiDdBbVvRr"}
+    return names - {"_init", "_fini", "_edata", "_end", "__bss_start"}
+
+
+def needed(path):
+    readelf = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True)
+    # The dynamic loader itself may be listed (TLS of the static C++ runtime); it is always loaded.
+    return [n for n in re.findall(r"\(NEEDED\).*\[(.*)\]", readelf.stdout) if not n.startswith("ld-linux")]
+
+
+def musl_libc(work_dir):
+    """musl's libc.so (its dynamic loader too), from the interpreter musl-gcc writes; None without musl-tools."""
+    if shutil.which("musl-gcc") is None:
+        return None
+    with tempfile.TemporaryDirectory(dir=work_dir) as scratch:
+        source, program = os.path.join(scratch, "empty.c"), os.path.join(scratch, "empty")
+        Path(source).write_text("int main(void) { return 0; }\n")
+        if subprocess.run(["musl-gcc", "-o", program, source], capture_output=True).returncode != 0:
+            return None
+        headers = subprocess.run(["readelf", "-l", program], capture_output=True, text=True, check=True).stdout
+    interpreter = re.search(r"Requesting program interpreter: ([^\]]+)\]", headers)
+    return os.path.realpath(interpreter.group(1)) if interpreter else None
 
 
 def main():
@@ -25,40 +67,45 @@ def main():
         print("skipped: nm or ldd missing")
         raise SystemExit(SKIP)
     checks = Checks()
+    stage = args.shim
+    core = os.path.join(os.path.dirname(stage), "libtcptune-core.so")
     expected = hook_table(args.source_dir)
     checks.check(len(expected) > 30, f"the hook table names the hooks ({len(expected)} found)")
     defined = hook_definitions(args.source_dir)
     checks.check(defined == expected,
-                 f"hooks.cpp defines exactly the hooks in the table (not in the table: {sorted(defined - expected)}, "
+                 f"hooks.c defines exactly the hooks in the table (not in the table: {sorted(defined - expected)}, "
                  f"not defined: {sorted(expected - defined)})")
-    nm = subprocess.run(["nm", "-D", "--defined-only", args.shim], capture_output=True, text=True, check=True)
-    exported = set()
-    for line in nm.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[1] in "TtWwiDdBbVvRr":
-            exported.add(parts[2].split("@")[0])
-    exported -= {"_init", "_fini", "_edata", "_end", "__bss_start"}
-    checks.check(exported == expected,
-                 f"exported symbols are exactly the hooks (extra: {sorted(exported - expected)}, "
-                 f"missing: {sorted(expected - exported)})")
-    cxx = [s for s in exported if s.startswith("_Z") or re.search("spdlog|fmt|toml", s)]
+
+    stage_exports = exported(stage)
+    checks.check(stage_exports == expected,
+                 f"libtcptune.so exports exactly the hooks (extra: {sorted(stage_exports - expected)}, "
+                 f"missing: {sorted(expected - stage_exports)})")
+    checks.check(os.path.isfile(core), f"the core is built beside the first stage ({core})")
+    core_exports = exported(core)
+    checks.check(core_exports == {CORE_ATTACH}, f"libtcptune-core.so exports {CORE_ATTACH} alone ({sorted(core_exports)[:8]})")
+    cxx = [s for s in stage_exports | core_exports if s.startswith("_Z") or re.search("spdlog|fmt|toml", s)]
     checks.check(not cxx, f"no C++ or library symbols exported ({cxx[:5]})")
 
-    ldd = subprocess.run(["ldd", args.shim], capture_output=True, text=True, check=True)
-    needed = []
-    for line in ldd.stdout.splitlines():
-        name = line.strip().split()[0]
-        if name.startswith("linux-vdso") or "ld-linux" in name:
-            continue
-        needed.append(name)
-    checks.check(needed == ["libc.so.6"], f"ldd shows libc alone ({needed})")
+    ldd = subprocess.run(["ldd", stage], capture_output=True, text=True, check=True)
+    libraries = [line.strip().split()[0] for line in ldd.stdout.splitlines()]
+    libraries = [n for n in libraries if not n.startswith("linux-vdso") and "ld-linux" not in n]
+    checks.check(libraries == ["libc.so.6"], f"ldd shows libc alone for libtcptune.so ({libraries})")
+    for path in (stage, core):
+        tags = needed(path)
+        checks.check(tags == ["libc.so.6"], f"DT_NEEDED of {os.path.basename(path)} is libc.so.6 alone ({tags})")
+        checks.check(not [n for n in tags if "unwind" in n], f"libunwind is not a link dependency of {os.path.basename(path)}")
 
-    readelf = subprocess.run(["readelf", "-d", args.shim], capture_output=True, text=True, check=True)
-    # The dynamic loader itself may be listed (TLS of the static C++ runtime); it is always loaded.
-    needed_tags = [n for n in re.findall(r"\(NEEDED\).*\[(.*)\]", readelf.stdout) if not n.startswith("ld-linux")]
-    checks.check(needed_tags == ["libc.so.6"], f"DT_NEEDED is libc.so.6 alone ({needed_tags})")
-    unwind = [n for n in needed_tags if "unwind" in n]
-    checks.check(not unwind, "libunwind is not a link dependency")
+    # musl resolves every undefined symbol of a preloaded object at load (and maps libc.so.6 to
+    # itself): one it lacks stops the program before main.
+    musl = musl_libc(args.work_dir)
+    if musl is None:
+        print("note: musl-gcc missing; the first stage's references are not checked against musl")
+    else:
+        undefined = {name for name, kind in dynamic_symbols(stage, "--undefined-only").items() if kind == "U"}
+        musl_defined = set(dynamic_symbols(musl, "--defined-only"))
+        missing = sorted(undefined - musl_defined)
+        checks.check(len(undefined) > 3 and not missing,
+                     f"every symbol libtcptune.so references is in musl ({musl}): missing {missing}")
     checks.finish()
 
 

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""What the shim costs a process that opens no TCP socket: start-up time and memory, in one run.
+
+With LD_PRELOAD in a container's environment every shell, health check and cron job loads
+libtcptune.so. Only its small C first stage should load there; the C++ core (and its event
+ring and snapshot pool) only in a process with a TCP socket. Arms, interleaved round by round:
+  off           no shim
+  default       the shim, built-in default policy
+  policy-file   the shim, a 5-line policy in TCPTUNE_POLICY
+  policy-toml   the same policy in TCPTUNE_POLICY_TOML
+  NAME          the shim at PATH, for each --shim NAME=PATH (another build, to compare)
+Measured for each arm:
+  loop          wall time of `bash -c 'for i in {1..300}; do /bin/true; done'` (bash and every
+                /bin/true under the arm), and the user+system CPU of the whole loop
+  true          minor page faults and peak resident set of one /bin/true (wait4), median of many
+  sleep         Rss and Pss of a running `sleep` (/proc/PID/smaps_rollup), and whether the core
+                is mapped in it
+Prints each arm's median [range] and the ratios to "off" (targets: loop at most +5%, at most
++256 KiB resident), and writes everything to bench/results/startup-<UTC time>.json.
+
+  bench/startup/run.py                         # 7 rounds (about a minute)
+  bench/startup/run.py --shim single=/tmp/old/libtcptune.so
+  bench/startup/run.py --quick --check         # the smoke run (ctest -R bench.startup_quick)
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+POLICY = '''version = 1
+[defaults]
+nodelay = "on"
+[[rule]]
+match = { port = 6379 }
+'''
+LOOP = "for i in {1..%d}; do /bin/true; done"
+KIB = 1024
+
+
+def arm_env(shim, extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
+    if shim is not None:
+        env["LD_PRELOAD"] = shim
+    env.update(extra)
+    return env
+
+
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_loop(env, execs):
+    cpu_before = children_cpu()
+    start = time.perf_counter()
+    subprocess.run(["bash", "-c", LOOP % execs], env=env, check=True)
+    return time.perf_counter() - start, children_cpu() - cpu_before
+
+
+def one_true(env):
+    """(minor faults, peak resident KiB) of one /bin/true."""
+    pid = os.posix_spawn("/bin/true", ["/bin/true"], env)
+    _, status, usage = os.wait4(pid, 0)
+    if status != 0:
+        raise RuntimeError(f"/bin/true exited with status {status}")
+    return usage.ru_minflt, usage.ru_maxrss
+
+
+def sleep_memory(env):
+    """Rss and Pss (KiB) of a running sleep once its program is loaded, and whether the core is mapped."""
+    sleeper = subprocess.Popen(["sleep", "30"], env=env)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                maps = Path(f"/proc/{sleeper.pid}/maps").read_text()
+                # Loaded: sleep's own program and libc are mapped, and it has gone to sleep.
+                state = Path(f"/proc/{sleeper.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                if "libc.so" in maps and state == "S":
+                    break
+            except OSError:
+                pass
+            time.sleep(0.01)
+        time.sleep(0.05)
+        rollup = {}
+        for line in Path(f"/proc/{sleeper.pid}/smaps_rollup").read_text().splitlines()[1:]:
+            name, value = line.split(":", 1)
+            rollup[name] = int(value.split()[0])
+        maps = Path(f"/proc/{sleeper.pid}/maps").read_text()
+        return {"rss_kib": rollup["Rss"], "pss_kib": rollup["Pss"], "core_mapped": "libtcptune-core.so" in maps,
+                "stage_mapped": "libtcptune" in maps}
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def median_range(values, scale=1.0, digits=3):
+    values = [v * scale for v in values]
+    return f"{statistics.median(values):.{digits}f} [{min(values):.{digits}f}-{max(values):.{digits}f}]"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", default="build/release")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--execs", type=int, default=300, help="/bin/true execs per loop")
+    parser.add_argument("--samples", type=int, default=40, help="single /bin/true runs per arm and round")
+    parser.add_argument("--shim", action="append", default=[], metavar="NAME=PATH", help="another shim to compare")
+    parser.add_argument("--quick", action="store_true", help="3 rounds, 100 execs, 10 samples")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless the core is mapped in no arm's sleep and each shim arm's sleep "
+                             "has at most 256 KiB more resident than off")
+    parser.add_argument("--out", default=None, help="results directory (default bench/results)")
+    options = parser.parse_args()
+    if options.quick:
+        options.rounds, options.execs, options.samples = 3, 100, 10
+    build = Path(options.build).resolve()
+    shim = str(build / "lib" / "libtcptune.so")
+    if not os.path.isfile(shim):
+        print(f"startup: {shim} not built", file=sys.stderr)
+        return 77
+    if os.path.exists("/etc/tcptune/policy.toml"):
+        print("startup: /etc/tcptune/policy.toml exists, so the default arm would not be the built-in default; "
+              "skipped", file=sys.stderr)
+        return 77
+    out_dir = Path(options.out) if options.out else Path(__file__).resolve().parent.parent / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    policy_file = out_dir / "startup-policy.toml"
+    policy_file.write_text(POLICY)
+    arms = {"off": arm_env(None, {}), "default": arm_env(shim, {}),
+            "policy-file": arm_env(shim, {"TCPTUNE_POLICY": str(policy_file)}),
+            "policy-toml": arm_env(shim, {"TCPTUNE_POLICY_TOML": POLICY})}
+    for named in options.shim:
+        name, _, path = named.partition("=")
+        arms[name] = arm_env(str(Path(path).resolve()), {})
+
+    results = {arm: {"loop_s": [], "loop_cpu_s": [], "true_minflt": [], "true_maxrss_kib": [], "sleep": []}
+               for arm in arms}
+    for round_number in range(1, options.rounds + 1):
+        for arm, env in arms.items():
+            wall, cpu = time_loop(env, options.execs)
+            results[arm]["loop_s"].append(wall)
+            results[arm]["loop_cpu_s"].append(cpu)
+            for _ in range(options.samples):
+                faults, peak = one_true(env)
+                results[arm]["true_minflt"].append(faults)
+                results[arm]["true_maxrss_kib"].append(peak)
+            results[arm]["sleep"].append(sleep_memory(env))
+            print(f"round {round_number}/{options.rounds} {arm:12} loop {wall:.3f} s", file=sys.stderr, flush=True)
+
+    def med(arm, key):
+        return statistics.median(results[arm][key])
+
+    def sleep_rss(arm):
+        return statistics.median(s["rss_kib"] for s in results[arm]["sleep"])
+
+    print(f"\n{options.execs} execs of /bin/true from bash per loop, {options.rounds} interleaved rounds; "
+          f"median [min-max]\n")
+    print(f"| arm | loop s | vs off | loop CPU s | /bin/true minor faults | /bin/true peak RSS KiB | "
+          f"sleep Rss KiB | vs off | core mapped |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    summary = {}
+    for arm in arms:
+        loop_ratio = med(arm, "loop_s") / med("off", "loop_s")
+        rss_delta = sleep_rss(arm) - sleep_rss("off")
+        core = any(s["core_mapped"] for s in results[arm]["sleep"])
+        summary[arm] = {"loop_ratio": loop_ratio, "loop_cpu_ratio": med(arm, "loop_cpu_s") / med("off", "loop_cpu_s"),
+                        "true_minflt": med(arm, "true_minflt"), "true_maxrss_kib": med(arm, "true_maxrss_kib"),
+                        "sleep_rss_kib": sleep_rss(arm), "sleep_rss_delta_kib": rss_delta, "core_mapped": core}
+        print(f"| {arm} | {median_range(results[arm]['loop_s'])} | {loop_ratio:.3f} | "
+              f"{median_range(results[arm]['loop_cpu_s'])} | {med(arm, 'true_minflt'):.0f} | "
+              f"{med(arm, 'true_maxrss_kib'):.0f} | {sleep_rss(arm):.0f} | {rss_delta:+.0f} | {'yes' if core else 'no'} |")
+    failed = []
+    for arm in arms:
+        if arm == "off" or arm not in ("default", "policy-file", "policy-toml"):
+            continue
+        ratio, delta = summary[arm]["loop_ratio"], summary[arm]["sleep_rss_delta_kib"]
+        print(f"{arm}: loop {100 * (ratio - 1):+.1f}% (target at most +5%: {'met' if ratio <= 1.05 else 'NOT met'}), "
+              f"resident {delta:+.0f} KiB (target at most +256 KiB: {'met' if delta <= 256 else 'NOT met'})")
+        if delta > 256 or summary[arm]["core_mapped"]:
+            failed.append(arm)
+
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    path = out_dir / f"startup-{stamp}.json"
+    path.write_text(json.dumps({"machine": {"kernel": platform.release(), "cpus": os.cpu_count(),
+                                            "load_average": os.getloadavg()},
+                                "command": " ".join(sys.argv), "execs": options.execs, "rounds": options.rounds,
+                                "policy": POLICY, "arms": {arm: arms[arm].get("LD_PRELOAD") for arm in arms},
+                                "summary": summary, "runs": results}, indent=1) + "\n")
+    print(f"\nwrote {path}")
+    if options.check and failed:
+        print(f"startup: the core is mapped or more than 256 KiB more is resident in {failed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
