@@ -452,7 +452,6 @@ const tcptune_core_entries& core_entries() noexcept {
   static constinit const tcptune_core_entries entries{
 #define TCPTUNE_HOOK_NEXT(name, fallback) .name = entry::name,
 #include "hook_table.def"
-      .adopt_inherited_sockets = adopt_inherited_sockets,
       .after_rights_received = after_rights_received_before_core,
   };
   return entries;

@@ -54,8 +54,6 @@ struct tcptune_core_entries {
   /* One per TCPTUNE_HOOK_NEXT line, of libc's own type, in the table's order. */
 #define TCPTUNE_HOOK_NEXT(name, fallback) TCPTUNE_CORE_ENTRY_POINTER(name) name;
 #include "hook_table.def"
-  /* Sockets inherited across exec, found at start-up: classified and tuned. */
-  void (*adopt_inherited_sockets)(void);
   /* Descriptors received with SCM_RIGHTS in `message` (filled in by the kernel) before the core
      was loaded, as its recvmsg entry would have seen them. */
   void (*after_rights_received)(const struct msghdr* message);

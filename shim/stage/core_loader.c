@@ -83,7 +83,7 @@ static bool core_path(char* path, size_t size) {
 }
 
 static const struct tcptune_core_entries* load_and_attach(void) {
-  static char path[4096];
+  char path[4096];
   if (!core_path(path, sizeof path)) {
     say("cannot tell where libtcptune.so was loaded from, to load the tuning core beside it", NULL);
     return NULL;

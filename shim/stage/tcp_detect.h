@@ -13,8 +13,8 @@ bool stage_socket_call_is_tcp(int domain, int type, int protocol);
 bool stage_fd_is_tcp(int fd);
 /* `message`, as recvmsg filled it in (glibc's layout), passed a TCP socket with SCM_RIGHTS. */
 bool stage_rights_carry_tcp(const struct msghdr* message);
-/* The process holds a TCP socket already (inherited across exec): /proc/self/fd, or the first
-   descriptors where /proc is not mounted. */
+/* The process holds a TCP socket already, among its first 64 descriptors (inherited across
+   exec): one poll() and a getsockopt per open descriptor. */
 bool stage_inherits_tcp_socket(void);
 #pragma GCC visibility pop
 

@@ -1,6 +1,7 @@
 #include "triggers.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -69,16 +70,10 @@ static bool strict_requested(void) {
   return strict != NULL && strcmp(strict, "1") == 0 && getauxval(AT_SECURE) == 0;
 }
 
-/* At load: a process that starts with a TCP socket (inherited across exec) needs the core now,
-   to adopt it; one whose core another library's constructor loaded already, too. */
+/* At load: a process that starts with a TCP socket (inherited across exec) needs the core now;
+   it adopts the TCP sockets it finds when it loads. */
 __attribute__((constructor)) static void stage_at_load(void) {
-  const int saved_errno = errno;
-  const struct tcptune_core_entries* core = stage_core_if_attached();
-  if (core == NULL && (strict_requested() || stage_inherits_tcp_socket())) {
-    core = stage_core();
+  if (stage_core_if_attached() == NULL && (strict_requested() || stage_inherits_tcp_socket())) {
+    (void)stage_core();
   }
-  if (core != NULL) {
-    core->adopt_inherited_sockets();
-  }
-  errno = saved_errno;
 }

@@ -1,0 +1,1 @@
+void startup_empty(void) {}
