@@ -4,7 +4,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core_loader.h"
@@ -88,35 +87,17 @@ static bool is_function(const struct sigaction* action) {
   return action->sa_handler != SIG_DFL && action->sa_handler != SIG_IGN;
 }
 
-/* Read as the kernel would: a bad pointer is EFAULT, never a crash here. */
-static bool read_app_memory(void* destination, const void* source, size_t size) {
-  const int saved_errno = errno;
-  const struct iovec local = {destination, size};
-  const struct iovec remote = {(void*)source, size};
-  const long copied = syscall(SYS_process_vm_readv, syscall(SYS_getpid), &local, 1, &remote, 1, 0);
-  errno = saved_errno;
-  return copied == (long)size;
-}
-
-static bool write_app_memory(void* destination, const void* source, size_t size) {
-  const int saved_errno = errno;
-  const struct iovec local = {(void*)source, size};
-  const struct iovec remote = {destination, size};
-  const long copied = syscall(SYS_process_vm_writev, syscall(SYS_getpid), &local, 1, &remote, 1, 0);
-  errno = saved_errno;
-  return copied == (long)size;
-}
-
 /* As shim/core/signal_context.cpp's app_sigaction: `action`'s handler goes behind the
-   trampoline, `old` reports the program's own handler, never the trampoline. */
+   trampoline, `old` reports the program's own handler, never the trampoline. `action` and `old`
+   are read and written directly, as glibc's sigaction does (a bad pointer faults there too):
+   no system call is added, and shells call this around every fork. */
 int stage_sigaction(int signal_number, const struct sigaction* action, struct sigaction* old) {
   if (signal_number <= 0 || signal_number >= _NSIG || !stage_running_on_glibc()) {
     return STAGE_NEXT(sigaction)(signal_number, action, old); /* EINVAL; or not glibc */
   }
   struct sigaction installed;
-  memset(&installed, 0, sizeof installed);
-  if (action != NULL && !read_app_memory(&installed, action, sizeof installed)) {
-    return STAGE_NEXT(sigaction)(signal_number, action, old); /* the kernel's EFAULT */
+  if (action != NULL) {
+    installed = *action;
   }
   struct app_handler* app = &g_handlers[signal_number];
   void* previous_handler = __atomic_load_n(&app->handler, __ATOMIC_ACQUIRE);
@@ -128,21 +109,15 @@ int stage_sigaction(int signal_number, const struct sigaction* action, struct si
     installed.sa_sigaction = trampoline;
     installed.sa_flags |= SA_SIGINFO;
   }
-  struct sigaction replaced;
-  memset(&replaced, 0, sizeof replaced);
-  const int result = STAGE_NEXT(sigaction)(signal_number, action != NULL ? &installed : NULL, &replaced);
+  const int result = STAGE_NEXT(sigaction)(signal_number, action != NULL ? &installed : NULL, old);
   if (result != 0) {
     __atomic_store_n(&app->flags, previous_flags, __ATOMIC_RELAXED);
     __atomic_store_n(&app->handler, previous_handler, __ATOMIC_RELEASE);
     return result;
   }
-  if (replaced.sa_sigaction == trampoline) {
-    replaced.sa_sigaction = __extension__(void (*)(int, siginfo_t*, void*)) previous_handler;
-    replaced.sa_flags = previous_flags;
-  }
-  if (old != NULL && !write_app_memory(old, &replaced, sizeof replaced)) {
-    errno = EFAULT; /* as the kernel: the new handler is installed, the old one not reported */
-    return -1;
+  if (old != NULL && old->sa_sigaction == trampoline) {
+    old->sa_sigaction = __extension__(void (*)(int, siginfo_t*, void*)) previous_handler;
+    old->sa_flags = previous_flags;
   }
   return 0;
 }
