@@ -38,6 +38,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -85,7 +86,7 @@ def empty_object(out_dir):
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         return None
-    source, library = out_dir / "startup-empty.c", out_dir / "startup-empty.so"
+    source, library = out_dir / "empty.c", out_dir / "empty.so"
     source.write_text("void startup_empty(void) {}\n")
     built = subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(library), str(source)], capture_output=True)
     return str(library) if built.returncode == 0 else None
@@ -159,12 +160,13 @@ def main():
             return 77
     out_dir = Path(options.out) if options.out else Path(__file__).resolve().parent.parent / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
-    policy_file = out_dir / "startup-policy.toml"
+    scratch = Path(tempfile.mkdtemp(prefix="tcptune-startup-"))
+    policy_file = scratch / "policy.toml"
     policy_file.write_text(POLICY)
     arms = {"off": arm_env(None, {}), "default": arm_env(shim, {}),
             "policy-file": arm_env(shim, {"TCPTUNE_POLICY": str(policy_file)}),
             "policy-toml": arm_env(shim, {"TCPTUNE_POLICY_TOML": POLICY})}
-    empty = empty_object(out_dir)
+    empty = empty_object(scratch)
     if empty is not None:
         arms["empty-so"] = arm_env(empty, {})
     for named in options.shim:
@@ -228,6 +230,7 @@ def main():
                                 "realtime": options.realtime,
                                 "policy": POLICY, "arms": {arm: arms[arm].get("LD_PRELOAD") for arm in arms},
                                 "summary": summary, "runs": results}, indent=1) + "\n")
+    shutil.rmtree(scratch, ignore_errors=True)
     print(f"\nwrote {path}")
     if options.check and failed:
         print(f"startup: the core is mapped or more than 256 KiB more is resident in {failed}", file=sys.stderr)

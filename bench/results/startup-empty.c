@@ -1,1 +1,0 @@
-void startup_empty(void) {}
