@@ -153,8 +153,7 @@ ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t count) {
 }
 
 // Into a socket, splice is a write; SPLICE_F_MORE says the message goes on, as MSG_MORE does.
-ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* out_offset, size_t count,
-                            unsigned int flags) {
+ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* out_offset, size_t count, unsigned int flags) {
   return core::tracked_write(
       out_fd, [&](ssize_t) { return count; }, core::PipeBytes{in_fd},
       [&] { return next::splice(in_fd, in_offset, out_fd, out_offset, count, flags); },
@@ -190,8 +189,7 @@ ssize_t __recv_chk(int fd, void* buf, size_t count, size_t buflen, int flags) {
   return core::tracked_read(fd, [&] { return next::__recv_chk(fd, buf, count, buflen, flags); });
 }
 
-ssize_t __recvfrom_chk(int fd, void* buf, size_t count, size_t buflen, int flags, sockaddr* addr,
-                                    socklen_t* len) {
+ssize_t __recvfrom_chk(int fd, void* buf, size_t count, size_t buflen, int flags, sockaddr* addr, socklen_t* len) {
   return core::tracked_read(fd, [&] { return next::__recvfrom_chk(fd, buf, count, buflen, flags, addr, len); });
 }
 
@@ -221,8 +219,7 @@ int select(int count, fd_set* reads, fd_set* writes, fd_set* errors, timeval* ti
   return next::select(count, reads, writes, errors, timeout);
 }
 
-int pselect(int count, fd_set* reads, fd_set* writes, fd_set* errors, const timespec* timeout,
-                         const sigset_t* mask) {
+int pselect(int count, fd_set* reads, fd_set* writes, fd_set* errors, const timespec* timeout, const sigset_t* mask) {
   core::push_before_wait();
   return next::pselect(count, reads, writes, errors, timeout, mask);
 }
@@ -237,8 +234,7 @@ int epoll_pwait(int epoll_fd, epoll_event* events, int max_events, int timeout, 
   return next::epoll_pwait(epoll_fd, events, max_events, timeout, mask);
 }
 
-int epoll_pwait2(int epoll_fd, epoll_event* events, int max_events, const timespec* timeout,
-                              const sigset_t* mask) {
+int epoll_pwait2(int epoll_fd, epoll_event* events, int max_events, const timespec* timeout, const sigset_t* mask) {
   core::push_before_wait();
   return next::epoll_pwait2(epoll_fd, events, max_events, timeout, mask);
 }
@@ -360,13 +356,13 @@ sighandler_t signal(int signal_number, sighandler_t handler) {
 // posix_spawn starts its child without running fork handlers: kept-warm sockets, which the
 // child may share, stop being kept warm first, as after fork().
 int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
-                             const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
+                const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
   core::keep_warm_after_fork_in_parent();
   return next::posix_spawn(pid, path, actions, attributes, argv, envp);
 }
 
 int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
-                              const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
+                 const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
   core::keep_warm_after_fork_in_parent();
   return next::posix_spawnp(pid, file, actions, attributes, argv, envp);
 }
@@ -398,7 +394,7 @@ int vdprintf(int fd, const char* format, va_list args) {
 }
 
 int __vdprintf_chk(int fd, int flag, const char* format,
-                                va_list args) {  // NOLINT(bugprone-reserved-identifier)
+                   va_list args) {  // NOLINT(bugprone-reserved-identifier)
   core::before_unfollowed_write(fd);
   return next::__vdprintf_chk(fd, flag, format, args);
 }

@@ -22,8 +22,7 @@ ssize_t __recv_chk(int fd, void* buf, size_t count, size_t buflen, int flags);
 ssize_t __recvfrom_chk(int fd, void* buf, size_t count, size_t buflen, int flags, struct sockaddr* addr,
                        socklen_t* len);
 int __poll_chk(struct pollfd* fds, nfds_t count, int timeout, size_t fdslen);
-int __ppoll_chk(struct pollfd* fds, nfds_t count, const struct timespec* timeout, const sigset_t* mask,
-                size_t fdslen);
+int __ppoll_chk(struct pollfd* fds, nfds_t count, const struct timespec* timeout, const sigset_t* mask, size_t fdslen);
 /* NOLINTEND(readability-identifier-naming) */
 #ifdef __cplusplus
 }

@@ -130,8 +130,7 @@ static const struct tcptune_core_entries* wait_for_loader(void) {
     if (loader != 0 && loader != this_process()) {
       /* Forked while a thread of the parent was loading it: half loaded here, never finished. */
       int expected = core_loading;
-      if (__atomic_compare_exchange_n(&g_state, &expected, core_unavailable, 0, __ATOMIC_ACQ_REL,
-                                      __ATOMIC_ACQUIRE)) {
+      if (__atomic_compare_exchange_n(&g_state, &expected, core_unavailable, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         stage_route_triggers_to_next();
       }
       return NULL;
@@ -142,7 +141,7 @@ static const struct tcptune_core_entries* wait_for_loader(void) {
     (void)syscall(SYS_sched_yield);
   }
   return __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == core_attached ? __atomic_load_n(&g_entries, __ATOMIC_ACQUIRE)
-                                                                       : NULL;
+                                                                      : NULL;
 }
 
 bool stage_running_on_glibc(void) {
@@ -197,7 +196,7 @@ static const struct tcptune_core_entries* load_or_wait(void) {
 
 const struct tcptune_core_entries* stage_core_if_attached(void) {
   return __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == core_attached ? __atomic_load_n(&g_entries, __ATOMIC_ACQUIRE)
-                                                                       : NULL;
+                                                                      : NULL;
 }
 
 const struct tcptune_core_entries* stage_core(void) {

@@ -45,7 +45,8 @@ TCPTUNE_HOOK ssize_t send(int fd, const void* buffer, size_t count, int flags) {
   return STAGE_ROUTE(send)(fd, buffer, count, flags);
 }
 
-TCPTUNE_HOOK ssize_t sendto(int fd, const void* buffer, size_t count, int flags, __CONST_SOCKADDR_ARG address, socklen_t length) {
+TCPTUNE_HOOK ssize_t sendto(int fd, const void* buffer, size_t count, int flags, __CONST_SOCKADDR_ARG address,
+                            socklen_t length) {
   return STAGE_ROUTE(sendto)(fd, buffer, count, flags, address, length);
 }
 
@@ -69,7 +70,8 @@ TCPTUNE_HOOK ssize_t sendfile64(int out_fd, int in_fd, off64_t* offset, size_t c
   return STAGE_ROUTE(sendfile64)(out_fd, in_fd, offset, count);
 }
 
-TCPTUNE_HOOK ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* out_offset, size_t count, unsigned int flags) {
+TCPTUNE_HOOK ssize_t splice(int in_fd, loff_t* in_offset, int out_fd, loff_t* out_offset, size_t count,
+                            unsigned int flags) {
   return STAGE_ROUTE(splice)(in_fd, in_offset, out_fd, out_offset, count, flags);
 }
 
@@ -81,7 +83,8 @@ TCPTUNE_HOOK ssize_t recv(int fd, void* buffer, size_t count, int flags) {
   return STAGE_ROUTE(recv)(fd, buffer, count, flags);
 }
 
-TCPTUNE_HOOK ssize_t recvfrom(int fd, void* buffer, size_t count, int flags, __SOCKADDR_ARG address, socklen_t* length) {
+TCPTUNE_HOOK ssize_t recvfrom(int fd, void* buffer, size_t count, int flags, __SOCKADDR_ARG address,
+                              socklen_t* length) {
   return STAGE_ROUTE(recvfrom)(fd, buffer, count, flags, address, length);
 }
 
@@ -105,7 +108,8 @@ TCPTUNE_HOOK int select(int count, fd_set* reads, fd_set* writes, fd_set* errors
   return STAGE_ROUTE(select)(count, reads, writes, errors, timeout);
 }
 
-TCPTUNE_HOOK int pselect(int count, fd_set* reads, fd_set* writes, fd_set* errors, const struct timespec* timeout, const sigset_t* mask) {
+TCPTUNE_HOOK int pselect(int count, fd_set* reads, fd_set* writes, fd_set* errors, const struct timespec* timeout,
+                         const sigset_t* mask) {
   return STAGE_ROUTE(pselect)(count, reads, writes, errors, timeout, mask);
 }
 
@@ -113,11 +117,13 @@ TCPTUNE_HOOK int epoll_wait(int epoll_fd, struct epoll_event* events, int max_ev
   return STAGE_ROUTE(epoll_wait)(epoll_fd, events, max_events, timeout);
 }
 
-TCPTUNE_HOOK int epoll_pwait(int epoll_fd, struct epoll_event* events, int max_events, int timeout, const sigset_t* mask) {
+TCPTUNE_HOOK int epoll_pwait(int epoll_fd, struct epoll_event* events, int max_events, int timeout,
+                             const sigset_t* mask) {
   return STAGE_ROUTE(epoll_pwait)(epoll_fd, events, max_events, timeout, mask);
 }
 
-TCPTUNE_HOOK int epoll_pwait2(int epoll_fd, struct epoll_event* events, int max_events, const struct timespec* timeout, const sigset_t* mask) {
+TCPTUNE_HOOK int epoll_pwait2(int epoll_fd, struct epoll_event* events, int max_events, const struct timespec* timeout,
+                              const sigset_t* mask) {
   return STAGE_ROUTE(epoll_pwait2)(epoll_fd, events, max_events, timeout, mask);
 }
 
@@ -129,7 +135,8 @@ TCPTUNE_HOOK ssize_t __recv_chk(int fd, void* buffer, size_t count, size_t buffe
   return STAGE_ROUTE(__recv_chk)(fd, buffer, count, buffer_length, flags);
 }
 
-TCPTUNE_HOOK ssize_t __recvfrom_chk(int fd, void* buffer, size_t count, size_t buffer_length, int flags, struct sockaddr* address, socklen_t* length) {
+TCPTUNE_HOOK ssize_t __recvfrom_chk(int fd, void* buffer, size_t count, size_t buffer_length, int flags,
+                                    struct sockaddr* address, socklen_t* length) {
   return STAGE_ROUTE(__recvfrom_chk)(fd, buffer, count, buffer_length, flags, address, length);
 }
 
@@ -137,7 +144,8 @@ TCPTUNE_HOOK int __poll_chk(struct pollfd* fds, nfds_t count, int timeout, size_
   return STAGE_ROUTE(__poll_chk)(fds, count, timeout, fds_length);
 }
 
-TCPTUNE_HOOK int __ppoll_chk(struct pollfd* fds, nfds_t count, const struct timespec* timeout, const sigset_t* mask, size_t fds_length) {
+TCPTUNE_HOOK int __ppoll_chk(struct pollfd* fds, nfds_t count, const struct timespec* timeout, const sigset_t* mask,
+                             size_t fds_length) {
   return STAGE_ROUTE(__ppoll_chk)(fds, count, timeout, mask, fds_length);
 }
 
@@ -181,11 +189,13 @@ TCPTUNE_HOOK sighandler_t signal(int signal_number, sighandler_t handler) {
   return STAGE_ROUTE(signal)(signal_number, handler);
 }
 
-TCPTUNE_HOOK int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions, const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
+TCPTUNE_HOOK int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
+                             const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
   return STAGE_ROUTE(posix_spawn)(pid, path, actions, attributes, argv, envp);
 }
 
-TCPTUNE_HOOK int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions, const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
+TCPTUNE_HOOK int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
+                              const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
   return STAGE_ROUTE(posix_spawnp)(pid, file, actions, attributes, argv, envp);
 }
 

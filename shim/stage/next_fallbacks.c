@@ -36,8 +36,7 @@ int raw_getsockopt(int fd, int level, int name, void* value, socklen_t* length) 
 ssize_t raw_write(int fd, const void* buffer, size_t count) {
   return syscall(SYS_write, fd, arg_pointer(buffer), count);
 }
-static ssize_t sendto_call(int fd, const void* buffer, size_t count, int flags, const void* address,
-                           socklen_t length) {
+static ssize_t sendto_call(int fd, const void* buffer, size_t count, int flags, const void* address, socklen_t length) {
   return syscall(SYS_sendto, fd, arg_pointer(buffer), count, flags, arg_pointer(address), length);
 }
 ssize_t raw_sendto(int fd, const void* buffer, size_t count, int flags, __CONST_SOCKADDR_ARG address,
@@ -94,8 +93,8 @@ int raw_ppoll(struct pollfd* fds, nfds_t count, const struct timespec* timeout, 
   if (timeout != NULL) {
     left = *timeout;
   }
-  return (int)syscall(SYS_ppoll, arg_pointer(fds), count, timeout != NULL ? arg_pointer(&left) : 0,
-                      arg_pointer(mask), kSigsetBytes);
+  return (int)syscall(SYS_ppoll, arg_pointer(fds), count, timeout != NULL ? arg_pointer(&left) : 0, arg_pointer(mask),
+                      kSigsetBytes);
 }
 int raw_poll(struct pollfd* fds, nfds_t count, int timeout_ms) {
   const struct timespec timeout = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
@@ -149,8 +148,8 @@ ssize_t raw_recv_chk(int fd, void* buffer, size_t count, size_t buffer_length, i
   (void)buffer_length;
   return raw_recv(fd, buffer, count, flags);
 }
-ssize_t raw_recvfrom_chk(int fd, void* buffer, size_t count, size_t buffer_length, int flags,
-                         struct sockaddr* address, socklen_t* length) {
+ssize_t raw_recvfrom_chk(int fd, void* buffer, size_t count, size_t buffer_length, int flags, struct sockaddr* address,
+                         socklen_t* length) {
   (void)buffer_length;
   return recvfrom_call(fd, buffer, count, flags, address, length);
 }

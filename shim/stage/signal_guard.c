@@ -146,8 +146,7 @@ void stage_app_view_of_handler(int signal_number, struct sigaction* installed) {
   if (signal_number <= 0 || signal_number >= _NSIG || installed->sa_sigaction != trampoline) {
     return;
   }
-  installed->sa_sigaction =
-      __extension__(void (*)(int, siginfo_t*, void*)) __atomic_load_n(&g_handlers[signal_number].handler,
-                                                                      __ATOMIC_ACQUIRE);
+  installed->sa_sigaction = __extension__(void (*)(int, siginfo_t*, void*))
+      __atomic_load_n(&g_handlers[signal_number].handler, __ATOMIC_ACQUIRE);
   installed->sa_flags = __atomic_load_n(&g_handlers[signal_number].flags, __ATOMIC_RELAXED);
 }
