@@ -34,6 +34,7 @@ namespace core = tcptune::shim;
 
 // Named as libc's functions, in their own namespace; hidden, as all of the core but its attach.
 namespace tcptune::shim::entry {
+// NOLINTBEGIN(readability-identifier-naming): libc's names
 
 int socket(int domain, int type, int protocol) {
   const int fd = next::socket(domain, type, protocol);
@@ -433,6 +434,7 @@ int fclose(FILE* stream) {
   return next::fclose(stream);
 }
 
+// NOLINTEND(readability-identifier-naming)
 }  // namespace tcptune::shim::entry
 
 namespace tcptune::shim {

@@ -52,6 +52,7 @@ struct tcptune_stage_services {
 #endif
 struct tcptune_core_entries {
   /* One per TCPTUNE_HOOK_NEXT line, of libc's own type, in the table's order. */
+  /* NOLINTNEXTLINE(bugprone-macro-parentheses): a declaration */
 #define TCPTUNE_HOOK_NEXT(name, fallback) TCPTUNE_CORE_ENTRY_POINTER(name) name;
 #include "hook_table.def"
   /* Descriptors received with SCM_RIGHTS in `message` (filled in by the kernel) before the core

@@ -24,10 +24,10 @@ static long g_loader_thread;
 /* Another thread's load takes milliseconds. Past this, a thread stops waiting and its call goes
    on untuned, rather than wait forever on a loader blocked on a lock it holds (the dynamic
    loader's, when it is itself inside a library constructor). */
-static const long kLongestWaitNs = 2000000000L;
+enum { kLongestWaitNs = 2000000000 };
 
-static const struct tcptune_stage_services kServices = {TCPTUNE_CORE_INTERFACE_VERSION, stage_next_symbol,
-                                                        stage_app_view_of_handler};
+static const struct tcptune_stage_services services = {TCPTUNE_CORE_INTERFACE_VERSION, stage_next_symbol,
+                                                       stage_app_view_of_handler};
 
 static long this_process(void) {
   return syscall(SYS_getpid);
@@ -45,20 +45,22 @@ static long monotonic_ns(void) {
 
 /* One line on stderr, in one write: "tcptune: <parts>; running untuned". */
 static void say(const char* first, const char* second) {
-  static const char kPrefix[] = "tcptune: ";
-  static const char kSuffix[] = "; running untuned\n";
+  static const char prefix[] = "tcptune: ";
+  static const char suffix[] = "; running untuned\n";
   char line[1024];
   size_t used = 0;
-  const char* parts[] = {kPrefix, first, second};
+  const char* parts[] = {prefix, first, second};
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i) {
-    const size_t room = sizeof line - sizeof kSuffix - used;
-    size_t length = parts[i] != NULL ? strlen(parts[i]) : 0;
-    length = length < room ? length : room;
-    memcpy(line + used, parts[i], length);
-    used += length;
+    if (parts[i] == NULL) {
+      continue;
+    }
+    const size_t room = sizeof line - sizeof suffix - used;
+    const size_t length = strlen(parts[i]);
+    memcpy(line + used, parts[i], length < room ? length : room);
+    used += length < room ? length : room;
   }
-  memcpy(line + used, kSuffix, sizeof kSuffix - 1);
-  used += sizeof kSuffix - 1;
+  memcpy(line + used, suffix, sizeof suffix - 1);
+  used += sizeof suffix - 1;
   (void)syscall(SYS_write, 2, line, used);
 }
 
@@ -68,17 +70,17 @@ static bool core_path(char* path, size_t size) {
   if (dladdr(&g_state, &info) == 0 || info.dli_fname == NULL) {
     return false;
   }
-  static const char kCoreSuffix[] = "-core.so";
+  static const char core_suffix[] = "-core.so";
   const char* stage = info.dli_fname;
   size_t stem = strlen(stage);
   if (stem >= 3 && strcmp(stage + stem - 3, ".so") == 0) {
     stem -= 3;
   }
-  if (stem + sizeof kCoreSuffix > size) {
+  if (stem + sizeof core_suffix > size) {
     return false;
   }
-  memcpy(path, stage, stem);
-  memcpy(path + stem, kCoreSuffix, sizeof kCoreSuffix);
+  memcpy(path, stage, stem); /* NOLINT(bugprone-not-null-terminated-result): the suffix brings the NUL */
+  memcpy(path + stem, core_suffix, sizeof core_suffix);
   return true;
 }
 
@@ -99,7 +101,7 @@ static const struct tcptune_core_entries* load_and_attach(void) {
     say("cannot attach the tuning core: ", dlerror());
     return NULL;
   }
-  const struct tcptune_core_entries* entries = attach(&kServices);
+  const struct tcptune_core_entries* entries = attach(&services);
   if (entries == NULL) {
     say(path, " is the tuning core of another libtcptune.so");
   }

@@ -9,6 +9,7 @@
 #pragma GCC visibility push(hidden)
 /* Declared from the table, with the type of the function each stands in for; aliases share
    a fallback of the same type (fcntl64 and fcntl, sendfile64 and sendfile). */
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): a declaration */
 #define TCPTUNE_HOOK_NEXT(name, fallback) __typeof__(name) fallback;
 #include "hook_table.def"
 #pragma GCC visibility pop

@@ -19,13 +19,13 @@ stage_function stage_routes[stage_hook_count] = {
     [stage_hook_recvmsg] = (stage_function)stage_trigger_recvmsg,
 };
 
-static const char* const kHookNames[stage_hook_count] = {
+static const char* const hook_names[stage_hook_count] = {
 #define TCPTUNE_HOOK_NEXT(name, fallback) [stage_hook_##name] = #name,
 #include "hook_table.def"
 };
 
-static const stage_function kFallbacks[stage_hook_count] = {
-#define TCPTUNE_HOOK_NEXT(name, fallback) [stage_hook_##name] = (stage_function)fallback,
+static const stage_function fallbacks[stage_hook_count] = {
+#define TCPTUNE_HOOK_NEXT(name, fallback) [stage_hook_##name] = (stage_function)(fallback),
 #include "hook_table.def"
 };
 
@@ -42,9 +42,9 @@ stage_function stage_next(enum stage_hook hook) {
   stage_function next = __atomic_load_n(&g_next[hook], __ATOMIC_ACQUIRE);
   if (__builtin_expect(next == NULL, 0)) {
     /* POSIX's dlsym returns functions as void*; ISO C has no such conversion. */
-    next = __extension__(stage_function) stage_next_symbol(kHookNames[hook]);
+    next = __extension__(stage_function) stage_next_symbol(hook_names[hook]);
     if (next == NULL) {
-      next = kFallbacks[hook];
+      next = fallbacks[hook];
     }
     /* Racing threads store the same pointer. */
     __atomic_store_n(&g_next[hook], next, __ATOMIC_RELEASE);
@@ -62,15 +62,16 @@ stage_function stage_route_to_next(enum stage_hook hook) {
 }
 
 void stage_route_to_core(const struct tcptune_core_entries* core) {
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): a member name */
 #define TCPTUNE_HOOK_NEXT(name, fallback) \
   __atomic_store_n(&stage_routes[stage_hook_##name], (stage_function)core->name, __ATOMIC_RELEASE);
 #include "hook_table.def"
 }
 
 void stage_route_triggers_to_next(void) {
-  static const enum stage_hook kTriggers[] = {stage_hook_socket, stage_hook_connect, stage_hook_listen,
-                                              stage_hook_accept, stage_hook_accept4, stage_hook_recvmsg};
-  for (size_t i = 0; i < sizeof kTriggers / sizeof kTriggers[0]; ++i) {
-    __atomic_store_n(&stage_routes[kTriggers[i]], stage_next(kTriggers[i]), __ATOMIC_RELEASE);
+  static const enum stage_hook triggers[] = {stage_hook_socket, stage_hook_connect, stage_hook_listen,
+                                             stage_hook_accept, stage_hook_accept4, stage_hook_recvmsg};
+  for (size_t i = 0; i < sizeof triggers / sizeof triggers[0]; ++i) {
+    __atomic_store_n(&stage_routes[triggers[i]], stage_next(triggers[i]), __ATOMIC_RELEASE);
   }
 }

@@ -43,9 +43,11 @@ static inline stage_function stage_route(enum stage_hook hook) {
 }
 
 /* STAGE_ROUTE(write)(fd, buf, n): the call where write's route goes now; STAGE_NEXT(write):
-   straight to libc's. */
+   straight to libc's. The argument is a name, pasted and declared: no parentheses. */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
 #define STAGE_ROUTE(name) ((__typeof__(&name))stage_route(stage_hook_##name))
 #define STAGE_NEXT(name) ((__typeof__(&name))stage_next(stage_hook_##name))
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 #pragma GCC visibility pop
 

@@ -7,6 +7,7 @@ import glob
 import os
 import socket
 import subprocess
+import sys
 
 p = argparse.ArgumentParser()
 for a in ("--tcptune", "--shim", "--source-dir", "--work-dir"):
@@ -94,9 +95,11 @@ for name, path, count in (("a policy of exactly 1 MiB", at_limit, 0), (f"{MAX_RU
           f"check {name}: valid ({'hung' if r is None else r.stderr.strip()[:200]})")
 
 # `run --log FIFO`: the shim refuses the log, and run does not wait on the FIFO for its summary.
+# The program opens a TCP socket: the shim opens its log when it loads its core, then.
 log_fifo = fresh(os.path.join(args.work_dir, "log.fifo"))
 os.mkfifo(log_fifo)
-r = tcptune("run", "--log", log_fifo, "--", "/bin/true", env={"TCPTUNE_SHIM": args.shim})
+r = tcptune("run", "--log", log_fifo, "--", sys.executable, "-c", "import socket; socket.socket()",
+            env={"TCPTUNE_SHIM": args.shim})
 check(r is not None and r.returncode == 0 and "a FIFO, not a regular file; logging disabled" in r.stderr,
       f"run --log FIFO: finishes, logging disabled ({'hung' if r is None else r.stderr.strip()})")
 

@@ -116,10 +116,12 @@ def ab_case(name, padding=0):
 ab_case("ab")
 ab_case("ab_large", padding=100 * 1024)
 
-# Direct LD_PRELOAD users name the policy's file for messages about its text.
+# Direct LD_PRELOAD users name the policy's file for messages about its text (read by a program
+# when it opens a TCP socket).
 env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY_TOML="nodelay = \"sometimes\"\n",
                 TCPTUNE_POLICY_NAME="/etc/example/policy.toml")
-r = subprocess.run(["/bin/true"], env=env, capture_output=True, text=True, timeout=BOUND)
+r = subprocess.run([sys.executable, "-c", "import socket; socket.socket()"], env=env, capture_output=True, text=True,
+                   timeout=BOUND)
 checks.check(r.stderr.startswith("tcptune: /etc/example/policy.toml:1:"),
              f"TCPTUNE_POLICY_NAME names an inline policy in its messages, with line and column ({r.stderr.strip()!r})")
 checks.finish()

@@ -8,6 +8,7 @@ believes the log is at debug level, in JSON, or that a bad policy will stop the 
 nothing says otherwise (the jsonl reader `tcptune report` then skips every line of the text log).
 Correct: the program runs (it does), and stderr has one line "tcptune: TCPTUNE_LOG_LEVEL:
 'debgu' is not one of trace, debug, info, warn, error, off; ..." or similar, naming the variable.
+The program opens a TCP socket: the shim reads its variables when it loads its core, then.
 """
 import os
 import sys
@@ -21,7 +22,7 @@ def main():
     checks = Checks()
     for name, value in (("TCPTUNE_LOG_LEVEL", "debgu"), ("TCPTUNE_LOG_FORMAT", "json"), ("TCPTUNE_STRICT", "yes")):
         log = fresh(os.path.join(args.work_dir, f"{name}.log"))
-        done = run([sys.executable, "-c", "print('ran')"],
+        done = run([sys.executable, "-c", "import socket; socket.socket(); print('ran')"],
                    clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=log, **{name: value}), timeout=30)
         checks.check(done.returncode == 0 and done.stdout.strip() == "ran", f"{name}={value}: the program runs")
         lines = [line for line in done.stderr.splitlines() if line.startswith("tcptune:")]
