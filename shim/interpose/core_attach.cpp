@@ -7,7 +7,6 @@
 #include "next_symbols.hpp"
 #include "process_runtime.hpp"
 #include "signal_context.hpp"
-#include "socket_events.hpp"
 #include "telemetry_worker.hpp"
 
 namespace core = tcptune::shim;
@@ -24,9 +23,6 @@ extern "C" __attribute__((visibility("default"))) const tcptune_core_entries* tc
   core::ensure_initialized();
   // Handlers the program installed before the core was loaded run behind its trampoline too.
   core::adopt_installed_handlers(services->app_view_of_handler);
-  // The TCP sockets the process has already: inherited across exec (or made by raw system
-  // calls), classified and tuned, as at start-up when the shim was one library.
-  core::adopt_inherited_sockets();
   return &core::core_entries();
 }
 

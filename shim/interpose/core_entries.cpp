@@ -451,6 +451,7 @@ const tcptune_core_entries& core_entries() noexcept {
 #define TCPTUNE_HOOK_NEXT(name, fallback) .name = entry::name,
 #include "hook_table.def"
       .after_rights_received = after_rights_received_before_core,
+      .adopt_inherited_sockets = adopt_inherited_sockets,
   };
   return entries;
 }

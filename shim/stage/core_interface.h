@@ -58,6 +58,9 @@ struct tcptune_core_entries {
   /* Descriptors received with SCM_RIGHTS in `message` (filled in by the kernel) before the core
      was loaded, as its recvmsg entry would have seen them. */
   void (*after_rights_received)(const struct msghdr* message);
+  /* Sockets inherited across exec, found at start-up: classified and tuned (the stage calls it
+     from its constructor, as the single library's constructor did). */
+  void (*adopt_inherited_sockets)(void);
 };
 #ifdef __cplusplus
 #pragma GCC diagnostic pop

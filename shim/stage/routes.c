@@ -16,6 +16,7 @@ stage_function stage_routes[stage_hook_count] = {
     [stage_hook_listen] = (stage_function)stage_trigger_listen,
     [stage_hook_accept] = (stage_function)stage_trigger_accept,
     [stage_hook_accept4] = (stage_function)stage_trigger_accept4,
+    [stage_hook_setsockopt] = (stage_function)stage_trigger_setsockopt,
     [stage_hook_recvmsg] = (stage_function)stage_trigger_recvmsg,
 };
 
@@ -70,7 +71,8 @@ void stage_route_to_core(const struct tcptune_core_entries* core) {
 
 void stage_route_triggers_to_next(void) {
   static const enum stage_hook triggers[] = {stage_hook_socket, stage_hook_connect, stage_hook_listen,
-                                             stage_hook_accept, stage_hook_accept4, stage_hook_recvmsg};
+                                             stage_hook_accept, stage_hook_accept4, stage_hook_setsockopt,
+                                             stage_hook_recvmsg};
   for (size_t i = 0; i < sizeof triggers / sizeof triggers[0]; ++i) {
     __atomic_store_n(&stage_routes[triggers[i]], stage_next(triggers[i]), __ATOMIC_RELEASE);
   }

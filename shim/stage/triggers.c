@@ -48,6 +48,13 @@ int stage_trigger_accept4(int fd, __SOCKADDR_ARG address, socklen_t* length, int
   return STAGE_NEXT(accept4)(fd, address, length, flags);
 }
 
+int stage_trigger_setsockopt(int fd, int level, int name, const void* value, socklen_t length) {
+  if (stage_fd_is_tcp(fd) && stage_core() != NULL) {
+    return STAGE_ROUTE(setsockopt)(fd, level, name, value, length);
+  }
+  return STAGE_NEXT(setsockopt)(fd, level, name, value, length);
+}
+
 /* The message is looked at once the kernel has filled it in, and only where the core can run:
    another libc's struct msghdr may differ from glibc's. */
 ssize_t stage_trigger_recvmsg(int fd, struct msghdr* message, int flags) {
@@ -70,10 +77,15 @@ static bool strict_requested(void) {
   return strict != NULL && strcmp(strict, "1") == 0 && getauxval(AT_SECURE) == 0;
 }
 
-/* At load: a process that starts with a TCP socket (inherited across exec) needs the core now;
-   it adopts the TCP sockets it finds when it loads. */
+/* At load: a process that starts with a TCP socket (inherited across exec) needs the core now,
+   to adopt it; one whose core another library's constructor loaded already, too. Sockets the
+   core meets later (made by raw system calls) it adopts at their setup calls, as before. */
 __attribute__((constructor)) static void stage_at_load(void) {
-  if (stage_core_if_attached() == NULL && (strict_requested() || stage_inherits_tcp_socket())) {
-    (void)stage_core();
+  const struct tcptune_core_entries* core = stage_core_if_attached();
+  if (core == NULL && (strict_requested() || stage_inherits_tcp_socket())) {
+    core = stage_core();
+  }
+  if (core != NULL) {
+    core->adopt_inherited_sockets();
   }
 }
