@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""tcptune kube-inject against golden files (kube_inject/cases): for each NAME.in.yaml the output
+is NAME.out.yaml and the notes on stderr NAME.stderr; injecting the output again changes nothing;
+--uninject gives the input back byte for byte. Refused inputs (kube_inject/refused) print their
+NAME.err line, exit 1 and write nothing. The injected example of examples/kubernetes is checked to
+be current. kube_inject_models_test.py checks the same outputs against the Kubernetes API models.
+
+--regenerate rewrites the golden files from the current build (review them before committing)."""
+import argparse
+import pathlib
+import subprocess
+import sys
+
+TIMEOUT = 30
+
+
+def run(tcptune, args, stdin):
+    return subprocess.run([tcptune, "kube-inject", *args], input=stdin, capture_output=True, timeout=TIMEOUT)
+
+
+def args_of(case):
+    path = case.with_name(case.name.replace(".in.yaml", ".args"))
+    return path.read_text().split() if path.exists() else []
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tcptune", required=True)
+    parser.add_argument("--source-dir", required=True)
+    parser.add_argument("--regenerate", action="store_true")
+    options = parser.parse_args()
+    source = pathlib.Path(options.source_dir)
+    here = source / "tests/cli/kube_inject"
+    failures = []
+    checked = 0
+
+    def expect(condition, what):
+        nonlocal checked
+        checked += 1
+        if not condition:
+            failures.append(what)
+            print("FAIL:", what)
+
+    cases = sorted((here / "cases").glob("*.in.yaml"))
+    expect(len(cases) >= 10, "the golden cases are there")
+    for case in cases:
+        name = case.name[: -len(".in.yaml")]
+        original = case.read_bytes()
+        args = args_of(case)
+        injected = run(options.tcptune, args, original)
+        out_file = case.with_name(name + ".out.yaml")
+        err_file = case.with_name(name + ".stderr")
+        if options.regenerate:
+            out_file.write_bytes(injected.stdout)
+            err_file.write_bytes(injected.stderr)
+        expect(injected.returncode == 0, f"{name}: exit 0 ({injected.returncode}: {injected.stderr.decode()})")
+        expect(injected.stdout == out_file.read_bytes(), f"{name}: output is {out_file.name}")
+        expect(injected.stderr == err_file.read_bytes(), f"{name}: stderr is {err_file.name}: {injected.stderr.decode()}")
+        twice = run(options.tcptune, args, injected.stdout)
+        expect(twice.returncode == 0 and twice.stdout == injected.stdout, f"{name}: injecting twice equals once")
+        back = run(options.tcptune, ["--uninject"], injected.stdout)
+        expect(back.returncode == 0 and back.stdout == original, f"{name}: --uninject gives the input back")
+        expect(back.stderr == b"", f"{name}: --uninject says nothing ({back.stderr.decode()})")
+
+    # Injecting again with other options replaces the injection: the same as injecting once with them.
+    chart = here / "cases/deployment-chart.in.yaml"
+    first = run(options.tcptune, ["--image", "old:1", "--policy-configmap", "old"], chart.read_bytes())
+    again = run(options.tcptune, ["--image", "new:2"], first.stdout)
+    once = run(options.tcptune, ["--image", "new:2"], chart.read_bytes())
+    expect(first.stdout != once.stdout and again.stdout == once.stdout,
+           "re-injecting with another image and no policy equals injecting once with them")
+
+    for refused in sorted((here / "refused").glob("*.yaml")):
+        result = run(options.tcptune, [], refused.read_bytes())
+        err_file = refused.with_suffix(".err")
+        if options.regenerate:
+            err_file.write_bytes(result.stderr)
+        expect(result.returncode == 1, f"refused/{refused.name}: exit 1 ({result.returncode})")
+        expect(result.stdout == b"", f"refused/{refused.name}: nothing on stdout")
+        expect(result.stderr == err_file.read_bytes(), f"refused/{refused.name}: {result.stderr.decode()}")
+        expect(result.stderr.count(b"\n") == 1, f"refused/{refused.name}: one line")
+
+    # The injected examples in examples/kubernetes are what the command makes of them today.
+    example = source / "examples/kubernetes"
+    for name in ("app-deployment", "ab-deployments"):
+        made = run(options.tcptune, ["-f", str(example / f"{name}.yaml"), "--image", "tcptune-init:0.1.0",
+                                     "--policy-configmap", "tcptune-policy"], b"")
+        injected_file = example / f"{name}.injected.yaml"
+        if options.regenerate:
+            injected_file.write_bytes(made.stdout)
+        expect(made.returncode == 0 and made.stdout == injected_file.read_bytes(),
+               f"examples/kubernetes/{injected_file.name} is current (--regenerate rewrites it)")
+
+    print(f"{checked - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
