@@ -114,9 +114,17 @@ def main():
             problems.append(f"{name}: kube-inject exited {result.returncode}: {result.stderr.decode()}")
             continue
         checked += check_stream(client, result.stdout, f"{name} injected", problems)
+    # Uninjected from kubectl's form of an injected manifest: the original case, as data.
+    for written_back in sorted((source / "tests/cli/kube_inject/uninject").glob("*-kubectl.yaml")):
+        case = source / "tests/cli/kube_inject/cases" / written_back.name.replace("-kubectl.yaml", ".in.yaml")
+        result = subprocess.run([options.tcptune, "kube-inject", "--uninject", "-f", str(written_back)],
+                                capture_output=True, timeout=30)
+        if list(yaml.safe_load_all(result.stdout)) != list(yaml.safe_load_all(case.read_bytes())):
+            problems.append(f"uninject/{written_back.name}: not {case.name} once uninjected")
+        checked += 1
     for problem in problems:
         print("FAIL:", problem)
-    print(f"{checked} objects read into their models and written back")
+    print(f"{checked} objects read into their models and written back, or uninjected and compared")
     print(f"{max(checked - len(problems), 0)} passed, {len(problems)} failed")
     return 1 if problems or checked == 0 else 0
 

@@ -80,6 +80,16 @@ def main():
         expect(result.stderr == err_file.read_bytes(), f"refused/{refused.name}: {result.stderr.decode()}")
         expect(result.stderr.count(b"\n") == 1, f"refused/{refused.name}: one line")
 
+    # Injected manifests as kubectl get -o yaml gives them back (keys sorted, comments gone): the
+    # injection is still taken out (kube_inject_models_test.py compares them with the inputs as data).
+    for written_back in sorted((here / "uninject").glob("*-kubectl.yaml")):
+        result = run(options.tcptune, ["--uninject"], written_back.read_bytes())
+        expected = written_back.with_name(written_back.name.replace(".yaml", ".expected.yaml"))
+        if options.regenerate:
+            expected.write_bytes(result.stdout)
+        expect(result.returncode == 0 and result.stdout == expected.read_bytes(),
+               f"uninject/{written_back.name}: --uninject gives {expected.name}")
+
     # The injected examples in examples/kubernetes are what the command makes of them today.
     example = source / "examples/kubernetes"
     for name in ("app-deployment", "ab-deployments"):
