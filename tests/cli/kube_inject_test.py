@@ -7,9 +7,13 @@ be current. kube_inject_models_test.py checks the same outputs against the Kuber
 
 --regenerate rewrites the golden files from the current build (review them before committing)."""
 import argparse
+import os
 import pathlib
+import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 
 TIMEOUT = 30
 
@@ -100,6 +104,47 @@ def main():
             injected_file.write_bytes(made.stdout)
         expect(made.returncode == 0 and made.stdout == injected_file.read_bytes(),
                f"examples/kubernetes/{injected_file.name} is current (--regenerate rewrites it)")
+
+    with tempfile.TemporaryDirectory() as work_dir:
+        work = pathlib.Path(work_dir)
+        # -f and -o: files rather than stdin and stdout; a missing file is one line, exit 1.
+        case = here / "cases/statefulset.in.yaml"
+        result = subprocess.run([options.tcptune, "kube-inject", "-f", str(case), "-o", str(work / "out.yaml")],
+                                capture_output=True, timeout=TIMEOUT)
+        expect(result.returncode == 0 and (work / "out.yaml").read_bytes() ==
+               case.with_name("statefulset.out.yaml").read_bytes(), "-f FILE -o FILE")
+        result = subprocess.run([options.tcptune, "kube-inject", "-f", str(work / "absent.yaml")],
+                                capture_output=True, timeout=TIMEOUT)
+        expect(result.returncode == 1 and result.stderr.count(b"\n") == 1 and b"absent.yaml" in result.stderr,
+               f"a missing -f file: one line, exit 1 ({result.stderr.decode()})")
+        for bad in (["--policy-configmap", "Not_A_Name"], ["--policy-key", "a/b"], ["--image", "a b"]):
+            result = run(options.tcptune, bad, b"")
+            expect(result.returncode == 2 and bad[1].encode() in result.stderr,
+                   f"{' '.join(bad)}: a usage error naming the value ({result.stderr.decode()})")
+
+        # tcptune install, as the init container runs it: the directory holding tcptune, copied
+        # with its modes (tcptune stays executable) into a directory that may not exist yet.
+        image_dir = work / "image/tcptune"
+        image_dir.mkdir(parents=True)
+        shutil.copy2(options.tcptune, image_dir / "tcptune")
+        for name, mode in (("libtcptune.so", 0o644), ("libtcptune-core.so", 0o644)):
+            (image_dir / name).write_bytes(name.encode())
+            (image_dir / name).chmod(mode)
+        result = subprocess.run([str(image_dir / "tcptune"), "install", str(work / "volume/sub")],
+                                capture_output=True, timeout=TIMEOUT)
+        copied = sorted(p.name for p in (work / "volume/sub").iterdir()) if (work / "volume/sub").exists() else []
+        expect(result.returncode == 0 and copied == ["libtcptune-core.so", "libtcptune.so", "tcptune"],
+               f"tcptune install copies its directory ({copied}, {result.stderr.decode()})")
+        if copied:
+            expect(os.access(work / "volume/sub/tcptune", os.X_OK) and
+                   (work / "volume/sub/libtcptune.so").read_bytes() == b"libtcptune.so" and
+                   stat.S_IMODE((work / "volume/sub/libtcptune.so").stat().st_mode) == 0o644,
+                   "tcptune install keeps contents and modes")
+        (work / "file").write_text("")
+        result = subprocess.run([str(image_dir / "tcptune"), "install", str(work / "file/x")],
+                                capture_output=True, timeout=TIMEOUT)
+        expect(result.returncode == 1 and result.stderr.count(b"\n") == 1,
+               f"tcptune install into a path it cannot create: one line, exit 1 ({result.stderr.decode()})")
 
     print(f"{checked - len(failures)} passed, {len(failures)} failed")
     return 1 if failures else 0
