@@ -101,18 +101,21 @@ CLI::Validator kubernetes_name(const char* what, const char* pattern, std::size_
 
 void add_kube_inject(CLI::App& app, KubeInjectOptions& options) {
   CLI::App* command = app.add_subcommand(
-      "kube-inject", "add tcptune to Kubernetes manifests (init container, LD_PRELOAD, policy ConfigMap); stdin to stdout");
+      "kube-inject",
+      "add tcptune to Kubernetes manifests (init container, LD_PRELOAD, policy ConfigMap); stdin to stdout");
   command->add_option("-f,--filename", options.file, "manifests to read, multi-document YAML (default: stdin)")
       ->option_text("FILE");
   command->add_option("-o,--output", options.output, "where to write them (default: stdout)")->option_text("FILE");
   command->add_flag("--uninject", options.uninject, "take out what kube-inject added, giving the input back");
   options.image = "tcptune-init:" TCPTUNE_VERSION;
-  command->add_option("--image", options.image, "the init container's image, holding /tcptune (default: " +
-                                                    options.image + ")")
+  command
+      ->add_option("--image", options.image,
+                   "the init container's image, holding /tcptune (default: " + options.image + ")")
       ->option_text("IMAGE")
       ->check(kubernetes_name("image reference", R"([^\s]+)", 4096));
-  command->add_option("--policy-configmap", options.policy_configmap,
-                      "the ConfigMap holding the policy (default: none, the built-in default policy)")
+  command
+      ->add_option("--policy-configmap", options.policy_configmap,
+                   "the ConfigMap holding the policy (default: none, the built-in default policy)")
       ->option_text("NAME")
       ->check(kubernetes_name("ConfigMap name", R"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)"));
   command->add_option("--policy-key", options.policy_key, "the policy's key in that ConfigMap (default: policy.toml)")
@@ -122,8 +125,9 @@ void add_kube_inject(CLI::App& app, KubeInjectOptions& options) {
 
 void add_install(CLI::App& app, InstallOptions& options) {
   CLI::App* command = app.add_subcommand(
-      "install", "copy the directory holding this tcptune (tcptune and the shim) into DIR, as kube-inject's init "
-                 "container does");
+      "install",
+      "copy the directory holding this tcptune (tcptune and the shim) into DIR, as kube-inject's init "
+      "container does");
   command->add_option("DIR", options.destination, "where to copy them")->required();
 }
 

@@ -97,9 +97,8 @@ bool any_resources(const YamlDocument& document, int spec) {
 // Resources only where the pod has some: requests equal to limits keep a Guaranteed pod
 // Guaranteed, and none keep a BestEffort pod BestEffort (init containers count for the QoS class).
 Snippet init_container(const InjectOptions& options, bool with_resources) {
-  Snippet init = {{"name", kInitContainer},
-                  {"image", options.image},
-                  {"command", {kTcptune, "install", kInitMountPath}}};
+  Snippet init = {
+      {"name", kInitContainer}, {"image", options.image}, {"command", {kTcptune, "install", kInitMountPath}}};
   if (with_resources) {
     const Snippet amount = {{"cpu", "20m"}, {"memory", "64Mi"}};
     init["resources"] = {{"requests", amount}, {"limits", amount}};
@@ -151,8 +150,8 @@ class PodInjection {
     refuse_taken(document_, existing_list(document_, spec, "initContainers"), "name", {kInitContainer});
 
     std::vector<TextEdit> edits;
-    add_first(editor_, spec, "initContainers", {init_container(options_, any_resources(document_, spec))},
-              "containers", edits);
+    add_first(editor_, spec, "initContainers", {init_container(options_, any_resources(document_, spec))}, "containers",
+              edits);
     std::vector<Snippet> volume_items{{{"name", kVolume}, {"emptyDir", Snippet::object()}}};
     if (!options_.policy_configmap.empty()) {
       // optional: a missing ConfigMap leaves the policy file absent, which the shim reports and
@@ -249,9 +248,10 @@ class PodInjection {
         variables.push_back({{"name", "LD_PRELOAD"}, {"value", kShim}});
         notes_.preload_added = true;
         if (document_.value_of(container, "envFrom") >= 0) {
-          note(name, "its envFrom may set LD_PRELOAD, which a manifest does not show; the injected LD_PRELOAD would "
-                     "replace it (env wins over envFrom): if it does, set LD_PRELOAD in env to " +
-                         std::string(kShimPrefix) + "<that value>");
+          note(name,
+               "its envFrom may set LD_PRELOAD, which a manifest does not show; the injected LD_PRELOAD would "
+               "replace it (env wins over envFrom): if it does, set LD_PRELOAD in env to " +
+                   std::string(kShimPrefix) + "<that value>");
         }
       }
     }

@@ -24,7 +24,7 @@ namespace injection {
 inline constexpr const char* kInitContainer = "tcptune-init";
 inline constexpr const char* kVolume = "tcptune";
 inline constexpr const char* kPolicyVolume = "tcptune-policy";
-inline constexpr const char* kMountPath = "/tcptune";            // in the pod's containers
+inline constexpr const char* kMountPath = "/tcptune";             // in the pod's containers
 inline constexpr const char* kInitMountPath = "/tcptune-volume";  // in the init container
 inline constexpr const char* kPolicyMountPath = "/etc/tcptune-policy";
 inline constexpr const char* kShim = "/tcptune/libtcptune.so";

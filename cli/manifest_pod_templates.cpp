@@ -9,7 +9,7 @@ namespace tcptune::cli {
 namespace {
 
 // Kinds whose pod template is at spec.template.
-constexpr std::array<std::string_view, 6> kTemplateKinds{"Deployment", "StatefulSet", "DaemonSet",
+constexpr std::array<std::string_view, 6> kTemplateKinds{"Deployment", "StatefulSet",           "DaemonSet",
                                                          "ReplicaSet", "ReplicationController", "Job"};
 
 bool is_mapping(const YamlDocument& document, int index) {

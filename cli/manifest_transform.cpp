@@ -73,10 +73,11 @@ std::string transform_manifests(std::string_view text, bool uninject, const Inje
   }
   std::string injected = one_pass(plain, true, options, notes, inject_notes);
   if (inject_notes.preload_added) {
-    notes.push_back(std::string("an LD_PRELOAD in an image's own environment (a Dockerfile ENV) is not in a manifest: ") +
-                    "where one is, the injected LD_PRELOAD replaces it (docker image inspect -f '{{.Config.Env}}' "
-                    "IMAGE shows it; then set LD_PRELOAD in the container's env to " + injection::kShimPrefix +
-                    "<that value>)");
+    notes.push_back(
+        std::string("an LD_PRELOAD in an image's own environment (a Dockerfile ENV) is not in a manifest: ") +
+        "where one is, the injected LD_PRELOAD replaces it (docker image inspect -f '{{.Config.Env}}' "
+        "IMAGE shows it; then set LD_PRELOAD in the container's env to " +
+        injection::kShimPrefix + "<that value>)");
   }
   return injected;
 }

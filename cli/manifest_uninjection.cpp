@@ -48,8 +48,8 @@ void remove_from_list(const YamlEditor& editor, int map, const char* key, const 
   }
   // Injection creates a block list in a block mapping and a flow one in a flow mapping; it refuses
   // to add to an empty flow list in a flow mapping, which would look the same.
-  const bool created = document.node(list).style == YamlNode::Style::block ||
-                       document.node(map).style == YamlNode::Style::flow;
+  const bool created =
+      document.node(list).style == YamlNode::Style::block || document.node(map).style == YamlNode::Style::flow;
   if (created && std::all_of(removed.begin(), removed.end(), [](bool r) { return r; })) {
     edits.push_back(editor.remove_entry(map, document.key_of(map, key)));
     return;
@@ -83,13 +83,15 @@ void uninject_container(const YamlEditor& editor, int container, std::vector<Tex
       return false;
     };
     next_is("LD_PRELOAD", [](const std::string& v) { return v == kShim; });
-    next_is("TCPTUNE_POLICY", [](const std::string& v) { return v.rfind(std::string(kPolicyMountPath) + "/", 0) == 0; });
+    next_is("TCPTUNE_POLICY",
+            [](const std::string& v) { return v.rfind(std::string(kPolicyMountPath) + "/", 0) == 0; });
     std::size_t added = 0;
     if (next_is("TCPTUNE_LOG", [](const std::string& v) { return v == "stderr"; })) {
       added = count;
     }
     std::size_t index = 0;
-    remove_from_list(editor, container, "env", [&](int) { return index++ < added; }, edits);
+    remove_from_list(
+        editor, container, "env", [&](int) { return index++ < added; }, edits);
     for (std::size_t i = added; i < items.size(); ++i) {
       TextEdit edit;
       if (document.scalar(document.value_of(items[i], "name")) == "LD_PRELOAD" &&
@@ -100,7 +102,10 @@ void uninject_container(const YamlEditor& editor, int container, std::vector<Tex
     }
   }
   remove_from_list(
-      editor, container, "volumeMounts", [&](int item) { return named(document, item, {kVolume, kPolicyVolume}); },
+      editor, container, "volumeMounts",
+      [&](int item) {
+        return named(document, item, {kVolume, kPolicyVolume});
+      },
       edits);
   const int command = list_at(document, container, "command");
   const std::vector<std::string> wrapper{kTcptune, "run", "--supervise", "--"};
@@ -134,14 +139,18 @@ std::vector<TextEdit> uninject_pod(const YamlEditor& editor, const PodTemplate& 
   remove_from_list(
       editor, pod.spec, "initContainers", [&](int item) { return named(document, item, {kInitContainer}); }, edits);
   remove_from_list(
-      editor, pod.spec, "volumes", [&](int item) { return named(document, item, {kVolume, kPolicyVolume}); }, edits);
+      editor, pod.spec, "volumes",
+      [&](int item) {
+        return named(document, item, {kVolume, kPolicyVolume});
+      },
+      edits);
   const int containers = list_at(document, pod.spec, "containers");
   if (containers >= 0) {
     for (const int container : document.node(containers).children) {
       const int mounts = list_at(document, container, "volumeMounts");
-      const bool injected = mounts >= 0 && std::any_of(document.node(mounts).children.begin(),
-                                                       document.node(mounts).children.end(),
-                                                       [&](int item) { return named(document, item, {kVolume}); });
+      const bool injected =
+          mounts >= 0 && std::any_of(document.node(mounts).children.begin(), document.node(mounts).children.end(),
+                                     [&](int item) { return named(document, item, {kVolume}); });
       if (injected) {
         uninject_container(editor, container, edits);
       }

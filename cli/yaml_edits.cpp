@@ -4,7 +4,9 @@ namespace tcptune::cli {
 
 namespace {
 
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
 
 }  // namespace
 
@@ -156,7 +158,8 @@ TextEdit YamlEditor::prefix_scalar(int scalar, const std::string& prefix) const 
   const YamlNode& node = document_.node(scalar);
   const bool quoted = node.style == YamlNode::Style::single_quoted || node.style == YamlNode::Style::double_quoted;
   if (!quoted && node.style != YamlNode::Style::plain) {
-    throw ManifestError(document_, node, "a block scalar (| or >), which kube-inject does not edit; write this value on one line");
+    throw ManifestError(document_, node,
+                        "a block scalar (| or >), which kube-inject does not edit; write this value on one line");
   }
   const std::size_t at = node.start + (quoted ? 1 : 0);
   return {at, at, prefix};

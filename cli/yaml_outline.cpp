@@ -179,14 +179,14 @@ std::vector<YamlDocument> read_yaml_outline(std::string_view text) {
         break;
       case YAML_SEQUENCE_START_EVENT:
         node.kind = YamlNode::Kind::sequence;
-        node.style = e.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE ? YamlNode::Style::flow
-                                                                             : YamlNode::Style::block;
+        node.style =
+            e.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE ? YamlNode::Style::flow : YamlNode::Style::block;
         opens = true;
         break;
       case YAML_MAPPING_START_EVENT:
         node.kind = YamlNode::Kind::mapping;
-        node.style = e.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE ? YamlNode::Style::flow
-                                                                           : YamlNode::Style::block;
+        node.style =
+            e.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE ? YamlNode::Style::flow : YamlNode::Style::block;
         opens = true;
         break;
       default: continue;

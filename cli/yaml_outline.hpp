@@ -22,8 +22,8 @@ struct YamlNode {
   // collection's closing bracket; for a block collection, the end of the last such thing in it
   // (libyaml's own end mark of a block collection lies at the next token, past comments).
   std::size_t end = 0;
-  std::size_t line = 0;    // 1-based, of start
-  std::size_t column = 0;  // 1-based, in characters
+  std::size_t line = 0;       // 1-based, of start
+  std::size_t column = 0;     // 1-based, in characters
   std::vector<int> children;  // sequence items; a mapping's keys and values, alternating
 };
 

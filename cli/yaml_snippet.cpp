@@ -12,15 +12,14 @@ namespace {
 
 // Words YAML 1.1 reads as booleans or null, and anything number-like, must be quoted to stay strings.
 bool reads_as_other_type(const std::string& text) {
-  static constexpr std::array<std::string_view, 12> kWords{"true", "false", "yes", "no",   "on", "off",
-                                                           "y",    "n",     "null", "~",    "",   "="};
+  static constexpr std::array<std::string_view, 12> kWords{"true", "false", "yes",  "no", "on", "off",
+                                                           "y",    "n",     "null", "~",  "",   "="};
   std::string lower(text);
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   if (std::find(kWords.begin(), kWords.end(), lower) != kWords.end()) {
     return true;
   }
-  static const std::regex kNumberLike(R"([-+]?(\.?[0-9][0-9_.:eE+-]*|0x[0-9a-fA-F_]+|\.inf|\.nan))",
-                                      std::regex::icase);
+  static const std::regex kNumberLike(R"([-+]?(\.?[0-9][0-9_.:eE+-]*|0x[0-9a-fA-F_]+|\.inf|\.nan))", std::regex::icase);
   return std::regex_match(text, kNumberLike);
 }
 
@@ -29,7 +28,8 @@ bool plain_is_safe(const std::string& text) {
     return false;
   }
   for (const char c : text) {
-    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && std::string_view("/._:=-+@").find(c) == std::string_view::npos) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 &&
+        std::string_view("/._:=-+@").find(c) == std::string_view::npos) {
       return false;
     }
   }
@@ -37,9 +37,13 @@ bool plain_is_safe(const std::string& text) {
   return text.front() != ':' && text.find(": ") == std::string::npos && !(text.front() == '-' && text.size() == 1);
 }
 
-bool is_collection(const Snippet& value) { return value.is_object() || value.is_array(); }
+bool is_collection(const Snippet& value) {
+  return value.is_object() || value.is_array();
+}
 
-std::string spaces(std::size_t count) { return std::string(count, ' '); }
+std::string spaces(std::size_t count) {
+  return std::string(count, ' ');
+}
 
 void block_mapping(const Snippet& map, std::size_t column, const std::string& first_prefix, const BlockLayout& layout,
                    std::string& out);
