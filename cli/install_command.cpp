@@ -16,14 +16,15 @@ int install_command(const InstallOptions& options) {
   std::error_code error;
   const fs::path self = fs::read_symlink("/proc/self/exe", error);
   if (error) {
-    std::fprintf(stderr, "tcptune install: cannot find this tcptune (/proc/self/exe): %s\n", error.message().c_str());
+    (void)std::fprintf(stderr, "tcptune install: cannot find this tcptune (/proc/self/exe): %s\n",
+                       error.message().c_str());
     return 1;
   }
   const fs::path source = self.parent_path();
   const fs::path destination(options.destination);
   fs::create_directories(destination, error);
   if (error) {
-    std::fprintf(stderr, "tcptune install: cannot create %s: %s\n", destination.c_str(), error.message().c_str());
+    (void)std::fprintf(stderr, "tcptune install: cannot create %s: %s\n", destination.c_str(), error.message().c_str());
     return 1;
   }
   int copied = 0;
@@ -34,17 +35,17 @@ int install_command(const InstallOptions& options) {
              fs::copy_options::recursive | fs::copy_options::overwrite_existing | fs::copy_options::copy_symlinks,
              error);
     if (error) {
-      std::fprintf(stderr, "tcptune install: cannot copy %s to %s: %s\n", entry.path().c_str(), target.c_str(),
-                   error.message().c_str());
+      (void)std::fprintf(stderr, "tcptune install: cannot copy %s to %s: %s\n", entry.path().c_str(), target.c_str(),
+                         error.message().c_str());
       return 1;
     }
     ++copied;
   }
   if (error) {
-    std::fprintf(stderr, "tcptune install: cannot read %s: %s\n", source.c_str(), error.message().c_str());
+    (void)std::fprintf(stderr, "tcptune install: cannot read %s: %s\n", source.c_str(), error.message().c_str());
     return 1;
   }
-  std::printf("tcptune install: copied %d entries of %s into %s\n", copied, source.c_str(), destination.c_str());
+  (void)std::printf("tcptune install: copied %d entries of %s into %s\n", copied, source.c_str(), destination.c_str());
   return 0;
 }
 

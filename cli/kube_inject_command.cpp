@@ -48,7 +48,7 @@ int kube_inject_command(const KubeInjectOptions& options) {
   const std::string where = options.file == "-" ? "<stdin>" : options.file;
   std::string input;
   if (!read_all(options.file, input)) {
-    std::fprintf(stderr, "tcptune kube-inject: cannot read %s: %s\n", where.c_str(), std::strerror(errno));
+    (void)std::fprintf(stderr, "tcptune kube-inject: cannot read %s: %s\n", where.c_str(), std::strerror(errno));
     return 1;
   }
   InjectOptions inject;
@@ -60,15 +60,15 @@ int kube_inject_command(const KubeInjectOptions& options) {
   try {
     output = transform_manifests(input, options.uninject, inject, notes);
   } catch (const ManifestError& error) {
-    std::fprintf(stderr, "tcptune kube-inject: %s: %s\n", where.c_str(), error.what());
+    (void)std::fprintf(stderr, "tcptune kube-inject: %s: %s\n", where.c_str(), error.what());
     return 1;
   }
   for (const std::string& note : notes) {
-    std::fprintf(stderr, "tcptune kube-inject: %s: %s\n", where.c_str(), note.c_str());
+    (void)std::fprintf(stderr, "tcptune kube-inject: %s: %s\n", where.c_str(), note.c_str());
   }
   if (!write_all(options.output, output)) {
-    std::fprintf(stderr, "tcptune kube-inject: cannot write %s: %s\n",
-                 options.output == "-" ? "<stdout>" : options.output.c_str(), std::strerror(errno));
+    (void)std::fprintf(stderr, "tcptune kube-inject: cannot write %s: %s\n",
+                       options.output == "-" ? "<stdout>" : options.output.c_str(), std::strerror(errno));
     return 1;
   }
   return 0;

@@ -40,6 +40,7 @@ void remove_from_list(const YamlEditor& editor, int map, const char* key, const 
   }
   const std::vector<int>& items = document.node(list).children;
   std::vector<bool> removed;
+  removed.reserve(items.size());
   for (const int item : items) {  // in order: `ours` may count
     removed.push_back(ours(item));
   }

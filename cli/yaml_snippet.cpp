@@ -19,8 +19,8 @@ bool reads_as_other_type(const std::string& text) {
   if (std::find(kWords.begin(), kWords.end(), lower) != kWords.end()) {
     return true;
   }
-  static const std::regex kNumberLike(R"([-+]?(\.?[0-9][0-9_.:eE+-]*|0x[0-9a-fA-F_]+|\.inf|\.nan))", std::regex::icase);
-  return std::regex_match(text, kNumberLike);
+  static const std::regex number_like(R"([-+]?(\.?[0-9][0-9_.:eE+-]*|0x[0-9a-fA-F_]+|\.inf|\.nan))", std::regex::icase);
+  return std::regex_match(text, number_like);
 }
 
 bool plain_is_safe(const std::string& text) {
