@@ -96,7 +96,7 @@ bool any_resources(const YamlDocument& document, int spec) {
 
 // Resources only where the pod has some: requests equal to limits keep a Guaranteed pod
 // Guaranteed, and none keep a BestEffort pod BestEffort (init containers count for the QoS class).
-Snippet init_container(const InjectOptions& options, bool with_resources) {
+Snippet init_container(const InjectOptions& options, bool with_resources, bool pod_runs_as_root) {
   Snippet init = {
       {"name", kInitContainer}, {"image", options.image}, {"command", {kTcptune, "install", kInitMountPath}}};
   if (with_resources) {
@@ -104,11 +104,14 @@ Snippet init_container(const InjectOptions& options, bool with_resources) {
     init["resources"] = {{"requests", amount}, {"limits", amount}};
   }
   // What the "restricted" Pod Security Standard asks of every container.
-  init["securityContext"] = {{"allowPrivilegeEscalation", false},
-                             {"capabilities", {{"drop", {"ALL"}}}},
-                             {"readOnlyRootFilesystem", true},
-                             {"runAsNonRoot", true},
-                             {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+  init["securityContext"] = {
+      {"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", {"ALL"}}}}, {"readOnlyRootFilesystem", true}};
+  // A pod that sets runAsUser: 0 would start its init containers as root, which runAsNonRoot
+  // refuses: there the image's user is not used anyway, and the pod is not "restricted".
+  if (!pod_runs_as_root) {
+    init["securityContext"]["runAsNonRoot"] = true;
+  }
+  init["securityContext"]["seccompProfile"] = {{"type", "RuntimeDefault"}};
   init["volumeMounts"] = Snippet::array({{{"name", kVolume}, {"mountPath", kInitMountPath}}});
   return init;
 }
@@ -150,8 +153,10 @@ class PodInjection {
     refuse_taken(document_, existing_list(document_, spec, "initContainers"), "name", {kInitContainer});
 
     std::vector<TextEdit> edits;
-    add_first(editor_, spec, "initContainers", {init_container(options_, any_resources(document_, spec))}, "containers",
-              edits);
+    const bool runs_as_root =
+        document_.scalar(document_.value_of(document_.value_of(spec, "securityContext"), "runAsUser")) == "0";
+    add_first(editor_, spec, "initContainers", {init_container(options_, any_resources(document_, spec), runs_as_root)},
+              "containers", edits);
     std::vector<Snippet> volume_items{{{"name", kVolume}, {"emptyDir", Snippet::object()}}};
     if (!options_.policy_configmap.empty()) {
       // optional: a missing ConfigMap leaves the policy file absent, which the shim reports and
