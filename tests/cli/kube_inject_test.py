@@ -122,6 +122,15 @@ def main():
             expect(result.returncode == 2 and bad[1].encode() in result.stderr,
                    f"{' '.join(bad)}: a usage error naming the value ({result.stderr.decode()})")
 
+        # The policy in the example ConfigMap is valid (its block scalar, indented by 4).
+        configmap = (source / "examples/kubernetes/policy-configmap.yaml").read_text().splitlines()
+        start = next(i for i, line in enumerate(configmap) if line.strip() == "policy.toml: |") + 1
+        (work / "policy.toml").write_text("".join(line[4:] + "\n" for line in configmap[start:]))
+        checked_policy = subprocess.run([options.tcptune, "check", str(work / "policy.toml")], capture_output=True,
+                                        timeout=TIMEOUT)
+        expect(checked_policy.returncode == 0 and b"valid, 1 rule" in checked_policy.stdout,
+               f"the example ConfigMap's policy is valid ({checked_policy.stdout.decode()[:200]})")
+
         # tcptune install, as the init container runs it: the directory holding tcptune, copied
         # with its modes (tcptune stays executable) into a directory that may not exist yet.
         image_dir = work / "image/tcptune"
