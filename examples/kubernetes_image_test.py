@@ -2,7 +2,7 @@
 """The init image of kube-inject, built with buildah from examples/kubernetes/Containerfile (FROM
 scratch and COPY: no container is started, which these machines cannot do), into a private store
 that the test removes. Checked from the image's own layer: /tcptune holds tcptune and the shim
-byte for byte with their modes, nothing else is in the image, the user is numeric and not root,
+byte for byte (less debug information) with their modes, nothing else is in the image, the user is numeric and not root,
 and the init container's command (/tcptune/tcptune install DIR), run from the extracted files,
 copies them all. Exit 77 without buildah or without root (rootless buildah needs subuid maps)."""
 import argparse
@@ -71,9 +71,12 @@ def main():
         expect("tcptune/libtcptune.so" in names, "the shim is in the image")
         for name in wanted - {"tcptune"}:
             built_file = build / ("bin" if name == "tcptune/tcptune" else "lib") / pathlib.Path(name).name
+            stripped = work / "stripped" / pathlib.Path(name).name
+            stripped.parent.mkdir(exist_ok=True)
+            subprocess.run(["strip", "--strip-debug", "-o", str(stripped), str(built_file)], check=True, timeout=60)
             member = names.get(name)
-            expect(member is not None and (extracted / name).read_bytes() == built_file.read_bytes(),
-                   f"/{name} is the built file")
+            expect(member is not None and (extracted / name).read_bytes() == stripped.read_bytes(),
+                   f"/{name} is the built file without its debug information")
             if member is not None:
                 expect(member.mode & 0o777 == (0o755 if name == "tcptune/tcptune" else 0o644), f"/{name}'s mode")
         # What the injected init container runs, from the image's own files.
