@@ -9,7 +9,10 @@ packages=(build-essential cmake pkg-config g++ python3 libtomlplusplus-dev libsp
   # tests start their own instances in the link's namespaces, never the system services.
   nginx-light haproxy redis-server rabbitmq-server python3-redis python3-pika python3-stomp jq socat
   # Go programs for supervised mode (tests/supervised, bench/ab bursty-go), built by the tests.
-  golang-go)
+  golang-go
+  # A musl program for supervised mode (tests/supervised/musl_test.py, built by musl-gcc); strace
+  # shows what the static tcptune opens in a chroot (chroot_test.py).
+  musl-tools strace)
 # scripts/fuzz: clang 14 with libFuzzer (libclang_rt.fuzzer*.a), llvm-symbolizer for its reports.
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev llvm)
 missing=()
