@@ -6,7 +6,7 @@
 #ifndef TCPTUNE_COMPAT_OLD_VERSION_H
 #define TCPTUNE_COMPAT_OLD_VERSION_H
 
-#define TCPTUNE_OLD_VERSION(name, version)       \
+#define TCPTUNE_OLD_VERSION(name, version)    \
   extern __typeof__(name) tcptune_old_##name; \
   __asm__(".symver tcptune_old_" #name ", " #name "@" version)
 

@@ -129,9 +129,9 @@ TEST(GlibcCompat, FindObjectAgreesWithGlibc) {
   int on_stack = 0;
   auto* const vdso = reinterpret_cast<char*>(getauxval(AT_SYSINFO_EHDR));
   int found = 0;
-  for (void* address : {reinterpret_cast<void*>(&arc4random), reinterpret_cast<void*>(&getpid),
-                        reinterpret_cast<void*>(&std::terminate), static_cast<void*>(vdso + 64),
-                        static_cast<void*>(&on_stack)}) {
+  for (void* address :
+       {reinterpret_cast<void*>(&arc4random), reinterpret_cast<void*>(&getpid),
+        reinterpret_cast<void*>(&std::terminate), static_cast<void*>(vdso + 64), static_cast<void*>(&on_stack)}) {
     dl_find_object ours{};
     dl_find_object theirs{};
     const int our_result = _dl_find_object(address, &ours);
@@ -150,7 +150,9 @@ TEST(GlibcCompat, FindObjectAgreesWithGlibc) {
 
 TEST(GlibcCompat, OldPthreadVersionsBehaveAsTheNewOnes) {
   pthread_t thread{};
-  ASSERT_EQ(__wrap_pthread_create(&thread, nullptr, [](void* arg) -> void* { return arg; }, &thread), 0);
+  ASSERT_EQ(__wrap_pthread_create(
+                &thread, nullptr, [](void* arg) -> void* { return arg; }, &thread),
+            0);
   void* result = nullptr;
   ASSERT_EQ(__wrap_pthread_join(thread, &result), 0);
   EXPECT_EQ(result, &thread);
