@@ -6,6 +6,8 @@
 
 #include "old_version.h"
 
+/* The names are the linker's (--wrap) and glibc's. */
+/* NOLINTBEGIN(readability-identifier-naming) */
 TCPTUNE_OLD_VERSION(dlopen, "GLIBC_2.2.5");
 TCPTUNE_OLD_VERSION(dlsym, "GLIBC_2.2.5");
 TCPTUNE_OLD_VERSION(dladdr, "GLIBC_2.2.5");
@@ -21,3 +23,4 @@ TCPTUNE_WRAPPER void* __wrap_dlsym(void* handle, const char* name) {
 TCPTUNE_WRAPPER int __wrap_dladdr(const void* address, Dl_info* info) {
   return tcptune_old_dladdr(address, info);
 }
+/* NOLINTEND(readability-identifier-naming) */

@@ -34,8 +34,8 @@ __attribute__((visibility("hidden"))) int getentropy(void* buffer, size_t length
 }
 
 static void no_entropy(void) {
-  static const char kMessage[] = "tcptune: cannot get entropy for arc4random\n";
-  (void)syscall(SYS_write, STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  static const char message[] = "tcptune: cannot get entropy for arc4random\n";
+  (void)syscall(SYS_write, STDERR_FILENO, message, sizeof message - 1);
   abort();
 }
 

@@ -3,8 +3,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 struct object_search {
   uintptr_t address;
@@ -28,19 +28,19 @@ static int find_containing_object(struct dl_phdr_info* info, size_t size, void* 
       start = segment_start < start ? segment_start : start;
       end = segment_end > end ? segment_end : end;
     } else if (segment->p_type == PT_GNU_EH_FRAME) {
-      eh_frame = (void*)segment_start;
+      eh_frame = (void*)segment_start;  // NOLINT(performance-no-int-to-ptr)
     }
   }
   if (!contains) {
     return 0;
   }
-  memset(search->result, 0, sizeof *search->result);
-  search->result->dlfo_map_start = (void*)start;
-  search->result->dlfo_map_end = (void*)end;
-  /* dl_iterate_phdr does not give the link map; the unwinder reads only the two fields above
-   * and dlfo_eh_frame. */
-  search->result->dlfo_link_map = NULL;
-  search->result->dlfo_eh_frame = eh_frame;
+  /* dl_iterate_phdr does not give the link map (NULL); the unwinder reads dlfo_eh_frame. */
+  const struct dl_find_object found = {
+      .dlfo_map_start = (void*)start,  // NOLINT(performance-no-int-to-ptr): addresses of the program headers
+      .dlfo_map_end = (void*)end,      // NOLINT(performance-no-int-to-ptr)
+      .dlfo_eh_frame = eh_frame,
+  };
+  *search->result = found;
   return 1;
 }
 

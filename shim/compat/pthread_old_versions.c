@@ -6,6 +6,8 @@
 
 #include "old_version.h"
 
+/* The names are the linker's (--wrap) and glibc's. */
+/* NOLINTBEGIN(readability-identifier-naming) */
 /* libgcc's and libstdc++'s test for "threads are in use" takes its address. */
 int __pthread_key_create(pthread_key_t* key, void (*destructor)(void*));
 
@@ -40,3 +42,4 @@ TCPTUNE_WRAPPER int __wrap_pthread_sigmask(int how, const sigset_t* set, sigset_
 TCPTUNE_WRAPPER int __wrap_pthread_setname_np(pthread_t thread, const char* name) {
   return tcptune_old_pthread_setname_np(thread, name);
 }
+/* NOLINTEND(readability-identifier-naming) */

@@ -17,6 +17,8 @@
 #include <cstring>
 #include <string>
 
+// The wrappers' names are the linker's (--wrap).
+// NOLINTBEGIN(readability-identifier-naming)
 extern "C" {
 int __wrap_pthread_create(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 int __wrap_pthread_join(pthread_t, void**);
@@ -25,6 +27,7 @@ int __wrap_pthread_setname_np(pthread_t, const char*);
 void* __wrap_dlsym(void*, const char*);
 int __wrap_dladdr(const void*, Dl_info*);
 }
+// NOLINTEND(readability-identifier-naming)
 
 namespace {
 
@@ -127,7 +130,7 @@ TEST(GlibcCompat, FindObjectAgreesWithGlibc) {
   ASSERT_NE(glibc_find, nullptr);
   ASSERT_NE(reinterpret_cast<void*>(&_dl_find_object), reinterpret_cast<void*>(glibc_find));
   int on_stack = 0;
-  auto* const vdso = reinterpret_cast<char*>(getauxval(AT_SYSINFO_EHDR));
+  auto* const vdso = reinterpret_cast<char*>(getauxval(AT_SYSINFO_EHDR));  // NOLINT(performance-no-int-to-ptr)
   int found = 0;
   for (void* address :
        {reinterpret_cast<void*>(&arc4random), reinterpret_cast<void*>(&getpid),
