@@ -5,7 +5,8 @@ a 1 s scrape interval. Python processes of one program, preloaded, each make a k
 writes: two stay up, one exits early, six start together and exit, one forks a child that makes
 its own connection and exits, and one is killed with SIGKILL once its counts are in the file.
 Checked through Prometheus's HTTP API: tcptune_writes_total and tcptune_connections_total are
-the exact sums over every process, the ended and the killed ones included; tcptune_processes
+the exact sums over every process, the ended and the killed ones included (and so is
+tcptune_options_not_as_requested_total, for an option every connection is refused); tcptune_processes
 counts the live ones (the killed one taken out by the next writer that sees it gone), and 0
 once all have exited while the sums stay; node_exporter reports no duplicate series and no
 textfile error. The recording rules of examples/prometheus are loaded too, and evaluate."""
@@ -140,7 +141,10 @@ def main():
     policy = os.path.join(args.work_dir, "policy.toml")
     with open(policy, "w") as f:
         f.write(f'version = 1\n[log]\nformat = "jsonl"\nprometheus_textfile = "{textfiles}/{{program}}.prom"\n'
-                'interval = "200ms"\n')
+                'interval = "200ms"\n'
+                # An option the kernel refuses (TTL 0) on every connection, for the counter of
+                # options that did not take effect as asked.
+                '[defaults]\nsockopt = [ { level = "IPPROTO_IP", name = "IP_TTL", value = 0 } ]\n')
     exporter_port, prometheus_port = free_port(), free_port()
     config = os.path.join(args.work_dir, "prometheus.yml")
     with open(config, "w") as f:
@@ -199,7 +203,9 @@ def main():
         selector = f'{{program="{program}",rule="(defaults)"}}'
         expected_live = {"tcptune_writes_total" + selector: TOTAL_WRITES,
                          "tcptune_connections_total" + selector: TOTAL_CONNECTIONS,
-                         f'tcptune_processes{{program="{program}"}}': 2}
+                         f'tcptune_processes{{program="{program}"}}': 2,
+                         f'tcptune_options_not_as_requested_total{{program="{program}",option="IP_TTL",'
+                         'outcome="refused"}': TOTAL_CONNECTIONS}
 
         def scraped(expected):
             return {q: prometheus.scalar(q) for q in expected}
