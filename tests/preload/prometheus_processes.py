@@ -230,7 +230,7 @@ def main():
         checks.check(prometheus.scalar("node_textfile_scrape_error") == 0, "node_textfile_scrape_error is 0")
         if rules:
             recorded = wait_for("the recording rules", lambda: prometheus.query(
-                f'tcptune:write_latency_seconds:p99_5m{{program="{program}"}}'), 15)
+                f'program_rule:tcptune_write_latency_seconds:p99_rate5m{{program="{program}"}}'), 15)
             checks.check(bool(recorded), f"the example rules load and evaluate ({recorded})")
     finally:
         for app in apps.values():
