@@ -57,6 +57,10 @@ bool MetricsTextfile::write(const ConnectionWatch& watch, const CallRecords& rec
     context.source = telemetry::MetricsSource::supervisor;
     context.dropped_records = dropped_records;
     context.option_misses = records.option_misses();
+    if (const std::string warning = telemetry::per_process_pattern_warning(policy_.log.prometheus_textfile);
+        !warning.empty()) {
+      report_once(pattern_reported_, warning);
+    }
     const auto result = merged_.write(path_, telemetry::render_prometheus(rows, context), leaving,
                                       leaving ? kLastWriteLockWait : std::chrono::milliseconds(0));
     if (!result.started_over.empty()) {

@@ -46,6 +46,7 @@ class MetricsTextfile {
   std::int64_t next_write_ns_ = 0;
   bool error_reported_ = false;
   bool start_over_reported_ = false;
+  bool pattern_reported_ = false;
 };
 
 }  // namespace tcptune::supervisor

@@ -195,6 +195,10 @@ bool write_prometheus_textfile(const Runtime& runtime, bool leaving, std::chrono
   if (g_textfile == nullptr) {
     g_textfile = new telemetry::MergedTextfile(kNextFileCalls);
   }
+  if (const std::string warning = telemetry::per_process_pattern_warning(pattern);
+      !warning.empty() && log_first_time("prometheus_textfile_pid")) {
+    log_message(LogLevel::warn, warning + " (logged once)");
+  }
   const auto result = g_textfile->write(config::expand_log_path(pattern, runtime.program, getpid()),
                                         telemetry::render_prometheus(rows, context), leaving, wait);
   if (!result.started_over.empty() && log_first_time("prometheus_textfile_started_over")) {

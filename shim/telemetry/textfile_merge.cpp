@@ -182,6 +182,16 @@ Exposition merge_contribution(const std::optional<Exposition>& file, const Expos
   return out;
 }
 
+std::string per_process_pattern_warning(const std::string& pattern) {
+  if (pattern.find("{pid}") == std::string::npos) {
+    return {};
+  }
+  return "[log] prometheus_textfile \"" + pattern +
+         "\" names {pid}: a file per process, whose series node_exporter drops as duplicates of each other "
+         "and keeps exporting after the process ends; \"{program}.prom\" is one file that every process of the "
+         "program adds to";
+}
+
 MergedTextfile::MergedTextfile(const FileCalls& calls) : calls_(calls) {}
 
 MergedTextfile::Result MergedTextfile::write(const std::string& path, const std::string& contribution, bool leaving,

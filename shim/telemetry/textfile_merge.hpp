@@ -31,6 +31,10 @@ Exposition merge_contribution(const std::optional<Exposition>& file, const Expos
                               const std::function<bool(const ProcessIdentity&)>& running,
                               const std::string& new_generation);
 
+// Not empty when `pattern` ([log] prometheus_textfile) gives each process a file of its own:
+// what to say, once.
+std::string per_process_pattern_warning(const std::string& pattern);
+
 class MergedTextfile {
  public:
   explicit MergedTextfile(const FileCalls& calls);

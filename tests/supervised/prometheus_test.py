@@ -151,8 +151,12 @@ def main():
             if process.poll() is None:
                 process.kill()
                 process.wait()
+        stderr = process.stderr.read()
         checks.check(process.returncode == 0, f"the probe exits 0 under supervision ({process.returncode}, "
-                                              f"stderr {process.stderr.read().strip()!r})")
+                                              f"stderr {stderr.strip()!r})")
+        pid_warnings = [line for line in stderr.splitlines() if "names {pid}" in line]
+        checks.check(len(pid_warnings) == 1 and "{program}.prom" in pid_warnings[0],
+                     f"a file per process ({{pid}} in the path) is warned about once ({pid_warnings})")
         final = parse_or_none(path)
         checks.check(final is not None, "at exit the file is rewritten and parses")
         if final is not None:
@@ -169,6 +173,8 @@ def main():
         shared_dir = os.path.join(args.work_dir, "shared")
         os.makedirs(shared_dir, exist_ok=True)
         shared = os.path.join(shared_dir, "connect_probe.prom")
+        if os.path.exists(shared):
+            os.remove(shared)  # a previous run's counts, which this run would add to
         write_policy(policy, f"{shared_dir}/{{program}}.prom", ports[RULE])
         runs = [start(args, policy, os.path.join(args.work_dir, f"shared-{i}.jsonl"), ports) for i in range(2)]
         try:

@@ -208,6 +208,11 @@ TEST(TextfileMerge, AnotherGenerationOrAStartOverAddsTheWholeShare) {
   EXPECT_EQ(file.generation, "g3") << "a file without a merge header gets a generation";
 }
 
+TEST(TextfileMerge, APatternWithThePidIsWarnedAbout) {
+  EXPECT_NE(per_process_pattern_warning("/d/{program}.{pid}.prom").find("drops as duplicates"), std::string::npos);
+  EXPECT_EQ(per_process_pattern_warning("/d/{program}.prom"), "");
+}
+
 // Real files: a scratch directory per test.
 class MergedTextfileFiles : public ::testing::Test {
  protected:
