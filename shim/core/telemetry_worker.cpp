@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <limits>
 #include <memory>
 #include <new>
@@ -23,8 +23,8 @@
 #include "json_writer.hpp"
 #include "keep_warm_scheduler.hpp"
 #include "next_symbols.hpp"
-#include "process_runtime.hpp"
 #include "option_misses.hpp"
+#include "process_runtime.hpp"
 #include "prometheus_textfile.hpp"
 #include "record.hpp"
 #include "shim_log.hpp"
@@ -209,8 +209,9 @@ bool write_prometheus_textfile(const Runtime& runtime, bool leaving, std::chrono
   }
   if (result.outcome == telemetry::MergedTextfile::Outcome::busy && leaving &&
       log_first_time("prometheus_textfile_busy")) {
-    log_message(LogLevel::warn, "the Prometheus textfile stayed locked by another process for 1 s; this process's "
-                                "counts since its last rewrite are not in it");
+    log_message(LogLevel::warn,
+                "the Prometheus textfile stayed locked by another process for 1 s; this process's "
+                "counts since its last rewrite are not in it");
   }
   return result.outcome != telemetry::MergedTextfile::Outcome::busy;
 }

@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "prometheus_textfile.hpp"
 #include "process_identity.hpp"
+#include "prometheus_textfile.hpp"
 
 namespace tcptune::telemetry {
 

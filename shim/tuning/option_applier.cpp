@@ -190,9 +190,9 @@ class Applier {
     // reach it either (autotuning's numbers are in kernel bytes, twice setsockopt's).
     const bool capped =
         limits.core_max != 0 && target > limits.core_max &&
-        (decision.action == config::BufferAction::pin ? decision.value < target
-                                                      : decision.action == config::BufferAction::leave_autotuning &&
-                                                            limits.autotune_max < 2 * target);
+        (decision.action == config::BufferAction::pin
+             ? decision.value < target
+             : decision.action == config::BufferAction::leave_autotuning && limits.autotune_max < 2 * target);
     add(name, config::format_size(target), int_probe(SOL_SOCKET, option), note,
         first_error != 0 ? OptionStatus::refused
         : capped         ? OptionStatus::capped

@@ -53,9 +53,9 @@ TEST(PrometheusTextfile, TheShimExportsEveryFamily) {
 
 TEST(PrometheusTextfile, TheSupervisorLeavesOutWhatNeedsTheWrites) {
   const std::string text = render_prometheus(one_row(), context(MetricsSource::supervisor));
-  for (const char* family : {"tcptune_writes_total", "tcptune_write_bytes_total", "tcptune_heartbeats_total",
-                             "tcptune_write_latency_seconds", "tcptune_ack_latency_seconds",
-                             "tcptune_rule_keeps_warm"}) {
+  for (const char* family :
+       {"tcptune_writes_total", "tcptune_write_bytes_total", "tcptune_heartbeats_total",
+        "tcptune_write_latency_seconds", "tcptune_ack_latency_seconds", "tcptune_rule_keeps_warm"}) {
     EXPECT_EQ(text.find(family), std::string::npos) << family;
   }
   EXPECT_NE(text.find("tcptune_processes{program=\"probe\"} 1\n"), std::string::npos);

@@ -17,8 +17,8 @@
 #include <string>
 
 #include "exposition.hpp"
-#include "prometheus_textfile.hpp"
 #include "process_identity.hpp"
+#include "prometheus_textfile.hpp"
 
 namespace tcptune::telemetry {
 namespace {
@@ -83,7 +83,9 @@ TEST(Exposition, ReadsWhatItWritesAndRefusesWhatIsBroken) {
   EXPECT_NE(parse_error("# TYPE a_total counter\na_total 1 1700000000\n"), "") << "a timestamp";
   EXPECT_NE(parse_error("# TYPE a_total counter\na_total -1\n"), "");
   EXPECT_NE(parse_error("# TYPE a_total counter\na_total{x=\"1} 1\n"), "");
-  EXPECT_NE(parse_error("\x7f" "ELF\x02\x01\n"), "");
+  EXPECT_NE(parse_error("\x7f"
+                        "ELF\x02\x01\n"),
+            "");
   EXPECT_NE(parse_error("# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\na{x=\"2\"} 1\n"), "") << "a family split";
   EXPECT_NE(parse_error("# tcptune-live pid=x start=1 pidns=2 g{} 1\n"), "");
   EXPECT_EQ(parse_error(""), "") << "an empty file is an empty exposition";
@@ -182,10 +184,11 @@ TEST(TextfileMerge, LatencySumsStayExact) {
 TEST(TextfileMerge, AProcessSeenGoneLosesItsGaugesNotItsCounts) {
   const ProcessIdentity a{100, 1, 7};
   const ProcessIdentity killed{200, 2, 7};
-  Exposition file = merge_contribution(std::nullopt, nullptr, share("p", 5, 1'000), killed, false,
-                                       [](const ProcessIdentity&) { return true; }, "g");
-  file = merge_contribution(file, nullptr, share("p", 3, 1'000), a, false,
-                            [&](const ProcessIdentity& other) { return !(other == killed); }, "g");
+  Exposition file = merge_contribution(
+      std::nullopt, nullptr, share("p", 5, 1'000), killed, false, [](const ProcessIdentity&) { return true; }, "g");
+  file = merge_contribution(
+      file, nullptr, share("p", 3, 1'000), a, false, [&](const ProcessIdentity& other) { return !(other == killed); },
+      "g");
   EXPECT_EQ(sample(file, kWrites), (SampleValue{8, 0}));
   EXPECT_EQ(sample(file, kProcesses), (SampleValue{1, 0}));
 }
@@ -199,8 +202,8 @@ TEST(TextfileMerge, AnotherGenerationOrAStartOverAddsTheWholeShare) {
   EXPECT_EQ(sample(file, kWrites), (SampleValue{9, 0}));
   // A family of another type in the file (written by hand) starts over as the share's type.
   std::string error;
-  auto odd = parse_exposition("# TYPE tcptune_writes_total gauge\ntcptune_writes_total{program=\"p\",rule=\"r\"} 99\n",
-                              error);
+  auto odd =
+      parse_exposition("# TYPE tcptune_writes_total gauge\ntcptune_writes_total{program=\"p\",rule=\"r\"} 99\n", error);
   ASSERT_TRUE(odd.has_value()) << error;
   file = merge_contribution(odd, nullptr, share("p", 9, 1'000), a, false, all_running, "g3");
   EXPECT_EQ(file.find_family("tcptune_writes_total")->type, "counter");
@@ -264,8 +267,8 @@ class MergedTextfileFiles : public ::testing::Test {
 };
 
 TEST_F(MergedTextfileFiles, ProcessesThatEndLeaveTheirCountsAndTakeTheirGauges) {
-  write_in_child(70, true);          // ended with its last write
-  write_in_child(50, false);         // ended without one (as if killed): the next writer sees it gone
+  write_in_child(70, true);   // ended with its last write
+  write_in_child(50, false);  // ended without one (as if killed): the next writer sees it gone
   MergedTextfile mine(plain_file_calls());
   ASSERT_EQ(mine.write(path_, contribution(3), false, std::chrono::milliseconds(0)).outcome,
             MergedTextfile::Outcome::written);
@@ -320,8 +323,7 @@ TEST_F(MergedTextfileFiles, ALockHeldElsewhereIsWaitedForAtMostAsLongAsAsked) {
 
 TEST_F(MergedTextfileFiles, AnUnwritableDirectoryIsAnError) {
   MergedTextfile mine(plain_file_calls());
-  const auto result =
-      mine.write(dir_ + "/missing/x.prom", contribution(1), false, std::chrono::milliseconds(0));
+  const auto result = mine.write(dir_ + "/missing/x.prom", contribution(1), false, std::chrono::milliseconds(0));
   EXPECT_EQ(result.outcome, MergedTextfile::Outcome::failed);
   EXPECT_NE(result.error.find("x.prom"), std::string::npos) << result.error;
 }
