@@ -1,0 +1,32 @@
+// A TCP socket created by the supervisor for a program's trapped socket() and handed over
+// (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND, Linux 5.14): the descriptor is
+// installed in the program and the call answered with its number in one step, as the kernel's
+// own socket() would (the lowest free number, the program's RLIMIT_NOFILE, O_CLOEXEC as asked;
+// SOCK_NONBLOCK is the socket's). What the socket keeps of its creator is made to match first:
+// its network namespace, and the credentials that firewall owner matches, uid routing and
+// SO_REUSEPORT groups look at (fsuid and fsgid). Where they differ it is not created: the call
+// goes on untuned, and the kernel makes the socket.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace tcptune::supervisor {
+
+class HandOverCheck {
+ public:
+  HandOverCheck();
+
+  // Why a socket created here would not be the one the thread's own socket() makes ("" if it
+  // would): `pidfd` (-1 if none) gives its credentials without /proc where the kernel can.
+  // `key` names the cause, for a warning once per cause.
+  [[nodiscard]] std::string obstacle(pid_t thread, int pidfd, std::string& key) const;
+
+ private:
+  std::string network_namespace_;  // "net:[4026531840]", this process's
+  uid_t fsuid_;
+  gid_t fsgid_;
+};
+
+}  // namespace tcptune::supervisor
