@@ -350,7 +350,7 @@ void CallTuner::hand_over_socket(const TrappedCall& call) {
   const std::uint64_t inode = fstat(socket.get(), &status) == 0 ? status.st_ino : 0;
   const int installed = call.hand_over(socket.get(), (type & SOCK_CLOEXEC) != 0);
   if (installed >= 0) {
-    held_.add(std::move(socket), inode, threads_.process(call.thread()), installed);
+    held_.add(std::move(socket), inode, call.thread(), threads_.process(call.thread()), installed);
     return;
   }
   if (errno == ENOENT) {

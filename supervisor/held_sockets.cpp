@@ -32,9 +32,9 @@ HeldSockets::~HeldSockets() {
   }
 }
 
-void HeldSockets::add(OwnedFd socket, std::uint64_t inode, pid_t process, int app_fd) {
+void HeldSockets::add(OwnedFd socket, std::uint64_t inode, pid_t thread, pid_t process, int app_fd) {
   release(inode);  // the same socket twice: only if an inode was reused, which names another socket
-  held_.push_back(Held{socket.get(), inode, process, app_fd});
+  held_.push_back(Held{socket.get(), inode, thread, process, app_fd});
   (void)socket.release();
 }
 
@@ -59,7 +59,8 @@ void HeldSockets::release(std::uint64_t inode) noexcept {
 void HeldSockets::sweep() noexcept {
   last_sweep_ns_ = shim::monotonic_ns();
   std::erase_if(held_, [](const Held& held) {
-    if (program_socket_inode(held.process, held.app_fd) == held.inode) {
+    if (program_socket_inode(held.thread, held.app_fd) == held.inode ||
+        (held.process != held.thread && program_socket_inode(held.process, held.app_fd) == held.inode)) {
       return false;
     }
     close_without_waiting(held.fd);

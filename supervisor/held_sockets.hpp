@@ -2,9 +2,10 @@
 // the program's socket() to its connect or listen, where it is tuned as a duplicate would be.
 // A held reference keeps the socket alive after the program closes it, and with it a port it
 // bound (Go binds and closes a socket to probe for IPv6), so each is dropped as soon as the
-// program no longer has it at the descriptor it was given: looked at every kSweepEvery, and at
-// each bind a supervised process makes, before the kernel runs it. Identity is the socket's
-// inode: a descriptor number the program reuses for another socket never finds this one.
+// program no longer has it at the descriptor it was given (closed, or moved to another number:
+// then it is not tuned): looked at every kSweepEvery, and at each bind a supervised process
+// makes, before the kernel runs it. Identity is the socket's inode: a descriptor number the
+// program reuses for another socket never finds this one.
 #pragma once
 
 #include <sys/types.h>
@@ -29,8 +30,8 @@ class HeldSockets {
   HeldSockets(const HeldSockets&) = delete;
   HeldSockets& operator=(const HeldSockets&) = delete;
 
-  // `socket` is at `app_fd` in `process` now.
-  void add(OwnedFd socket, std::uint64_t inode, pid_t process, int app_fd);
+  // `socket` is at `app_fd` in the table of `thread` (of `process`) now.
+  void add(OwnedFd socket, std::uint64_t inode, pid_t thread, pid_t process, int app_fd);
   // The held descriptor of the socket with this inode, -1 if none (inode 0: none).
   [[nodiscard]] int find(std::uint64_t inode) const noexcept;
   // Drops (closes) the one with this inode.
@@ -46,7 +47,8 @@ class HeldSockets {
   struct Held {
     int fd = -1;
     std::uint64_t inode = 0;
-    pid_t process = 0;
+    pid_t thread = 0;  // its table first: a thread with a table of its own (unshare(CLONE_FILES))
+    pid_t process = 0;  // then the process's, once that thread is gone
     int app_fd = -1;
   };
   std::vector<Held> held_;

@@ -75,14 +75,6 @@ HandOverCheck::HandOverCheck()
     : network_namespace_(network_namespace_of("/proc/self/ns/net")), fsuid_(geteuid()), fsgid_(getegid()) {}
 
 std::string HandOverCheck::obstacle(pid_t thread, int pidfd, std::string& key) const {
-  char path[48];
-  (void)std::snprintf(path, sizeof path, "/proc/%d/ns/net", static_cast<int>(thread));
-  if (const std::string theirs = network_namespace_of(path); theirs.empty() || theirs != network_namespace_) {
-    key = "netns";
-    return theirs.empty() ? "its network namespace cannot be read (" + std::string(path) + ")"
-                          : "it runs in another network namespace than tcptune (" + theirs + ", tcptune's " +
-                                network_namespace_ + "): a socket tcptune created would be in tcptune's";
-  }
   const std::optional<FsIds> ids = fs_ids(thread, pidfd);
   if (!ids.has_value()) {
     key = "ids";
@@ -94,6 +86,16 @@ std::string HandOverCheck::obstacle(pid_t thread, int pidfd, std::string& key) c
            std::to_string(fsuid_) + " gid " + std::to_string(fsgid_) +
            ": a socket tcptune created would carry tcptune's ids (firewall owner matches, uid routing, SO_REUSEPORT "
            "groups); run tcptune as the program's user (after the switch: e.g. gosu USER tcptune run ...)";
+  }
+  char path[48];
+  (void)std::snprintf(path, sizeof path, "/proc/%d/ns/net", static_cast<int>(thread));
+  if (const std::string theirs = network_namespace_of(path); theirs.empty() || theirs != network_namespace_) {
+    key = "netns";
+    return theirs.empty() ? "its network namespace cannot be read (" + std::string(path) + ")"
+                          : "it runs in another network namespace than tcptune (" + theirs + ", tcptune's " +
+                                network_namespace_ +
+                                "): a socket tcptune created would be in tcptune's; run tcptune inside that namespace "
+                                "(e.g. ip netns exec NAME tcptune run ...)";
   }
   return {};
 }
