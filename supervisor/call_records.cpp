@@ -56,6 +56,11 @@ void CallRecords::record(FollowUp& done) {
       case FollowUp::Call::not_handed_over:
       case FollowUp::Call::hand_over_refused:
       case FollowUp::Call::unreachable_setsockopt: record_untuned(done); break;
+      case FollowUp::Call::seen_by_inode:
+        if (watch_ != nullptr) {
+          watch_->watch_by_inode(done.inode, done.app_fd, done.process, done.program);
+        }
+        break;
     }
   } catch (...) {
     // out of memory: the record is lost, the program is not affected

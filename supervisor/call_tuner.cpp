@@ -412,11 +412,19 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
         keep_policy_from_hand_over(call, *tuned, level, name, value);
         return;
       }
+      if (!program_fd_is_tcp(call.thread(), app_fd) || !call.still_pending()) {
+        call.continue_call();
+        return;
+      }
+      // Named before the answer, as the call found the thread.
+      FollowUp seen = follow_up_of(call, FollowUp::Call::seen_by_inode, -1, program_of(call.thread()));
+      seen.inode = inode;
       const char* option = option_a_rule_may_keep(level, name, value);
-      if (option != nullptr && program_fd_is_tcp(call.thread(), app_fd) && call.still_pending()) {
+      if (option != nullptr) {
         push_untuned(call, FollowUp::Call::unreachable_setsockopt, option);
       }
       call.continue_call();
+      (void)follow_ups_.push(std::move(seen));
       return;
     }
   } else {

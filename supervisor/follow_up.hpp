@@ -20,7 +20,8 @@ struct FollowUp {
   // pidfd_getfd is refused (sockets handed over): not_handed_over, a connect or listen (`note`)
   // on a TCP socket the supervisor did not create; hand_over_refused, a socket() it could not
   // create as the program's own (`note` says why, `key` names the cause);
-  // unreachable_setsockopt, an option (`note`) a rule may keep set on a TCP socket it never had.
+  // unreachable_setsockopt, an option (`note`) a rule may keep set on a TCP socket it never had;
+  // seen_by_inode, such a socket's inode, for the connection watch.
   enum class Call : std::uint8_t {
     connect,
     listen,
@@ -30,7 +31,8 @@ struct FollowUp {
     privileges_stripped,
     not_handed_over,
     hand_over_refused,
-    unreachable_setsockopt
+    unreachable_setsockopt,
+    seen_by_inode
   };
   Call call = Call::connect;
   std::uint64_t inode = 0;  // the socket's
