@@ -4,6 +4,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -14,6 +15,7 @@ namespace tcptune::supervisor {
 
 namespace {
 
+// "net:[N]"; empty with errno when unreadable.
 std::string network_namespace_of(const char* path) {
   char link[64];
   const ssize_t length = readlink(path, link, sizeof link);
@@ -89,7 +91,13 @@ std::string HandOverCheck::obstacle(pid_t thread, int pidfd, std::string& key) c
   }
   char path[48];
   (void)std::snprintf(path, sizeof path, "/proc/%d/ns/net", static_cast<int>(thread));
-  if (const std::string theirs = network_namespace_of(path); theirs.empty() || theirs != network_namespace_) {
+  const std::string theirs = network_namespace_of(path);
+  if (theirs.empty() && (errno == EACCES || errno == EPERM)) {
+    key = "not_dumpable";
+    return "it may not be inspected by this user (it is not dumpable: an unreadable or setuid binary, or it made "
+           "itself so with prctl(PR_SET_DUMPABLE)), so where it is cannot be checked";
+  }
+  if (theirs.empty() || theirs != network_namespace_) {
     key = "netns";
     return theirs.empty() ? "its network namespace cannot be read (" + std::string(path) + ")"
                           : "it runs in another network namespace than tcptune (" + theirs + ", tcptune's " +
