@@ -160,6 +160,7 @@ FilterSpec CallTuner::filter_spec(const config::Policy& policy, const SocketAcce
   FilterSpec spec;
   spec.tcp_sockets = access.hand_over;
   spec.bind = access.hand_over;
+  spec.namespace_changes = access.hand_over;
   if (force_nodelay) {
     spec.setsockopt.push_back({IPPROTO_TCP, TCP_NODELAY});
     spec.setsockopt.push_back({IPPROTO_TCP, TCP_CORK});
@@ -188,6 +189,9 @@ void CallTuner::handle(int listener, const seccomp_notif& request) {
       hand_over_socket(call);
     } else if (nr == SYS_bind) {
       held_.sweep();  // a port the program bound and closed is free again before it binds
+      call.continue_call();
+    } else if (nr == SYS_unshare || nr == SYS_setns) {
+      hand_over_check_.forget(call.thread());  // before the call: its next socket() looks again
       call.continue_call();
     } else {
       call.continue_call();
@@ -319,6 +323,15 @@ void CallTuner::hand_over_socket(const TrappedCall& call) {
   }
   std::string key;
   std::string obstacle = hand_over_check_.obstacle(call.thread(), threads_.pidfd(call.thread()), key);
+  if (key == "thread_gone") {  // the kept pidfd named a thread that died; this one has its id
+    threads_.forget(call.thread());
+    key.clear();
+    obstacle = hand_over_check_.obstacle(call.thread(), threads_.pidfd(call.thread()), key);
+    if (key == "thread_gone") {
+      call.continue_call();  // gone again: the call went with it
+      return;
+    }
+  }
   if (obstacle.empty() && held_.size() >= HeldSockets::kMostHeld) {
     held_.sweep();
     if (held_.size() >= HeldSockets::kMostHeld) {

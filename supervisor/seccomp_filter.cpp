@@ -61,6 +61,10 @@ std::vector<sock_filter> build_filter(const FilterSpec& spec) {
   if (spec.bind) {
     notified.push_back(SYS_bind);
   }
+  if (spec.namespace_changes) {
+    notified.push_back(SYS_unshare);
+    notified.push_back(SYS_setns);
+  }
   for (const std::uint32_t nr : notified) {
     program.push_back(jump_if_equal(nr, 0, 1));
     program.push_back(statement(BPF_RET | BPF_K, notify));

@@ -2,7 +2,7 @@
 // listen, sendto and sendmsg with MSG_FASTOPEN, which connect too, the setsockopt pairs the
 // policy forces, and execve/execveat where no_new_privs is set, to name a setuid program it
 // strips; where pidfd_getfd is refused, socket() of a TCP socket, which the supervisor creates
-// and hands over, and bind) return SECCOMP_RET_USER_NOTIF, everything else is allowed. Built
+// and hands over, bind, unshare and setns) return SECCOMP_RET_USER_NOTIF, everything else is allowed. Built
 // from the policy, so a program pays a trap only where there is work.
 #pragma once
 
@@ -27,6 +27,7 @@ struct FilterSpec {
   // IPPROTO_TCP): the TCP sockets the supervisor creates for the program (socket_hand_over.hpp).
   bool tcp_sockets = false;
   bool bind = false;
+  bool namespace_changes = false;  // unshare and setns: a thread's network namespace may change
   std::vector<TrappedSockopt> setsockopt;  // each (level, optname) pair to trap
 };
 

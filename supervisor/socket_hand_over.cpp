@@ -59,16 +59,30 @@ std::optional<FsIds> fs_ids_from_proc(pid_t thread) {
   return FsIds{static_cast<uid_t>(*uid), static_cast<gid_t>(*gid)};
 }
 
+struct Credentials {
+  std::optional<FsIds> ids;
+  bool thread_verified = false;  // PIDFD_GET_INFO answered: the pidfd's thread is alive
+  bool thread_gone = false;      // it answered ESRCH: the pidfd names a thread that has died
+};
+
 // PIDFD_GET_INFO (6.13+) where the kernel has it: one ioctl instead of a /proc file.
-std::optional<FsIds> fs_ids(pid_t thread, int pidfd) {
+Credentials credentials(pid_t thread, int pidfd) {
+  Credentials found;
   if (pidfd >= 0) {
     kernel::PidfdInfo info{};
     info.mask = kernel::kPidfdInfoCreds;
     if (ioctl(pidfd, kernel::kPidfdGetInfo, &info) == 0 && (info.mask & kernel::kPidfdInfoCreds) != 0) {
-      return FsIds{info.fsuid, info.fsgid};
+      found.ids = FsIds{info.fsuid, info.fsgid};
+      found.thread_verified = true;
+      return found;
+    }
+    if (errno == ESRCH) {
+      found.thread_gone = true;
+      return found;
     }
   }
-  return fs_ids_from_proc(thread);
+  found.ids = fs_ids_from_proc(thread);
+  return found;
 }
 
 }  // namespace
@@ -76,8 +90,14 @@ std::optional<FsIds> fs_ids(pid_t thread, int pidfd) {
 HandOverCheck::HandOverCheck()
     : network_namespace_(network_namespace_of("/proc/self/ns/net")), fsuid_(geteuid()), fsgid_(getegid()) {}
 
-std::string HandOverCheck::obstacle(pid_t thread, int pidfd, std::string& key) const {
-  const std::optional<FsIds> ids = fs_ids(thread, pidfd);
+std::string HandOverCheck::obstacle(pid_t thread, int pidfd, std::string& key) {
+  const Credentials found = credentials(thread, pidfd);
+  if (found.thread_gone) {
+    key = "thread_gone";
+    forget(thread);
+    return "its thread is gone";
+  }
+  const std::optional<FsIds>& ids = found.ids;
   if (!ids.has_value()) {
     key = "ids";
     return "its credentials cannot be read";
@@ -88,6 +108,9 @@ std::string HandOverCheck::obstacle(pid_t thread, int pidfd, std::string& key) c
            std::to_string(fsuid_) + " gid " + std::to_string(fsgid_) +
            ": a socket tcptune created would carry tcptune's ids (firewall owner matches, uid routing, SO_REUSEPORT "
            "groups); run tcptune as the program's user (after the switch: e.g. gosu USER tcptune run ...)";
+  }
+  if (found.thread_verified && same_namespace_.contains(thread)) {
+    return {};
   }
   char path[48];
   (void)std::snprintf(path, sizeof path, "/proc/%d/ns/net", static_cast<int>(thread));
@@ -104,6 +127,12 @@ std::string HandOverCheck::obstacle(pid_t thread, int pidfd, std::string& key) c
                                 network_namespace_ +
                                 "): a socket tcptune created would be in tcptune's; run tcptune inside that namespace "
                                 "(e.g. ip netns exec NAME tcptune run ...)";
+  }
+  if (found.thread_verified) {
+    if (same_namespace_.size() >= kMostThreads) {
+      same_namespace_.clear();
+    }
+    same_namespace_.insert(thread);
   }
   return {};
 }

@@ -11,8 +11,10 @@
  *   hand_over_probe rebind PORT     bind, close, bind the same port again; then bind, close,
  *                                   print "closed" and wait for a line on stdin, so that another
  *                                   process can bind the port while this one lives
- *   hand_over_probe setuid PORT     (root) setresuid(65534) and gid, then socket() and connect
- *   hand_over_probe netns PORT      (root) unshare(CLONE_NEWNET), then socket() and connect
+ *   hand_over_probe setuid PORT     (root) a socket, then setresuid(65534) and gid, then socket()
+ *                                   and connect
+ *   hand_over_probe netns PORT      (root) a socket, then unshare(CLONE_NEWNET), then socket()
+ *                                   and connect
  * Exits 0, 2 on a usage error, 77 when a mode needs what this machine or user lacks. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -165,6 +167,10 @@ static int mode_rebind(int port) {
 }
 
 static int mode_identity(const char* how, int port) {
+  /* A socket first, as the program it was: what tcptune knows of this thread is then stale. */
+  const int before = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  print_socket("before", before);
+  close(before);
   if (strcmp(how, "setuid") == 0) {
     if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) {
       fprintf(stderr, "hand_over_probe: setresuid: %s\n", strerror(errno));

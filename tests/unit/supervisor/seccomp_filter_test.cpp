@@ -200,6 +200,20 @@ TEST(SeccompFilter, TrapsBindOnlyWhenAsked) {
   EXPECT_EQ(notified_calls(spec, bind_call), (std::vector<int>{SYS_socket, SYS_bind}));
 }
 
+// unshare and setns that change nothing (no flags; an invalid descriptor): each fails or does
+// nothing, after its notification.
+void namespace_calls() {
+  (void)syscall(SYS_unshare, 0);
+  (void)syscall(SYS_setns, -1, 0);
+}
+
+TEST(SeccompFilter, TrapsNamespaceChangesOnlyWhenAsked) {
+  FilterSpec spec;
+  EXPECT_TRUE(notified_calls(spec, namespace_calls).empty());
+  spec.namespace_changes = true;
+  EXPECT_EQ(notified_calls(spec, namespace_calls), (std::vector<int>{SYS_unshare, SYS_setns}));
+}
+
 TEST(SeccompFilter, NothingTrappedAllowsEverything) {
   FilterSpec spec;
   spec.connect = false;
