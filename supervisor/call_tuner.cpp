@@ -284,12 +284,15 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   // conn_close record has both ends).
   follow_up.local = local;
   read_socket(socket, follow_up, effective_values_);
-  if (hand_over_ && traps_setsockopt_) {
-    handed_over_.add(held_inode,
-                     HandedOverTuning{rule, !is_connect,
-                                      shim::get_int_option(socket, IPPROTO_TCP, TCP_NODELAY) == std::optional<int>(1),
-                                      tuning.keepalive.has_value() && shim::keepalive_in_effect(socket, *tuning.keepalive),
-                                      threads_.process(call.thread()), app_fd});
+  if (hand_over_) {
+    // Known from now on, for a second connect (a nonblocking one polled) and the vetoes; what is in
+    // effect is read only where the filter traps setsockopt.
+    HandedOverTuning tuned{rule, !is_connect, false, false, threads_.process(call.thread()), app_fd};
+    if (traps_setsockopt_) {
+      tuned.nodelay_on = shim::get_int_option(socket, IPPROTO_TCP, TCP_NODELAY) == std::optional<int>(1);
+      tuned.keepalive_on = tuning.keepalive.has_value() && shim::keepalive_in_effect(socket, *tuning.keepalive);
+    }
+    handed_over_.add(held_inode, tuned);
   }
   // Closed before the answer (see read_socket), the held reference as the duplicate: the
   // program's own descriptor keeps the socket.

@@ -11,6 +11,7 @@
  *   hand_over_probe rebind PORT     bind, close, bind the same port again; then bind, close,
  *                                   print "closed" and wait for a line on stdin, so that another
  *                                   process can bind the port while this one lives
+ *   hand_over_probe again PORT      a nonblocking connect, polled, then connect called again on it
  *   hand_over_probe setuid PORT     (root) a socket, then setresuid(65534) and gid, then socket()
  *                                   and connect
  *   hand_over_probe netns PORT      (root) a socket, then unshare(CLONE_NEWNET), then socket()
@@ -146,6 +147,21 @@ static int mode_reuse(int port, int inherited) {
   return 0;
 }
 
+static int mode_again(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const struct sockaddr_in a = loopback(port);
+  errno = 0;
+  int rc = connect(fd, (const struct sockaddr*)&a, sizeof a);
+  printf("R first_connect %d %s\n", rc == 0 ? 0 : -1, rc == 0 || errno == EINPROGRESS ? "-or-EINPROGRESS" : errno_name(errno));
+  struct pollfd out = {fd, POLLOUT, 0};
+  printf("R writable %d\n", poll(&out, 1, 5000));
+  errno = 0;
+  rc = connect(fd, (const struct sockaddr*)&a, sizeof a);
+  printf("R again_connect %d %s\n", rc == 0 ? 0 : -1, rc == 0 || errno == EISCONN ? "-or-EISCONN" : errno_name(errno));
+  printf("T again nodelay=%d\n", int_option(fd, IPPROTO_TCP, TCP_NODELAY));
+  return 0;
+}
+
 static int bound_socket(const char* name, int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   const struct sockaddr_in a = loopback(port);
@@ -194,12 +210,15 @@ int main(int argc, char** argv) {
   if (argc == 4 && strcmp(argv[1], "reuse") == 0) {
     return mode_reuse(atoi(argv[2]), atoi(argv[3]));
   }
+  if (argc == 3 && strcmp(argv[1], "again") == 0) {
+    return mode_again(atoi(argv[2]));
+  }
   if (argc == 3 && strcmp(argv[1], "rebind") == 0) {
     return mode_rebind(atoi(argv[2]));
   }
   if (argc == 3 && (strcmp(argv[1], "setuid") == 0 || strcmp(argv[1], "netns") == 0)) {
     return mode_identity(argv[1], atoi(argv[2]));
   }
-  fprintf(stderr, "usage: hand_over_probe creation | reuse PORT FD | rebind PORT | setuid PORT | netns PORT\n");
+  fprintf(stderr, "usage: hand_over_probe creation | reuse PORT FD | again PORT | rebind PORT | setuid PORT | netns PORT\n");
   return 2;
 }

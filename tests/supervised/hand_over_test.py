@@ -11,6 +11,8 @@ result (R lines) with the run under tcptune. One --case per ctest:
   reuse      a number tcptune handed a socket over at, closed and given to an inherited socket:
              its connect is not tuned (and a warning says why); then a new socket at the same
              number is tuned, and the conn_open record names that socket's inode
+  again      a nonblocking connect polled, then connect called again: tuned at the first, the
+             second goes on as without tcptune, and no warning (the socket is tcptune's)
   rebind     bind, close, bind the same port at once: free at once (the bind is trapped and the
              held reference dropped first); a port bound and closed is free for another process
              within the documented bound (20 ms; checked at 500 ms)
@@ -162,6 +164,19 @@ class Harness:
         self.checks.check("a TCP socket tcptune did not create" in tuned.stderr and "SYS_PTRACE" in tuned.stderr,
                           "a warning says the inherited socket runs untuned, why, and the fix")
 
+    def case_again(self):
+        port = str(self.sink.port)
+        control = self.run([*self.drop, self.args.probe, "again", port], "without tcptune")
+        argv, log = self.supervised("again", ["again", port])
+        tuned = self.run(argv, "under tcptune")
+        self.handed_over(log, tuned.stderr, "again")
+        self.same_results(control, tuned, "again")
+        self.checks.check(lines(tuned.stdout, "T").get("again") == "nodelay=1",
+                          f"tuned at its first connect ({lines(tuned.stdout, 'T')})")
+        opened = [r for r in records(log) if r.get("event") == "conn_open"]
+        self.checks.check(len(opened) == 1, f"one conn_open ({len(opened)})")
+        self.checks.check("did not create" not in tuned.stderr, "no warning about the second connect")
+
     def case_rebind(self):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -225,7 +240,7 @@ def main():
     p = argparse.ArgumentParser()
     for a in ("--tcptune", "--probe", "--container-profile", "--work-dir"):
         p.add_argument(a, required=True)
-    p.add_argument("--case", required=True, choices=("creation", "reuse", "rebind", "setuid", "netns"))
+    p.add_argument("--case", required=True, choices=("creation", "reuse", "again", "rebind", "setuid", "netns"))
     p.add_argument("--user", choices=("current", "unprivileged"), default="current")
     args = p.parse_args()
     for name in ("tcptune", "probe", "container_profile", "work_dir"):
@@ -240,6 +255,7 @@ def main():
     {
         "creation": h.case_creation,
         "reuse": h.case_reuse,
+        "again": h.case_again,
         "rebind": h.case_rebind,
         "setuid": lambda: h.case_identity("setuid", "runs as uid 65534"),
         "netns": lambda: h.case_identity("netns", "another network namespace"),
