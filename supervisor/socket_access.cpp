@@ -14,6 +14,7 @@ SocketAccess probe_socket_access() noexcept {
   if (pidfd < 0) {
     access.hand_over = true;
     access.pidfd_getfd_error = errno;
+    access.refused_call = "pidfd_open";
     return access;
   }
   const int duplicate = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, pidfd, 0));
@@ -36,7 +37,7 @@ std::string describe_refusal(const SocketAccess& access) {
   } else if (error == ENOSYS) {
     why += ": a kernel before Linux 5.6, or a seccomp profile";
   }
-  return "pidfd_getfd is refused here (" + why + ")";
+  return std::string(access.refused_call) + " is refused here (" + why + ")";
 }
 
 }  // namespace tcptune::supervisor

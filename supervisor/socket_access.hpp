@@ -12,6 +12,7 @@ namespace tcptune::supervisor {
 struct SocketAccess {
   bool hand_over = false;     // pidfd_getfd refused: sockets are created by tcptune and handed over
   int pidfd_getfd_error = 0;  // why (EPERM: a seccomp profile; ENOSYS: a kernel before 5.6, or a profile)
+  const char* refused_call = "pidfd_getfd";  // or "pidfd_open", where even that is refused (older profiles)
 };
 
 // Tried once, in this process (which the program's filters are inherited from), on a descriptor
