@@ -155,24 +155,26 @@ void CallRecords::record_untuned(const FollowUp& done) {
     warn_once("not_handed_over/" + done.program, pid, done.program,
               who + " " + done.note + "s on fd " + std::to_string(done.app_fd) +
                   ", a TCP socket tcptune did not create (inherited, made by a call the filter does not see, moved "
-                  "to another descriptor, or one tcptune could not hand over), and " + describe_refusal(access_) +
-                  ": such sockets run untuned; to tune them, " + kAllowPidfdGetfd + " (logged once per program)");
+                  "to another descriptor, or one tcptune could not hand over), and " +
+                  describe_refusal(access_) + ": such sockets run untuned; to tune them, " + kAllowPidfdGetfd +
+                  " (logged once per program)");
     return;
   }
   if (done.call == FollowUp::Call::hand_over_refused) {
     warn_once("hand_over_refused/" + done.key + "/" + done.program, pid, done.program,
-              "cannot create the TCP sockets of " + who + " for it: " + done.note + "; " +
-                  describe_refusal(access_) + ", so they run untuned; to tune them, " + kAllowPidfdGetfd +
-                  " (logged once per program and cause)");
+              "cannot create the TCP sockets of " + who + " for it: " + done.note + "; " + describe_refusal(access_) +
+                  ", so they run untuned; to tune them, " + kAllowPidfdGetfd + " (logged once per program and cause)");
     return;
   }
   if (done.call == FollowUp::Call::unreachable_setsockopt) {
     warn_once("unreachable_setsockopt/" + done.program, pid, done.program,
               who + " sets " + done.note +
                   " on a TCP socket tcptune did not create (an accepted one: accepted sockets never pass through "
-                  "tcptune, and " + describe_refusal(access_) +
+                  "tcptune, and " +
+                  describe_refusal(access_) +
                   "): made as asked, so a rule's keepalive or nodelay = \"force\" is not kept on such sockets; "
-                  "to keep it, " + kAllowPidfdGetfd + " (logged once per program)");
+                  "to keep it, " +
+                  kAllowPidfdGetfd + " (logged once per program)");
     return;
   }
   if (done.call == FollowUp::Call::not_inspectable) {

@@ -76,8 +76,7 @@ const char* option_the_rule_keeps(int level, int name, int value, const config::
 // The same, read from the socket itself.
 const char* option_the_rule_keeps(int fd, int level, int name, int value, const config::Tuning& tuning) {
   return option_the_rule_keeps(
-      level, name, value, tuning,
-      [fd] { return shim::get_int_option(fd, IPPROTO_TCP, TCP_NODELAY) == 1; },
+      level, name, value, tuning, [fd] { return shim::get_int_option(fd, IPPROTO_TCP, TCP_NODELAY) == 1; },
       [fd, &tuning] { return tuning.keepalive.has_value() && shim::keepalive_in_effect(fd, *tuning.keepalive); });
 }
 
@@ -490,8 +489,8 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   }
 }
 
-void CallTuner::keep_policy_from_hand_over(const TrappedCall& call, const HandedOverTuning& tuned, int level,
-                                           int name, int value) {
+void CallTuner::keep_policy_from_hand_over(const TrappedCall& call, const HandedOverTuning& tuned, int level, int name,
+                                           int value) {
   const config::Tuning& tuning = config::tuning_for(policy_, tuned.rule);
   const char* option = option_the_rule_keeps(
       level, name, value, tuning, [&tuned] { return tuned.nodelay_on; }, [&tuned] { return tuned.keepalive_on; });

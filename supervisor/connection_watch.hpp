@@ -99,14 +99,14 @@ class ConnectionWatch {
   std::int64_t interval_ns_;
   std::int64_t last_poll_ns_ = 0;
   std::int64_t last_dump_cost_ns_ = 0;
-  bool early_poll_ = false;  // a socket known by inode waits for a dump
+  bool early_poll_ = false;          // a socket known by inode waits for a dump
   bool conn_close_records_ = false;  // [log] summary, and a log that takes info records
   // tcp_slow_start_after_idle in this namespace: without it no window restarts after idle.
   bool restarts_after_idle_ = false;
   std::optional<SockDiag> diag_;
   TrackedConnections<Watched> tracked_;
   std::map<std::uint64_t, Listener> listeners_;  // by inode, while it listens
-  std::set<std::uint16_t> listened_ports_;        // every port a watched listener listened on
+  std::set<std::uint16_t> listened_ports_;       // every port a watched listener listened on
   std::map<std::uint64_t, KnownByInode> by_inode_;
   std::vector<DiagSocket> dump_;
   std::map<int, RuleCounts> counts_;

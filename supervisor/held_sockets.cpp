@@ -42,7 +42,8 @@ int HeldSockets::find(std::uint64_t inode) const noexcept {
   if (inode == 0) {
     return -1;
   }
-  const auto found = std::find_if(held_.begin(), held_.end(), [inode](const Held& held) { return held.inode == inode; });
+  const auto found =
+      std::find_if(held_.begin(), held_.end(), [inode](const Held& held) { return held.inode == inode; });
   return found == held_.end() ? -1 : found->fd;
 }
 

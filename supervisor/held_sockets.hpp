@@ -47,7 +47,7 @@ class HeldSockets {
   struct Held {
     int fd = -1;
     std::uint64_t inode = 0;
-    pid_t thread = 0;  // its table first: a thread with a table of its own (unshare(CLONE_FILES))
+    pid_t thread = 0;   // its table first: a thread with a table of its own (unshare(CLONE_FILES))
     pid_t process = 0;  // then the process's, once that thread is gone
     int app_fd = -1;
   };

@@ -21,13 +21,13 @@ struct TrappedSockopt {
 struct FilterSpec {
   bool connect = true;
   bool listen = true;
-  bool fastopen_sends = true;              // sendto and sendmsg whose flags hold MSG_FASTOPEN
-  bool exec = false;                       // execve and execveat
+  bool fastopen_sends = true;  // sendto and sendmsg whose flags hold MSG_FASTOPEN
+  bool exec = false;           // execve and execveat
   // socket(AF_INET or AF_INET6, SOCK_STREAM with any of SOCK_NONBLOCK and SOCK_CLOEXEC, 0 or
   // IPPROTO_TCP): the TCP sockets the supervisor creates for the program (socket_hand_over.hpp).
   bool tcp_sockets = false;
   bool bind = false;
-  bool namespace_changes = false;  // unshare and setns: a thread's network namespace may change
+  bool namespace_changes = false;          // unshare and setns: a thread's network namespace may change
   std::vector<TrappedSockopt> setsockopt;  // each (level, optname) pair to trap
 };
 

@@ -32,8 +32,9 @@ std::string describe_refusal(const SocketAccess& access) {
   const int error = access.pidfd_getfd_error;
   std::string why = std::generic_category().message(error);
   if (error == EPERM) {
-    why += ": a seccomp profile, such as Docker's or containerd's default (Kubernetes RuntimeDefault) without "
-           "CAP_SYS_PTRACE";
+    why +=
+        ": a seccomp profile, such as Docker's or containerd's default (Kubernetes RuntimeDefault) without "
+        "CAP_SYS_PTRACE";
   } else if (error == ENOSYS) {
     why += ": a kernel before Linux 5.6, or a seccomp profile";
   }

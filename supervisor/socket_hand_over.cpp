@@ -45,8 +45,8 @@ std::optional<FsIds> fs_ids_from_proc(pid_t thread) {
   const auto fourth = [&text](const char* label) -> std::optional<unsigned long> {
     const char* line = std::strstr(text, label);
     unsigned long ids[4];
-    if (line == nullptr || std::sscanf(line + std::strlen(label), "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2],
-                                       &ids[3]) != 4) {
+    if (line == nullptr ||
+        std::sscanf(line + std::strlen(label), "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) != 4) {
       return std::nullopt;
     }
     return ids[3];
@@ -122,11 +122,11 @@ std::string HandOverCheck::obstacle(pid_t thread, int pidfd, std::string& key) {
   }
   if (theirs.empty() || theirs != network_namespace_) {
     key = "netns";
-    return theirs.empty() ? "its network namespace cannot be read (" + std::string(path) + ")"
-                          : "it runs in another network namespace than tcptune (" + theirs + ", tcptune's " +
-                                network_namespace_ +
-                                "): a socket tcptune created would be in tcptune's; run tcptune inside that namespace "
-                                "(e.g. ip netns exec NAME tcptune run ...)";
+    return theirs.empty()
+               ? "its network namespace cannot be read (" + std::string(path) + ")"
+               : "it runs in another network namespace than tcptune (" + theirs + ", tcptune's " + network_namespace_ +
+                     "): a socket tcptune created would be in tcptune's; run tcptune inside that namespace "
+                     "(e.g. ip netns exec NAME tcptune run ...)";
   }
   if (found.thread_verified) {
     if (same_namespace_.size() >= kMostThreads) {

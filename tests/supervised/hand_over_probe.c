@@ -152,7 +152,8 @@ static int mode_again(int port) {
   const struct sockaddr_in a = loopback(port);
   errno = 0;
   int rc = connect(fd, (const struct sockaddr*)&a, sizeof a);
-  printf("R first_connect %d %s\n", rc == 0 ? 0 : -1, rc == 0 || errno == EINPROGRESS ? "-or-EINPROGRESS" : errno_name(errno));
+  printf("R first_connect %d %s\n", rc == 0 ? 0 : -1,
+         rc == 0 || errno == EINPROGRESS ? "-or-EINPROGRESS" : errno_name(errno));
   struct pollfd out = {fd, POLLOUT, 0};
   printf("R writable %d\n", poll(&out, 1, 5000));
   errno = 0;
@@ -219,6 +220,7 @@ int main(int argc, char** argv) {
   if (argc == 3 && (strcmp(argv[1], "setuid") == 0 || strcmp(argv[1], "netns") == 0)) {
     return mode_identity(argv[1], atoi(argv[2]));
   }
-  fprintf(stderr, "usage: hand_over_probe creation | reuse PORT FD | again PORT | rebind PORT | setuid PORT | netns PORT\n");
+  fprintf(stderr,
+          "usage: hand_over_probe creation | reuse PORT FD | again PORT | rebind PORT | setuid PORT | netns PORT\n");
   return 2;
 }

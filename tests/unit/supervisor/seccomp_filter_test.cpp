@@ -159,9 +159,9 @@ void socket_creations() {
       {kUpperHalf | AF_INET, kUpperHalf | SOCK_STREAM, kUpperHalf},
       {AF_INET, SOCK_DGRAM, 0},
       {AF_UNIX, SOCK_STREAM, 0},
-      {AF_INET, SOCK_STREAM, 262},  // IPPROTO_MPTCP
+      {AF_INET, SOCK_STREAM, 262},         // IPPROTO_MPTCP
       {AF_INET, SOCK_STREAM | 0x4000, 0},  // a flag the kernel refuses (EINVAL)
-      {12345, SOCK_STREAM, 0},  // a family it does not know (EAFNOSUPPORT)
+      {12345, SOCK_STREAM, 0},             // a family it does not know (EAFNOSUPPORT)
   };
   for (const auto& call : calls) {
     const long fd = syscall(SYS_socket, call[0], call[1], call[2]);
