@@ -14,15 +14,19 @@ ring and snapshot pool) only in a process with a TCP socket. Arms, interleaved r
 Measured for each arm:
   loop          wall time of `bash -c 'for i in {1..300}; do /bin/true; done'` (bash and every
                 /bin/true under the arm), and the user+system CPU of the whole loop
+  exec          one bash loop (itself without the shim) that runs /bin/true under every arm in
+                turn, 300 times, the order rotating, and times each exec ($EPOCHREALTIME): the
+                paired ratio of an arm's exec to the no-shim exec of the same turn, which other
+                load on the machine disturbs far less than whole loops
   true          minor page faults of one /bin/true (wait4), median of many
   sleep         Rss and Pss of a running `sleep` (/proc/PID/smaps_rollup), and whether the core
                 is mapped in it
-Each round runs every arm once, in a shuffled order, and each arm's loop is compared with the
-"off" loop of the same round: the median of those paired ratios is the figure (a loaded machine
-slows whole rounds; pairing cancels most of it). Targets: loop at most +5%, at most +256 KiB
+Each round runs every arm's loop once, in a shuffled order, and each arm's loop is compared with
+the "off" loop of the same round: the median of those paired ratios (a loaded machine slows whole
+rounds; pairing cancels part of it), then the exec pass. Targets: loop at most +5%, at most +256 KiB
 resident. Writes everything to bench/results/startup-<UTC time>.json.
 
-  bench/startup/run.py                         # 11 rounds (about 3 minutes on a loaded 2-core VM)
+  bench/startup/run.py                         # 7 rounds (about 4 minutes on a 2-core VM)
   bench/startup/run.py --shim single=/tmp/old/libtcptune.so
   bench/startup/run.py --realtime              # under SCHED_FIFO (root): far less noise from other load
   bench/startup/run.py --quick --check         # the smoke run (ctest -R bench.startup_quick)
@@ -34,6 +38,7 @@ import os
 import platform
 import random
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -70,6 +75,36 @@ def time_loop(env, execs):
     start = time.perf_counter()
     subprocess.run(["bash", "-c", LOOP % execs], env=env, check=True)
     return time.perf_counter() - start, children_cpu() - cpu_before
+
+
+def exec_pass(arms, execs):
+    """{arm: [seconds of each /bin/true]} from one bash loop that runs every arm in turn."""
+    names = list(arms)
+    assignments = {}
+    for arm in names:
+        parts = []
+        for name in ("LD_PRELOAD", "TCPTUNE_POLICY", "TCPTUNE_POLICY_TOML"):
+            if name in arms[arm]:
+                # The policy text goes through a variable of the loop's own environment.
+                value = '"$STARTUP_POLICY_TEXT"' if name == "TCPTUNE_POLICY_TOML" else shlex.quote(arms[arm][name])
+                parts.append(f"{name}={value}")
+        assignments[arm] = " ".join(parts)
+    cases = []
+    for turn in range(len(names)):
+        order = names[turn:] + names[:turn]
+        body = " ".join(f"t{names.index(a)}a=$EPOCHREALTIME; {assignments[a]} /bin/true; t{names.index(a)}b=$EPOCHREALTIME;"
+                        for a in order)
+        cases.append(f"{turn}) {body} ;;")
+    script = (f"for i in {{1..{execs}}}; do case $((i % {len(names)})) in {' '.join(cases)} esac; echo "
+              + " ".join(f"$t{i}a $t{i}b" for i in range(len(names))) + "; done")
+    env = arm_env(None, {"STARTUP_POLICY_TEXT": POLICY})
+    out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=True).stdout
+    times = {arm: [] for arm in names}
+    for line in out.splitlines():
+        stamps = [float(field) for field in line.split()]
+        for index, arm in enumerate(names):
+            times[arm].append(stamps[2 * index + 1] - stamps[2 * index])
+    return times
 
 
 def one_true(env):
@@ -128,7 +163,7 @@ def median_range(values, scale=1.0, digits=3):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default="build/release")
-    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--execs", type=int, default=300, help="/bin/true execs per loop")
     parser.add_argument("--samples", type=int, default=40, help="single /bin/true runs per arm and round")
     parser.add_argument("--shim", action="append", default=[], metavar="NAME=PATH", help="another shim to compare")
@@ -173,7 +208,7 @@ def main():
         name, _, path = named.partition("=")
         arms[name] = arm_env(str(Path(path).resolve()), {})
 
-    results = {arm: {"loop_s": [], "loop_cpu_s": [], "true_minflt": [], "sleep": []}
+    results = {arm: {"loop_s": [], "loop_cpu_s": [], "exec_s": [], "true_minflt": [], "sleep": []}
                for arm in arms}
     order = random.Random(1)
     for round_number in range(1, options.rounds + 1):
@@ -186,6 +221,8 @@ def main():
                 results[arm]["true_minflt"].append(one_true(env))
             results[arm]["sleep"].append(sleep_memory(env))
             print(f"round {round_number}/{options.rounds} {arm:12} loop {wall:.3f} s", file=sys.stderr, flush=True)
+        for arm, times in exec_pass(arms, options.execs).items():
+            results[arm]["exec_s"].extend(times)
 
     def med(arm, key):
         return statistics.median(results[arm][key])
@@ -195,30 +232,37 @@ def main():
 
     print(f"\n{options.execs} execs of /bin/true from bash per loop, {options.rounds} interleaved rounds"
           f"{' under SCHED_FIFO' if options.realtime else ''}; median [min-max]\n")
-    print("| arm | loop s | vs off (paired) | loop CPU s | vs off (paired) | /bin/true minor faults | "
-          "sleep Rss KiB | vs off | core mapped |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| arm | loop s | vs off (paired) | loop CPU s | vs off (paired) | exec ms | vs off (paired; quartiles) | "
+          "/bin/true minor faults | sleep Rss KiB | vs off | core mapped |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     summary = {}
     for arm in arms:
         paired = [a / o for a, o in zip(results[arm]["loop_s"], results["off"]["loop_s"])]
         paired_cpu = [a / o for a, o in zip(results[arm]["loop_cpu_s"], results["off"]["loop_cpu_s"])]
         loop_ratio, cpu_ratio = statistics.median(paired), statistics.median(paired_cpu)
+        paired_exec = [a / o for a, o in zip(results[arm]["exec_s"], results["off"]["exec_s"])]
+        exec_ratio = statistics.median(paired_exec)
+        exec_quartiles = statistics.quantiles(paired_exec, n=4)
         rss_delta = sleep_rss(arm) - sleep_rss("off")
         core = any(s["core_mapped"] for s in results[arm]["sleep"])
         summary[arm] = {"loop_ratio": loop_ratio, "loop_ratios": paired, "loop_cpu_ratio": cpu_ratio,
+                        "exec_ms": 1000 * med(arm, "exec_s"), "exec_ratio": exec_ratio, "exec_ratio_quartiles": exec_quartiles,
                         "true_minflt": med(arm, "true_minflt"), "sleep_rss_kib": sleep_rss(arm),
                         "sleep_rss_delta_kib": rss_delta, "core_mapped": core}
         print(f"| {arm} | {median_range(results[arm]['loop_s'])} | {median_range(paired)} | "
-              f"{median_range(results[arm]['loop_cpu_s'])} | {median_range(paired_cpu)} | {med(arm, 'true_minflt'):.0f} | "
+              f"{median_range(results[arm]['loop_cpu_s'])} | {median_range(paired_cpu)} | {1000 * med(arm, 'exec_s'):.2f} | "
+              f"{exec_ratio:.3f} ({exec_quartiles[0]:.3f}-{exec_quartiles[2]:.3f}) | {med(arm, 'true_minflt'):.0f} | "
               f"{sleep_rss(arm):.0f} | {rss_delta:+.0f} | {'yes' if core else 'no'} |")
     failed = []
     for arm in arms:
         if arm == "off" or arm not in ("default", "policy-file", "policy-toml"):
             continue
         ratio, delta = summary[arm]["loop_ratio"], summary[arm]["sleep_rss_delta_kib"]
-        print(f"{arm}: loop {100 * (ratio - 1):+.1f}%, CPU {100 * (summary[arm]['loop_cpu_ratio'] - 1):+.1f}% "
-              f"(target at most +5%: {'met' if ratio <= 1.05 else 'NOT met'}), resident {delta:+.0f} KiB "
-              f"(target at most +256 KiB: {'met' if delta <= 256 else 'NOT met'})")
+        exec_ratio = summary[arm]["exec_ratio"]
+        print(f"{arm}: loop {100 * (ratio - 1):+.1f}%, CPU {100 * (summary[arm]['loop_cpu_ratio'] - 1):+.1f}%, "
+              f"exec {100 * (exec_ratio - 1):+.1f}% (target at most +5%: {'met' if exec_ratio <= 1.05 else 'NOT met'}; "
+              f"an empty object: {100 * (summary.get('empty-so', {}).get('exec_ratio', float('nan')) - 1):+.1f}%), "
+              f"resident {delta:+.0f} KiB (target at most +256 KiB: {'met' if delta <= 256 else 'NOT met'})")
         if delta > 256 or summary[arm]["core_mapped"]:
             failed.append(arm)
 
