@@ -103,6 +103,28 @@ void report_drops() {
   }
 }
 
+// Records stderr could not take (shim_log.hpp): said in a "dropped" record once it takes one again.
+telemetry::LogDrops g_log_drops_reported;
+
+void report_log_drops() {
+  if (!log_on_stderr()) {
+    return;
+  }
+  const telemetry::LogDrops now = log_drops();
+  if (now.total() == g_log_drops_reported.total()) {
+    return;
+  }
+  telemetry::Record record("dropped");
+  record.add("records", now.total() - g_log_drops_reported.total())
+      .add("stderr_full", now.full - g_log_drops_reported.full)
+      .add("too_long", now.too_long - g_log_drops_reported.too_long)
+      .add("reason", "stderr could not take them: its pipe was full (its reader is behind or reads nothing), or a "
+                     "record was longer than one write of PIPE_BUF bytes");
+  if (log_drop_notice(LogLevel::warn, record)) {
+    g_log_drops_reported = now;
+  }
+}
+
 void drain(const Runtime& runtime) {
   TelemetryEvent event{};
   while (g_ring.try_pop(event)) {
@@ -125,6 +147,7 @@ void drain(const Runtime& runtime) {
   }
   g_totals->absorb_unrecorded();
   report_drops();
+  report_log_drops();
 }
 
 // The textfile's writes through libc's next definitions, past the shim's own hooks.
@@ -161,10 +184,13 @@ void write_prometheus_textfile(const Runtime& runtime) {
     g_acks->add_open_to(fd, slot.generation.load(std::memory_order_acquire), row.acks);
   });
   std::erase_if(rows, [](const telemetry::MetricsRow& row) { return row.connections == 0; });
-  const std::string error = telemetry::write_file_atomically(
-      config::expand_log_path(pattern, runtime.program, getpid()),
-      telemetry::render_prometheus(rows, runtime.program, g_dropped_total, telemetry::MetricsSource::preloaded_shim),
-      kNextFileCalls);
+  std::string text =
+      telemetry::render_prometheus(rows, runtime.program, g_dropped_total, telemetry::MetricsSource::preloaded_shim);
+  if (log_on_stderr()) {
+    text += telemetry::render_log_drops(runtime.program, log_drops());
+  }
+  const std::string error = telemetry::write_file_atomically(config::expand_log_path(pattern, runtime.program, getpid()),
+                                                             text, kNextFileCalls);
   if (!error.empty() && log_first_time("prometheus_textfile")) {
     log_message(LogLevel::warn, error + " (logged once)");
   }
@@ -211,7 +237,8 @@ std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
 }
 
 SummaryContext summary_context() {
-  return {g_dropped_total, untuned_in_signal_handlers(), g_write_clock.uses_tsc()};
+  return {g_dropped_total, untuned_in_signal_handlers(), g_write_clock.uses_tsc(), log_on_stderr(),
+          log_drops().total()};
 }
 
 }  // namespace
@@ -376,6 +403,7 @@ void telemetry_after_fork_in_child() noexcept {
   g_pool.reset_in_child();
   g_pool_exhausted.store(0, std::memory_order_relaxed);
   g_dropped_total = 0;
+  g_log_drops_reported = log_drops();  // the parent's drops are the parent's to report
   // The parent's connections are the parent's to summarize: not measured here.
   fd_table().for_each_tcp([](int /*fd*/, SocketSlot& slot) {
     if (slot.has_flag(flag_measured)) {

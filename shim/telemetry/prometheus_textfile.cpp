@@ -110,6 +110,19 @@ std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::st
   return out;
 }
 
+std::string render_log_drops(const std::string& program, const LogDrops& drops) {
+  std::string out;
+  header(out, "tcptune_log_records_dropped_total", "counter",
+         "Log records stderr could not take: its pipe was full (its reader is behind or reads nothing), or "
+         "one was too long for a single write of PIPE_BUF bytes.");
+  const std::string program_label = "program=\"" + label_value(program) + "\"";
+  out += "tcptune_log_records_dropped_total{" + program_label + ",reason=\"stderr_full\"} " +
+         std::to_string(drops.full) + "\n";
+  out += "tcptune_log_records_dropped_total{" + program_label + ",reason=\"too_long\"} " +
+         std::to_string(drops.too_long) + "\n";
+  return out;
+}
+
 FileCalls plain_file_calls() noexcept {
   return {[](int fd, const void* data, std::size_t size) { return ::write(fd, data, size); },
           [](int fd) { return ::close(fd); }};

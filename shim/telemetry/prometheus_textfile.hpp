@@ -35,6 +35,17 @@ enum class MetricsSource : std::uint8_t { preloaded_shim, supervisor };
 std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::string& program,
                               std::uint64_t dropped_records, MetricsSource source);
 
+// Records a log on stderr could not take (stderr_stream.hpp): its pipe was full, or one was longer
+// than one write of PIPE_BUF bytes may be.
+struct LogDrops {
+  std::uint64_t full = 0;
+  std::uint64_t too_long = 0;
+  [[nodiscard]] std::uint64_t total() const { return full + too_long; }
+};
+// tcptune_log_records_dropped_total{program,reason="stderr_full"|"too_long"}, appended to the
+// textfile of a process that logs to stderr.
+std::string render_log_drops(const std::string& program, const LogDrops& drops);
+
 // The calls that write and close the file. Plain system calls by default; the preloaded shim
 // passes libc's next definitions, so that its own hooks are not re-entered.
 struct FileCalls {
