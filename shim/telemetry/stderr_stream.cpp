@@ -41,6 +41,22 @@ bool is_unnamed(socklen_t length) noexcept {
   return length <= offsetof(sockaddr_un, sun_path);
 }
 
+// fd 2 opened again, nonblocking, as a description of its own; -errno on failure. The same
+// file as fd 2, or not at all (another thread may have put something else there meanwhile).
+int reopen_stderr(const struct stat& stderr_info) noexcept {
+  const long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    return -errno;
+  }
+  struct stat info {};
+  if (syscall(SYS_fstat, static_cast<int>(fd), &info) != 0 || info.st_dev != stderr_info.st_dev ||
+      info.st_ino != stderr_info.st_ino) {
+    raw_close(static_cast<int>(fd));
+    return -EBADF;
+  }
+  return static_cast<int>(fd);
+}
+
 }  // namespace
 
 const char* StderrStream::open(int floor) noexcept {
@@ -58,20 +74,30 @@ const char* StderrStream::open(int floor) noexcept {
     kind_ = Kind::file;
     fd_ = raw_copy(STDERR_FILENO, floor);
   } else if (S_ISFIFO(info.st_mode)) {
-    kind_ = Kind::pipe;
-    fd_ = raw_copy(STDERR_FILENO, floor);
-    if (fd_ >= 0 && !open_relay()) {
-      close();
-      return "cannot create a pipe to relay records to stderr";
+    // A description of its own, nonblocking, where this user may open the pipe again: records
+    // then share the pipe's pages with the app's lines. Elsewhere (a pipe of another user, as a
+    // container's are root's) the relay, where each record takes a page of the pipe of its own.
+    const int reopened = reopen_stderr(info);
+    if (reopened >= 0) {
+      kind_ = Kind::pipe;
+      fd_ = raw_move(reopened, floor);
+    } else if (reopened == -ENXIO) {
+      return "stderr is a pipe without a reader";
+    } else {
+      kind_ = Kind::relayed_pipe;
+      fd_ = raw_copy(STDERR_FILENO, floor);
+      if (fd_ >= 0 && !open_relay()) {
+        close();
+        return "cannot create a pipe to relay records to stderr";
+      }
     }
   } else if (S_ISCHR(info.st_mode)) {
     // A description of its own, nonblocking; the app's keeps its flags. Where this user may not
     // open the device again, the app's own serves if it is nonblocking already.
     kind_ = Kind::terminal;
-    fd_ = static_cast<int>(
-        syscall(SYS_openat, AT_FDCWD, "/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-    if (fd_ >= 0) {
-      fd_ = raw_move(fd_, floor);
+    const int reopened = reopen_stderr(info);
+    if (reopened >= 0) {
+      fd_ = raw_move(reopened, floor);
     } else if ((flags & O_NONBLOCK) != 0) {
       fd_ = raw_copy(STDERR_FILENO, floor);
     } else {
@@ -135,7 +161,7 @@ void StderrStream::move_away_from(int fd) noexcept {
 }
 
 void StderrStream::renew_relay_in_child() noexcept {
-  if (kind_ != Kind::pipe || fd_ < 0) {
+  if (kind_ != Kind::relayed_pipe || fd_ < 0) {
     return;
   }
   for (int* end : {&relay_[0], &relay_[1]}) {
@@ -157,23 +183,29 @@ StderrStream::Result StderrStream::write(std::string_view line) noexcept {
     return Result::too_long;
   }
   switch (kind_) {
-    case Kind::file: return write_file(line);
-    case Kind::pipe: return write_pipe(line);
+    case Kind::file:
+    case Kind::pipe: return write_whole(line);
+    case Kind::relayed_pipe: return write_relayed(line);
     case Kind::terminal:
     case Kind::socket: return write_stream(line);
   }
   return Result::ended;
 }
 
-StderrStream::Result StderrStream::write_file(std::string_view line) noexcept {
+StderrStream::Result StderrStream::write_whole(std::string_view line) noexcept {
+  // A pipe takes a write of at most PIPE_BUF bytes whole or not at all (EAGAIN when full).
   HeldSignals held;
   long written = 0;
   do {
     written = syscall(SYS_write, fd_, line.data(), line.size());
   } while (written < 0 && errno == EINTR);
-  held.take_back(written < 0 ? errno : 0);
-  // The file is the app's (its own lines may follow), so a short write is not cut off again.
-  return written == static_cast<long>(line.size()) ? Result::written : Result::ended;
+  const int error = written < 0 ? errno : 0;
+  held.take_back(error);
+  if (written == static_cast<long>(line.size())) {
+    return Result::written;
+  }
+  // A regular file is the app's (its own lines may follow): a short write is not cut off again.
+  return kind_ == Kind::pipe && (error == EAGAIN || error == EWOULDBLOCK) ? Result::full : Result::ended;
 }
 
 void StderrStream::drain_relay() noexcept {
@@ -181,7 +213,7 @@ void StderrStream::drain_relay() noexcept {
   }
 }
 
-StderrStream::Result StderrStream::write_pipe(std::string_view line) noexcept {
+StderrStream::Result StderrStream::write_relayed(std::string_view line) noexcept {
   // Into the empty relay in one write: one pipe buffer, which splice moves whole or not at all
   // (the kernel moves buffers between pipes under both pipes' locks).
   const long relayed = syscall(SYS_write, relay_[1], line.data(), line.size());

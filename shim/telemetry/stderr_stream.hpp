@@ -4,11 +4,12 @@
 //   with the app's lines; a longer one is refused (the caller shortens it or drops it);
 // - nothing blocks: a full pipe (a reader that is behind, or reads nothing) drops the record, and
 //   the caller counts it;
-// - the app's open file description keeps its flags (no O_NONBLOCK set on it): a pipe or FIFO is
-//   written by splice(SPLICE_F_NONBLOCK) from a private relay pipe, which works whoever owns the
-//   pipe (a container's pipes belong to root, and another user may not open /proc/self/fd/2
-//   again); a unix socket (journald's stream) by send(MSG_DONTWAIT | MSG_NOSIGNAL); a terminal
-//   through a description of its own, opened again with O_NONBLOCK; a regular file appended to;
+// - the app's open file description keeps its flags (no O_NONBLOCK set on it): a pipe, FIFO or
+//   terminal is written through a description of its own, /proc/self/fd/2 opened again with
+//   O_NONBLOCK; a pipe this user may not open again (a container's pipes belong to root) by
+//   splice(SPLICE_F_NONBLOCK) from a private relay pipe, each record then taking a page of the
+//   pipe (16 records fill a 64 KiB pipe); a unix socket (journald's stream) by
+//   send(MSG_DONTWAIT | MSG_NOSIGNAL); a regular file by appending to a copy of fd 2;
 // - SIGPIPE, SIGXFSZ and SIGTTOU are held off around each write (held_signals.hpp).
 // A network socket on fd 2 is the program's connection (inetd-style), never a log.
 // Raw system calls only, no allocation: in the preloaded shim, libc's write, send, splice and
@@ -57,9 +58,9 @@ class StderrStream {
   void renew_relay_in_child() noexcept;
 
  private:
-  enum class Kind : std::uint8_t { file, pipe, terminal, socket };
-  Result write_file(std::string_view line) noexcept;
-  Result write_pipe(std::string_view line) noexcept;
+  enum class Kind : std::uint8_t { file, pipe, relayed_pipe, terminal, socket };
+  Result write_whole(std::string_view line) noexcept;
+  Result write_relayed(std::string_view line) noexcept;
   Result write_stream(std::string_view line) noexcept;
   long write_some(const char* data, std::size_t size) noexcept;
   void drain_relay() noexcept;
