@@ -43,12 +43,12 @@ std::string default_log_directory(std::string& problem) {
   const uid_t uid = ::geteuid();
   std::string directory;
   std::string error;
-  if (uid == 0) {
-    directory = "/var/log/tcptune";
-    error = make_directories(directory, 0755, 0755);
-  } else if (const std::string state = absolute_variable("XDG_STATE_HOME"); !state.empty()) {
+  if (const std::string state = absolute_variable("XDG_STATE_HOME"); !state.empty()) {
     directory = state + "/tcptune";
     error = make_directories(directory, 0700, 0700);
+  } else if (uid == 0) {
+    directory = "/var/log/tcptune";
+    error = make_directories(directory, 0755, 0755);
   } else if (const std::string home = absolute_variable("HOME"); !home.empty() && home != "/") {
     directory = home + "/.local/state/tcptune";
     error = make_directories(directory, 0700, 0700);

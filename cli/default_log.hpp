@@ -1,7 +1,7 @@
 // Where `tcptune run` writes its log when neither --log, TCPTUNE_LOG nor the policy's [log] path
 // names one: never the working directory (a source checkout; `/` under systemd), but
-//   /var/log/tcptune/                        for root (created 0755),
-//   $XDG_STATE_HOME/tcptune/                 when XDG_STATE_HOME is an absolute path,
+//   $XDG_STATE_HOME/tcptune/                 when XDG_STATE_HOME is an absolute path (0700),
+//   /var/log/tcptune/                        otherwise for root (created 0755),
 //   $HOME/.local/state/tcptune/              otherwise (the XDG default; created 0700),
 //   $TMPDIR/tcptune-UID/ or /tmp/tcptune-UID/ without a HOME (0700, and only if it is this
 //                                            user's own directory),

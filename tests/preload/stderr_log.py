@@ -13,6 +13,9 @@ collect it. stderr_app (stderr_app.c) makes the connections and writes its own l
   unread_relay      the same through the relay (another user)
   behind            the reader stops, then reads again: a "dropped" record says how many records
                     were lost, and the summary's log_records_dropped counts the same
+  reader_gone       the reader closes its end while the app runs: the next records meet EPIPE, and
+                    the app, whose SIGPIPE is not ignored, runs on and exits 0
+  reader_gone_relay the same through the relay (another user)
   closed_by_app     the app closes fd 2 and its next socket takes number 2: the pipe's reader sees
                     its end while the app still runs, and no record goes into that connection
   unix_socket       stderr a unix socket connected to a listener (journald's stream): records and
@@ -257,6 +260,23 @@ def behind(args, checks):
     checks.check(len(closes) < 2 * 1510, f"behind: records were lost while nobody read ({len(closes)} conn_close)")
 
 
+def reader_gone(args, checks, other_user):
+    what = "reader_gone" + (" (relay, another user)" if other_user else "")
+    r, w = os.pipe()
+    app = subprocess.Popen([args.app, "flood", "20", "pause"], env=shim_env(args, args.work_dir),
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=w, text=True,
+                           preexec_fn=as_nobody if other_user else None)
+    os.close(w)
+    ready, _, _ = select.select([app.stdout], [], [], 60)
+    paused = app.stdout.readline().strip() if ready else ""
+    os.close(r)  # the last reader: the app's stderr now gives EPIPE (and SIGPIPE)
+    app.stdin.write("go on\n")
+    app.stdin.flush()
+    out, _ = app.communicate(timeout=60)
+    checks.check(paused == "paused" and app.returncode == 0 and out.strip() == "done",
+                 f"{what}: records meeting a pipe without a reader raise no SIGPIPE in the app ({app.returncode})")
+
+
 def closed_by_app(args, checks):
     server = socket.create_server(("127.0.0.1", 0))
     r, w = os.pipe()
@@ -405,7 +425,7 @@ def fork_relay(args, checks):
     checks.check(len(pids) == 2, f"fork_relay: records of both processes arrive ({pids})")
 
 
-ROOT_ONLY = {"interleave_relay", "unread_relay", "fork_relay"}
+ROOT_ONLY = {"interleave_relay", "unread_relay", "fork_relay", "reader_gone_relay"}
 
 
 def main():
@@ -426,6 +446,8 @@ def main():
         "unread": lambda: unread(args, checks, False),
         "unread_relay": lambda: unread(args, checks, True),
         "behind": lambda: behind(args, checks),
+        "reader_gone": lambda: reader_gone(args, checks, False),
+        "reader_gone_relay": lambda: reader_gone(args, checks, True),
         "closed_by_app": lambda: closed_by_app(args, checks),
         "unix_socket": lambda: unix_socket(args, checks),
         "network_socket": lambda: network_socket(args, checks),
