@@ -161,8 +161,9 @@ int check_command(const CheckOptions& options) {
   std::printf("\n[defaults], for sockets no rule matches:\n");
   explain_tuning(policy.defaults, host);
   if (config::is_stderr_log(policy.log.path)) {
-    std::printf("\nlog: each process's own standard error (one write per record, never blocking; records it "
-                "cannot take are dropped and counted)\n");
+    std::printf(
+        "\nlog: each process's own standard error (one write per record, never blocking; records it "
+        "cannot take are dropped and counted)\n");
   } else if (!policy.log.path.empty()) {
     std::printf("\nlog: %s ({program} and {pid} are replaced per process)\n", policy.log.path.c_str());
   }

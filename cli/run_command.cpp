@@ -34,8 +34,8 @@ namespace fs = std::filesystem;
 // Where the run's processes log, as they will resolve it (resolve_log_destination), and what
 // the table after the program can make of it.
 struct RunLog {
-  std::string pattern;  // as the processes have it; empty: no log
-  std::string file;     // the one file the table reads (absolute); empty: none
+  std::string pattern;   // as the processes have it; empty: no log
+  std::string file;      // the one file the table reads (absolute); empty: none
   std::string no_table;  // why there is no table, when there is a log but no file to read
 };
 
@@ -46,8 +46,9 @@ RunLog run_log(const config::Policy* policy) {
   if (log.pattern.empty() || destination.level == config::LogLevel::off) {
     log.pattern.clear();
   } else if (config::is_stderr_log(log.pattern)) {
-    log.no_table = "the log went to stderr, with the program's own lines: no table (tcptune report reads a file: "
-                   "--log FILE)";
+    log.no_table =
+        "the log went to stderr, with the program's own lines: no table (tcptune report reads a file: "
+        "--log FILE)";
   } else if (log.pattern.find('{') != std::string::npos) {
     log.no_table = "one log per process (" + log.pattern + "): no table (tcptune report FILE...)";
   } else if (destination.format != config::LogFormat::jsonl) {

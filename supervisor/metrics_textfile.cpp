@@ -41,7 +41,8 @@ void MetricsTextfile::write(const ConnectionWatch& watch, std::uint64_t dropped_
       row.connections = counts.connections;
       row.counters.idle_restarts = counts.idle_restarts;
     }
-    std::string text = telemetry::render_prometheus(rows, program_, dropped_records, telemetry::MetricsSource::supervisor);
+    std::string text =
+        telemetry::render_prometheus(rows, program_, dropped_records, telemetry::MetricsSource::supervisor);
     if (log_.on_stderr()) {
       text += telemetry::render_log_drops(program_, log_.drops());
     }

@@ -145,9 +145,9 @@ void SupervisorLog::write(config::LogLevel level, pid_t pid, std::string_view pr
   } else {
     // One write of PIPE_BUF bytes at most: the longest fields are left out ("omitted").
     const std::size_t envelope = prefix.size() + 2;
-    const std::string fields =
-        envelope < telemetry::kStderrRecordLimit ? record.json_fields_within(telemetry::kStderrRecordLimit - envelope)
-                                                 : std::string();
+    const std::string fields = envelope < telemetry::kStderrRecordLimit
+                                   ? record.json_fields_within(telemetry::kStderrRecordLimit - envelope)
+                                   : std::string();
     if (fields.empty()) {
       ++drops_.too_long;
       return;
@@ -184,8 +184,9 @@ void SupervisorLog::report_drops_on_stderr() noexcept {
     record.add("records", drops_.total() - drops_reported_.total())
         .add("stderr_full", drops_.full - drops_reported_.full)
         .add("too_long", drops_.too_long - drops_reported_.too_long)
-        .add("reason", "stderr could not take them: its pipe was full (its reader is behind or reads nothing), or a "
-                       "record was longer than one write of PIPE_BUF bytes");
+        .add("reason",
+             "stderr could not take them: its pipe was full (its reader is behind or reads nothing), or a "
+             "record was longer than one write of PIPE_BUF bytes");
     const std::string line = line_prefix(config::LogLevel::warn, getpid(), "tcptune") +
                              (format_ == config::LogFormat::jsonl ? record.json_fields() + "}" : record.text()) + "\n";
     if (stderr_->write(line) == telemetry::StderrStream::Result::written) {

@@ -118,8 +118,9 @@ void report_log_drops() {
   record.add("records", now.total() - g_log_drops_reported.total())
       .add("stderr_full", now.full - g_log_drops_reported.full)
       .add("too_long", now.too_long - g_log_drops_reported.too_long)
-      .add("reason", "stderr could not take them: its pipe was full (its reader is behind or reads nothing), or a "
-                     "record was longer than one write of PIPE_BUF bytes");
+      .add("reason",
+           "stderr could not take them: its pipe was full (its reader is behind or reads nothing), or a "
+           "record was longer than one write of PIPE_BUF bytes");
   if (log_drop_notice(LogLevel::warn, record)) {
     g_log_drops_reported = now;
   }
@@ -189,8 +190,8 @@ void write_prometheus_textfile(const Runtime& runtime) {
   if (log_on_stderr()) {
     text += telemetry::render_log_drops(runtime.program, log_drops());
   }
-  const std::string error = telemetry::write_file_atomically(config::expand_log_path(pattern, runtime.program, getpid()),
-                                                             text, kNextFileCalls);
+  const std::string error = telemetry::write_file_atomically(
+      config::expand_log_path(pattern, runtime.program, getpid()), text, kNextFileCalls);
   if (!error.empty() && log_first_time("prometheus_textfile")) {
     log_message(LogLevel::warn, error + " (logged once)");
   }

@@ -48,7 +48,9 @@ class StderrStream {
 
   [[nodiscard]] bool is_open() const noexcept { return fd_ >= 0; }
   // Whether `fd` is one of the descriptors it holds (up to three: fd 2's copy and the relay).
-  [[nodiscard]] bool holds(int fd) const noexcept { return fd >= 0 && (fd == fd_ || fd == relay_[0] || fd == relay_[1]); }
+  [[nodiscard]] bool holds(int fd) const noexcept {
+    return fd >= 0 && (fd == fd_ || fd == relay_[0] || fd == relay_[1]);
+  }
   [[nodiscard]] int descriptor(int index) const noexcept { return index == 0 ? fd_ : relay_[index - 1]; }
   static constexpr int kDescriptors = 3;
   // `fd` is one of them and the app wants its number (dup2 onto it): it moves above it.
