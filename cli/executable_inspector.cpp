@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <system_error>
 
 namespace tcptune::cli {
 
@@ -18,6 +20,8 @@ namespace {
 
 // Section names longer than this are no Go section; the table is read only up to it.
 constexpr std::size_t kMaxSectionNames = 1 << 20;
+// The kernel refuses a PT_INTERP longer than PATH_MAX.
+constexpr std::uint64_t kMaxInterpreter = 4096;
 
 class ElfFile {
  public:
@@ -70,6 +74,12 @@ ElfFacts inspect_elf(const std::string& path) {
       break;
     }
     facts.has_interpreter = program.p_type == PT_INTERP;
+    if (facts.has_interpreter && program.p_filesz <= kMaxInterpreter) {
+      std::string text(program.p_filesz, '\0');
+      if (file.read_at(program.p_offset, text.data(), text.size())) {
+        facts.interpreter = text.substr(0, text.find('\0'));
+      }
+    }
   }
   Elf64_Shdr names{};
   if (header.e_shstrndx >= header.e_shnum ||
@@ -91,6 +101,24 @@ ElfFacts inspect_elf(const std::string& path) {
     }
   }
   return facts;
+}
+
+namespace {
+
+bool is_glibc_loader_name(const std::string& name) {
+  return name.starts_with("ld-linux") || name.starts_with("ld64.so.") || name == "ld.so.1";
+}
+
+}  // namespace
+
+LoaderKind classify_loader(const std::string& interpreter) {
+  const std::string name = std::filesystem::path(interpreter).filename().string();
+  std::error_code error;
+  const std::string target = std::filesystem::canonical(interpreter, error).filename().string();
+  if (name.starts_with("ld-musl-") || (!error && target.starts_with("ld-musl-"))) {
+    return LoaderKind::musl;
+  }
+  return is_glibc_loader_name(name) ? LoaderKind::glibc : LoaderKind::other;
 }
 
 namespace {
@@ -146,6 +174,7 @@ PreloadObstacles preload_obstacles(const std::string& path) {
       }
       obstacles.privileged = obstacles.privileged || of_interpreter.privileged;
       obstacles.bypasses_loader = of_interpreter.bypasses_loader;
+      obstacles.foreign_loader = of_interpreter.foreign_loader;
     }
     return obstacles;
   }
@@ -155,6 +184,13 @@ PreloadObstacles preload_obstacles(const std::string& path) {
   } else if (!elf.has_interpreter) {
     reasons.push_back(path + " is statically linked: there is no dynamic loader to preload the shim");
     obstacles.bypasses_loader = true;
+  } else if (const LoaderKind loader = classify_loader(elf.interpreter); loader != LoaderKind::glibc) {
+    // An unreadable PT_INTERP (empty) counts as another loader: the shim is not risked.
+    reasons.push_back(path + (loader == LoaderKind::musl ? " is linked against musl" : " is not linked against glibc") +
+                      " (program interpreter " + (elf.interpreter.empty() ? "unreadable" : elf.interpreter) +
+                      "): the shim, built for glibc, would stop it before main");
+    obstacles.bypasses_loader = true;
+    obstacles.foreign_loader = true;
   }
   return obstacles;
 }

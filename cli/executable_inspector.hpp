@@ -1,4 +1,5 @@
-// Why a program might not honour LD_PRELOAD: static linking, setuid, file capabilities, Go.
+// Why a program might not honour LD_PRELOAD: static linking, setuid, file capabilities, Go, or a
+// C library other than glibc (musl).
 #pragma once
 
 #include <string>
@@ -10,8 +11,19 @@ namespace tcptune::cli {
 struct ElfFacts {
   bool is_elf = false;
   bool has_interpreter = false;  // a PT_INTERP program header: started by the dynamic loader
+  std::string interpreter;       // its path ("/lib64/ld-linux-x86-64.so.2"), when it could be read
   bool is_go = false;            // a .go.buildinfo or .note.go.buildid section
 };
+
+// Whose dynamic loader a program interpreter is. The shim is built for glibc: preloaded by
+// another loader (musl's), its glibc symbols do not resolve and the program dies before main.
+enum class LoaderKind {
+  glibc,  // ld-linux*.so.*, ld64.so.*, ld.so.1 (glibc's names on every architecture)
+  musl,   // ld-musl-ARCH.so.1, also behind a glibc name (Alpine's gcompat links one to it)
+  other,  // any other name (uClibc, Bionic...)
+};
+// By the interpreter's name and, where it is a symbolic link here, by the name of what it links to.
+LoaderKind classify_loader(const std::string& interpreter);
 
 // Reads the ELF header, the program headers, the section headers and their names only.
 ElfFacts inspect_elf(const std::string& path);
@@ -24,8 +36,10 @@ struct PreloadObstacles {
   // a user other than root): the loader ignores LD_PRELOAD, and supervision keeps the privileges
   // only with CAP_SYS_ADMIN (without, it needs no_new_privs, which strips them).
   bool privileged = false;
-  // statically linked or Go: no shim, but supervision reaches it.
+  // statically linked, Go, or another C library's loader: no shim, but supervision reaches it.
   bool bypasses_loader = false;
+  // started by another C library's loader (musl): a preloaded shim would stop it before main.
+  bool foreign_loader = false;
 };
 PreloadObstacles preload_obstacles(const std::string& path);
 

@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iterator>
+#include <optional>
 #include <system_error>
+#include <utility>
 
 namespace tcptune::cli {
 
@@ -105,26 +107,52 @@ std::string absolute(const std::string& path) {
   return error ? path : result.string();
 }
 
-// ld.so separates LD_PRELOAD entries with colons or spaces. The shim goes first, once, so
-// its hooks see every call before the other interposers.
-std::string preload_with_shim_first(const std::string& shim, const char* existing) {
-  std::string preload = shim;
+namespace {
+
+// ld.so separates LD_PRELOAD entries with colons or spaces; empty ones are skipped.
+std::vector<std::string> preload_entries(const char* existing) {
+  std::vector<std::string> entries;
   const std::string current = existing != nullptr ? existing : "";
   std::size_t start = 0;
   while (start < current.size()) {
     const std::size_t end = current.find_first_of(": ", start);
-    const std::string entry = current.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    std::error_code error;
-    const bool is_shim = !entry.empty() && (entry == shim || fs::weakly_canonical(entry, error).string() == shim);
-    if (!entry.empty() && !is_shim) {
-      preload += ":" + entry;
+    std::string entry = current.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!entry.empty()) {
+      entries.push_back(std::move(entry));
     }
     if (end == std::string::npos) {
       break;
     }
     start = end + 1;
   }
+  return entries;
+}
+
+}  // namespace
+
+// The shim goes first, once, so its hooks see every call before the other interposers.
+std::string preload_with_shim_first(const std::string& shim, const char* existing) {
+  std::string preload = shim;
+  for (const std::string& entry : preload_entries(existing)) {
+    std::error_code error;
+    if (entry != shim && fs::weakly_canonical(entry, error).string() != shim) {
+      preload += ":" + entry;
+    }
+  }
   return preload;
+}
+
+std::optional<std::string> preload_without_shim(const char* existing) {
+  std::string preload;
+  bool removed = false;
+  for (const std::string& entry : preload_entries(existing)) {
+    if (fs::path(entry).filename() == kShimFileName) {
+      removed = true;
+    } else {
+      preload += (preload.empty() ? "" : ":") + entry;
+    }
+  }
+  return removed ? std::optional<std::string>(preload) : std::nullopt;
 }
 
 // execv, and /bin/sh for a script without "#!"; returns the exit status if it cannot.

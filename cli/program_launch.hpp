@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,13 @@ std::string locate_shim(std::string& problem);
 // when only a non-executable file of that name was found (the shell's 126, not 127).
 std::string resolve_command(const std::string& command, bool& found_not_executable);
 std::string absolute(const std::string& path);
+inline constexpr const char* kShimFileName = "libtcptune.so";
 // ld.so separates LD_PRELOAD entries with colons or spaces. The shim goes first, once, so
 // its hooks see every call before the other interposers.
 std::string preload_with_shim_first(const std::string& shim, const char* existing);
+// LD_PRELOAD without any file named libtcptune.so (colon-separated), for a program whose loader
+// is not glibc's: the shim preloaded there would stop it before main. Nothing if it has none.
+std::optional<std::string> preload_without_shim(const char* existing);
 // execv, and /bin/sh for a script without "#!"; returns the exit status if it cannot.
 int exec_command(const std::string& resolved, const std::string& command, std::vector<char*>& argv);
 // waitpid for `child` through EINTR; its wait status.

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 
 #include "commands.hpp"
@@ -138,12 +139,6 @@ void choose_log(const RunOptions& options, const config::Policy* policy) {
 
 int run_command(const RunOptions& options) {
   const std::vector<std::string>& args = options.command;
-  std::string problem;
-  const std::string shim = locate_shim(problem);
-  if (shim.empty()) {
-    (void)std::fprintf(stderr, "tcptune run: %s\n", problem.c_str());
-    return 1;
-  }
   // Read once: every process of the run gets this text, whatever happens to the file meanwhile.
   // One from TCPTUNE_POLICY that does not load is reported by the program (fail-open), as without run.
   RunPolicy run_policy;
@@ -156,11 +151,11 @@ int run_command(const RunOptions& options) {
     (void)std::fprintf(stderr, "tcptune: warning: %s; programs started later read the file again\n",
                        copy_problem.c_str());
   }
-  // A log by default (jsonl, so the table and tcptune report can read it), where the policy
-  // puts it, or in the default directory (default_log.hpp).
   if (options.verbose) {
     setenv("TCPTUNE_LOG_LEVEL", "debug", 1);
   }
+  // A log by default (jsonl, so the table and tcptune report can read it), where the policy
+  // puts it, or in the default directory (default_log.hpp).
   const config::Policy* policy = loaded.ok() ? &loaded.policy() : nullptr;
   RunLog log;
   if (options.no_log) {
@@ -177,9 +172,9 @@ int run_command(const RunOptions& options) {
                        found_not_executable ? "permission denied" : "command not found");
     return found_not_executable ? 126 : 127;
   }
-  // Preloaded where the loader will preload; supervised where it will not (static, Go, setuid or
-  // file capabilities) or when asked; untuned where supervision would strip the program's
-  // privileges (no_new_privs, needed without CAP_SYS_ADMIN).
+  // Preloaded where the loader will preload; supervised where it will not (static, Go, another C
+  // library's loader, setuid or file capabilities) or when asked; untuned where supervision would
+  // strip the program's privileges (no_new_privs, needed without CAP_SYS_ADMIN).
   const PreloadObstacles obstacles = preload_obstacles(resolved);
   const bool strips_privileges = obstacles.privileged && supervisor::filter_needs_no_new_privs();
   const bool supervised =
@@ -196,7 +191,26 @@ int run_command(const RunOptions& options) {
   if (supervised) {
     (void)std::fprintf(stderr, "tcptune: tuning %s from outside: supervised mode%s\n",
                        config::escape_for_display(command, false).c_str(), options.supervise ? " (--supervise)" : "");
+    // An LD_PRELOAD the program inherited (a container's environment) would stop it before main.
+    if (const char* inherited = std::getenv("LD_PRELOAD"); obstacles.foreign_loader && inherited != nullptr) {
+      if (const std::optional<std::string> kept = preload_without_shim(inherited); kept.has_value()) {
+        (void)std::fprintf(stderr, "tcptune: %s taken out of LD_PRELOAD for it\n", kShimFileName);
+        if (kept->empty()) {
+          unsetenv("LD_PRELOAD");
+        } else {
+          setenv("LD_PRELOAD", kept->c_str(), 1);
+        }
+      }
+    }
   } else {
+    // Only a preloaded run needs the shim: a supervised one is this file alone (a static tcptune
+    // copied into an image without glibc).
+    std::string problem;
+    const std::string shim = locate_shim(problem);
+    if (shim.empty()) {
+      (void)std::fprintf(stderr, "tcptune run: %s\n", problem.c_str());
+      return 1;
+    }
     const std::string preload = preload_with_shim_first(shim, std::getenv("LD_PRELOAD"));
     setenv("LD_PRELOAD", preload.c_str(), 1);
   }

@@ -9,7 +9,14 @@ packages=(build-essential cmake pkg-config g++ python3 libtomlplusplus-dev libsp
   # tests start their own instances in the link's namespaces, never the system services.
   nginx-light haproxy redis-server rabbitmq-server python3-redis python3-pika python3-stomp jq socat
   # Go programs for supervised mode (tests/supervised, bench/ab bursty-go), built by the tests.
-  golang-go)
+  golang-go
+  # A musl program for supervised mode (tests/supervised/musl_test.py, built by musl-gcc); strace
+  # shows what the static tcptune opens in a chroot (chroot_test.py).
+  musl-tools strace
+  # The textfile read through a real node_exporter and Prometheus, and promtool for the example
+  # rules (tests/preload/prometheus_processes.py, examples/prometheus); started by the tests on
+  # loopback, never as services.
+  prometheus prometheus-node-exporter)
 # scripts/fuzz: clang 14 with libFuzzer (libclang_rt.fuzzer*.a), llvm-symbolizer for its reports.
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev llvm)
 missing=()

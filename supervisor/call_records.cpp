@@ -68,6 +68,15 @@ void CallRecords::warn_once(const std::string& key, pid_t pid, const std::string
   log_.write(config::LogLevel::warn, pid, program, record);
 }
 
+std::vector<telemetry::OptionMiss> CallRecords::option_misses() const {
+  std::vector<telemetry::OptionMiss> out;
+  for (const auto& [key, count] : option_misses_) {
+    const auto& [rule, option, outcome] = key;
+    out.push_back({std::string(config::rule_name(policy_, rule)), option, outcome, count});
+  }
+  return out;
+}
+
 void CallRecords::record_tuned(FollowUp& done) {
   const bool is_connect = done.call == FollowUp::Call::connect;
   const config::Tuning& tuning = config::tuning_for(policy_, done.rule);
@@ -75,6 +84,9 @@ void CallRecords::record_tuned(FollowUp& done) {
   const std::string& program = done.program;
   report_what_supervision_lacks(tuning, done.outcome);
   for (const shim::OptionReport& option : done.outcome.report.options) {
+    if (option.missed()) {
+      ++option_misses_[{done.rule, option.name, shim::status_name(option.status)}];
+    }
     if (option.refused() || (option.name == "keep_warm" && tuning.keep_warm.has_value())) {
       const std::string rule_name(config::rule_name(policy_, done.rule));
       warn_once(rule_name + "/" + option.name, pid, program,

@@ -1,14 +1,20 @@
 // The supervisor's records thread: what follows an answered call (FollowUp). The conn_open
 // record with the options' effective values (read back on the duplicate now), the veto of a
-// setsockopt, the warnings once per rule, and the connection handed to the watch. Runs apart
+// setsockopt, the warnings once per rule, the options that missed counted for the textfile, and
+// the connection handed to the watch. Runs apart
 // from the answering thread, so that the program's calls never wait for a record.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "connection_watch.hpp"
 #include "follow_up.hpp"
+#include "prometheus_textfile.hpp"
 #include "supervisor_log.hpp"
 #include "tcptune/config/policy.hpp"
 
@@ -21,6 +27,8 @@ class CallRecords {
 
   // Writes what `done` calls for; never throws (a record lost to a failure is only lost).
   void record(FollowUp& done);
+  // Options that did not take effect as asked, per rule, option and outcome, for the textfile.
+  [[nodiscard]] std::vector<telemetry::OptionMiss> option_misses() const;
 
  private:
   void record_tuned(FollowUp& done);
@@ -33,6 +41,7 @@ class CallRecords {
   ConnectionWatch* watch_;
   std::set<std::string> warned_;
   std::set<std::string> vetoes_logged_;
+  std::map<std::tuple<int, std::string, std::string>, std::uint64_t> option_misses_;
 };
 
 }  // namespace tcptune::supervisor

@@ -1,37 +1,48 @@
 #include "metrics_textfile.hpp"
 
+#include <chrono>
 #include <cstdio>
-#include <vector>
 
 #include "monotonic_clock.hpp"
-#include "prometheus_textfile.hpp"
 #include "record.hpp"
 #include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 
 namespace tcptune::supervisor {
 
+namespace {
+// How long the last write waits for other processes' merges (each about a millisecond).
+constexpr std::chrono::milliseconds kLastWriteLockWait{1000};
+// When another process is merging, the records thread tries again after this.
+constexpr std::int64_t kRetryNs = 10'000'000;
+}  // namespace
+
 MetricsTextfile::MetricsTextfile(const config::Policy& policy, SupervisorLog& log, const std::string& program,
                                  pid_t child)
-    : policy_(policy), log_(log), program_(program), child_(child) {
+    : policy_(policy), log_(log), program_(program), child_(child), merged_(telemetry::plain_file_calls()) {
   if (!policy_.log.prometheus_textfile.empty()) {
     path_ = config::expand_log_path(policy_.log.prometheus_textfile, program_, child_);
   }
 }
 
-void MetricsTextfile::tick(const ConnectionWatch& watch, std::uint64_t dropped_records) {
+void MetricsTextfile::tick(const ConnectionWatch& watch, const CallRecords& records, std::uint64_t dropped_records) {
   const std::int64_t now_ns = shim::monotonic_ns();
   if (path_.empty() || now_ns < next_write_ns_) {
     return;
   }
-  write(watch, dropped_records);
-  next_write_ns_ = now_ns + policy_.log.interval.count();
+  const bool written = write(watch, records, dropped_records, false);
+  next_write_ns_ = now_ns + (written ? policy_.log.interval.count() : kRetryNs);
 }
 
-void MetricsTextfile::write(const ConnectionWatch& watch, std::uint64_t dropped_records) {
-  if (path_.empty()) {
-    return;
+void MetricsTextfile::write_last(const ConnectionWatch& watch, const CallRecords& records,
+                                 std::uint64_t dropped_records) {
+  if (!path_.empty()) {
+    (void)write(watch, records, dropped_records, true);
   }
+}
+
+bool MetricsTextfile::write(const ConnectionWatch& watch, const CallRecords& records, std::uint64_t dropped_records,
+                            bool leaving) {
   try {
     // Rows in the shim's order: the defaults, then the rules as the policy lists them.
     std::vector<telemetry::MetricsRow> rows;
@@ -41,24 +52,46 @@ void MetricsTextfile::write(const ConnectionWatch& watch, std::uint64_t dropped_
       row.connections = counts.connections;
       row.counters.idle_restarts = counts.idle_restarts;
     }
-    std::string text =
-        telemetry::render_prometheus(rows, program_, dropped_records, telemetry::MetricsSource::supervisor);
-    if (log_.on_stderr()) {
-      text += telemetry::render_log_drops(program_, log_.drops());
+    telemetry::MetricsContext context;
+    context.program = program_;
+    context.source = telemetry::MetricsSource::supervisor;
+    context.dropped_records = dropped_records;
+    context.option_misses = records.option_misses();
+    context.log_on_stderr = log_.on_stderr();
+    context.log_drops = log_.drops();
+    if (const std::string warning = telemetry::per_process_pattern_warning(policy_.log.prometheus_textfile);
+        !warning.empty()) {
+      report_once(pattern_reported_, warning);
     }
-    const std::string error = telemetry::write_file_atomically(path_, text);
-    if (error.empty() || error_reported_) {
-      return;
+    const auto result = merged_.write(path_, telemetry::render_prometheus(rows, context), leaving,
+                                      leaving ? kLastWriteLockWait : std::chrono::milliseconds(0));
+    if (!result.started_over.empty()) {
+      report_once(start_over_reported_, result.started_over);
     }
-    error_reported_ = true;
-    const std::string message = error + " (logged once)";
-    (void)std::fprintf(stderr, "tcptune: %s\n", message.c_str());
-    telemetry::Record record("supervisor_warning");
-    record.add("message", message);
-    log_.write(config::LogLevel::warn, child_, program_, record);
+    if (result.outcome == telemetry::MergedTextfile::Outcome::failed) {
+      report_once(error_reported_, result.error);
+    }
+    if (result.outcome == telemetry::MergedTextfile::Outcome::busy && leaving) {
+      report_once(error_reported_, path_ +
+                                       " stayed locked by another process for 1 s; the counts since the last "
+                                       "rewrite are not in it");
+    }
+    return result.outcome != telemetry::MergedTextfile::Outcome::busy;
   } catch (...) {
-    // out of memory: this rewrite is skipped, the next one tries again
+    return true;  // out of memory: this rewrite is skipped, the next one tries again
   }
+}
+
+void MetricsTextfile::report_once(bool& reported, const std::string& message_text) {
+  if (reported) {
+    return;
+  }
+  reported = true;
+  const std::string message = message_text + " (logged once)";
+  (void)std::fprintf(stderr, "tcptune: %s\n", message.c_str());
+  telemetry::Record record("supervisor_warning");
+  record.add("message", message);
+  log_.write(config::LogLevel::warn, child_, program_, record);
 }
 
 }  // namespace tcptune::supervisor

@@ -73,11 +73,11 @@ void keep_records(const Supervised& supervised, const config::Policy& policy, Su
         records.record(done);
       }
       watch.tick();
-      textfile.tick(watch, follow_ups.dropped());
+      textfile.tick(watch, records, follow_ups.dropped());
       log.flush();
     }
     watch.finish();
-    textfile.write(watch, follow_ups.dropped());
+    textfile.write_last(watch, records, follow_ups.dropped());
     log.flush();
   } catch (...) {
     // Out of memory: the records stop; the calls are still answered.

@@ -128,6 +128,10 @@ int app_sigaction(int signal_number, const struct sigaction* act, struct sigacti
     replaced.sa_flags = previous_flags;
   }
   if (old != nullptr && !write_app_memory(old, &replaced, sizeof replaced)) {
+    if (app_memory_copies_refused()) {
+      *old = replaced;  // where the copy is refused: in place, as glibc's sigaction writes it
+      return 0;
+    }
     errno = EFAULT;  // as the kernel: the new handler is installed, the old one not reported
     return -1;
   }

@@ -23,6 +23,7 @@
 #include "keep_warm.hpp"
 #include "next_symbols.hpp"
 #include "option_applier.hpp"
+#include "option_misses.hpp"
 #include "process_runtime.hpp"
 #include "shim_log.hpp"
 #include "signal_context.hpp"
@@ -55,6 +56,7 @@ void warn_refusals_once(const config::Policy& policy, int rule, const ApplyRepor
 void log_connection(const char* event, int fd, const SocketSlot& slot, const config::Policy& policy, int rule,
                     ApplyPhase phase, const ApplyReport& report, const CallSite* site = nullptr) {
   warn_refusals_once(policy, rule, report);
+  count_option_misses(rule, report);
   if (!log_enabled(LogLevel::info)) {
     return;
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <limits>
 #include <memory>
 #include <new>
@@ -22,6 +23,7 @@
 #include "json_writer.hpp"
 #include "keep_warm_scheduler.hpp"
 #include "next_symbols.hpp"
+#include "option_misses.hpp"
 #include "process_runtime.hpp"
 #include "prometheus_textfile.hpp"
 #include "record.hpp"
@@ -31,6 +33,7 @@
 #include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 #include "telemetry_records.hpp"
+#include "textfile_merge.hpp"
 #include "worker_thread.hpp"
 #include "write_clock.hpp"
 
@@ -151,17 +154,39 @@ void drain(const Runtime& runtime) {
   report_log_drops();
 }
 
-// The textfile's writes through libc's next definitions, past the shim's own hooks.
+// The textfile's reads and writes through libc's next definitions, past the shim's own hooks.
 constexpr telemetry::FileCalls kNextFileCalls{
+    [](int fd, void* data, std::size_t size) { return next::read(fd, data, size); },
     [](int fd, const void* data, std::size_t size) { return next::write(fd, data, size); },
     [](int fd) { return next::close(fd); }};
 
+// This process's share of the program's textfile; replaced (never freed) in a forked child.
+telemetry::MergedTextfile* g_textfile = nullptr;
+
+// How long the exiting thread waits for other processes' merges (each takes about a
+// millisecond) before its last counts are given up.
+constexpr std::chrono::milliseconds kExitLockWait{1000};
+// The worker never waits for the lock: when another process is merging, it tries again after this.
+constexpr std::int64_t kTextfileRetryNs = 10'000'000;
+
+std::vector<std::string> keep_warm_rules(const config::Policy& policy) {
+  std::vector<std::string> rules;
+  for (int rule = -1; rule < static_cast<int>(policy.rules.size()); ++rule) {
+    if (config::tuning_for(policy, rule).keep_warm.has_value()) {
+      rules.emplace_back(config::rule_name(policy, rule));
+    }
+  }
+  return rules;
+}
+
 // The textfile: closed connections' totals plus what open ones have measured so far, so that
-// counters move while connections live and never go back when they close.
-void write_prometheus_textfile(const Runtime& runtime) {
+// counters move while connections live and never go back when they close, merged into the
+// file every process of the program shares. `leaving`: the last write, at exit. Returns false
+// when another process held the file's lock for longer than `wait` (nothing was written).
+bool write_prometheus_textfile(const Runtime& runtime, bool leaving, std::chrono::milliseconds wait) {
   const std::string& pattern = runtime.policy->log.prometheus_textfile;
   if (pattern.empty()) {
-    return;
+    return true;
   }
   std::vector<telemetry::MetricsRow> rows(g_totals->row_count());
   for (std::size_t i = 1; i < rows.size(); ++i) {
@@ -185,16 +210,36 @@ void write_prometheus_textfile(const Runtime& runtime) {
     g_acks->add_open_to(fd, slot.generation.load(std::memory_order_acquire), row.acks);
   });
   std::erase_if(rows, [](const telemetry::MetricsRow& row) { return row.connections == 0; });
-  std::string text =
-      telemetry::render_prometheus(rows, runtime.program, g_dropped_total, telemetry::MetricsSource::preloaded_shim);
-  if (log_on_stderr()) {
-    text += telemetry::render_log_drops(runtime.program, log_drops());
+  telemetry::MetricsContext context;
+  context.program = runtime.program;
+  context.source = telemetry::MetricsSource::preloaded_shim;
+  context.dropped_records = g_dropped_total;
+  context.keep_warm_rules = keep_warm_rules(*runtime.policy);
+  context.option_misses = option_misses(*runtime.policy);
+  context.log_on_stderr = log_on_stderr();
+  context.log_drops = log_drops();
+  if (g_textfile == nullptr) {
+    g_textfile = new telemetry::MergedTextfile(kNextFileCalls);
   }
-  const std::string error = telemetry::write_file_atomically(
-      config::expand_log_path(pattern, runtime.program, getpid()), text, kNextFileCalls);
-  if (!error.empty() && log_first_time("prometheus_textfile")) {
-    log_message(LogLevel::warn, error + " (logged once)");
+  if (const std::string warning = telemetry::per_process_pattern_warning(pattern);
+      !warning.empty() && log_first_time("prometheus_textfile_pid")) {
+    log_message(LogLevel::warn, warning + " (logged once)");
   }
+  const auto result = g_textfile->write(config::expand_log_path(pattern, runtime.program, getpid()),
+                                        telemetry::render_prometheus(rows, context), leaving, wait);
+  if (!result.started_over.empty() && log_first_time("prometheus_textfile_started_over")) {
+    log_message(LogLevel::warn, result.started_over + " (logged once)");
+  }
+  if (result.outcome == telemetry::MergedTextfile::Outcome::failed && log_first_time("prometheus_textfile")) {
+    log_message(LogLevel::warn, result.error + " (logged once)");
+  }
+  if (result.outcome == telemetry::MergedTextfile::Outcome::busy && leaving &&
+      log_first_time("prometheus_textfile_busy")) {
+    log_message(LogLevel::warn,
+                "the Prometheus textfile stayed locked by another process for 1 s; this process's "
+                "counts since its last rewrite are not in it");
+  }
+  return result.outcome != telemetry::MergedTextfile::Outcome::busy;
 }
 
 bool defer_line(config::LogLevel level, std::string&& text) {
@@ -228,10 +273,11 @@ std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
       },
       [&runtime, next_textfile_ns](std::int64_t now) {
         if (now >= *next_textfile_ns) {
-          write_prometheus_textfile(runtime);
-          *next_textfile_ns = now + runtime.policy->log.interval.count();
+          // Never waits for the lock: another process merging now, so try again shortly.
+          const bool written = write_prometheus_textfile(runtime, false, std::chrono::milliseconds(0));
+          *next_textfile_ns = now + (written ? runtime.policy->log.interval.count() : kTextfileRetryNs);
         }
-        return kWhenWoken;
+        return *next_textfile_ns;
       },
       [&runtime](std::int64_t now) { return g_keep_warm->run_due(now, *runtime.policy); },
   };
@@ -380,7 +426,7 @@ void flush_telemetry_at_exit() noexcept {
   try {
     drain(*runtime);
     // Before the open connections join the closed totals, which would count them twice.
-    write_prometheus_textfile(*runtime);
+    write_prometheus_textfile(*runtime, true, kExitLockWait);
     // Connections still open at exit are summarized too, marked open_at_exit.
     fd_table().for_each_tcp([&](int fd, const SocketSlot& slot) {
       if (slot.has_flag(flag_measured)) {
@@ -405,6 +451,15 @@ void telemetry_after_fork_in_child() noexcept {
   g_pool_exhausted.store(0, std::memory_order_relaxed);
   g_dropped_total = 0;
   g_log_drops_reported = log_drops();  // the parent's drops are the parent's to report
+  option_misses_after_fork_in_child();
+  if (g_textfile != nullptr) {
+    // Forked while the parent's worker merged: the child shares that lock through its copy of
+    // the descriptor, and would hold it for as long as it lives.
+    if (const int lock = g_textfile->lock_held(); lock >= 0) {
+      next::close(lock);
+    }
+    g_textfile = nullptr;  // the parent's (possibly half-updated) state stays unused; the child starts from zero
+  }
   // The parent's connections are the parent's to summarize: not measured here.
   fd_table().for_each_tcp([](int /*fd*/, SocketSlot& slot) {
     if (slot.has_flag(flag_measured)) {

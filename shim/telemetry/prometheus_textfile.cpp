@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <system_error>
 
+#include "exposition.hpp"
+
 namespace tcptune::telemetry {
 
 namespace {
@@ -55,19 +57,30 @@ void histogram(std::string& out, const std::string& name, const std::string& lab
   out.append(name).append("_bucket{").append(labels).append(",le=\"+Inf\"} ");
   out.append(std::to_string(values.count())).append("\n");
   out.append(name).append("_sum{").append(labels).append("} ");
-  out.append(number(static_cast<double>(sum_ns) / 1e9)).append("\n");
+  out.append(format_sample_value(sample_value_from_ns(sum_ns))).append("\n");
   out.append(name).append("_count{").append(labels).append("} ");
   out.append(std::to_string(values.count())).append("\n");
 }
 
 }  // namespace
 
-std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::string& program,
-                              std::uint64_t dropped_records, MetricsSource source) {
-  const bool supervised = source == MetricsSource::supervisor;
+std::string render_prometheus(const std::vector<MetricsRow>& rows, const MetricsContext& context) {
+  const bool supervised = context.source == MetricsSource::supervisor;
   std::string out;
-  const std::string program_label = "program=\"" + label_value(program) + "\"";
-  auto labels = [&](const MetricsRow& row) { return program_label + ",rule=\"" + label_value(row.rule) + "\""; };
+  const std::string program_label = "program=\"" + label_value(context.program) + "\"";
+  auto rule_labels = [&](const std::string& rule) { return program_label + ",rule=\"" + label_value(rule) + "\""; };
+  auto labels = [&](const MetricsRow& row) { return rule_labels(row.rule); };
+  header(out, "tcptune_processes", "gauge",
+         "Live processes of the program writing this file: each preloaded process once it measures a connection, "
+         "and each supervisor.");
+  out += "tcptune_processes{" + program_label + "} 1\n";
+  if (!supervised) {
+    header(out, "tcptune_rule_keeps_warm", "gauge",
+           "Live processes whose policy keeps this rule's connections warm (the rule sets keep_warm).");
+    for (const std::string& rule : context.keep_warm_rules) {
+      out += "tcptune_rule_keeps_warm{" + rule_labels(rule) + "} 1\n";
+    }
+  }
   header(out, "tcptune_connections_total", "counter",
          supervised ? "TCP connections followed by the supervisor (open and closed)."
                     : "TCP connections measured by the shim (open and closed).");
@@ -103,28 +116,33 @@ std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::st
       histogram(out, "tcptune_ack_latency_seconds", labels(row), row.acks.histogram, row.acks.sum_ns);
     }
   }
+  header(out, "tcptune_options_not_as_requested_total", "counter",
+         "Options of a rule that did not take effect as asked, once per connection: refused, not_permitted, "
+         "unavailable (not in this kernel) or capped (by a sysctl).");
+  for (const OptionMiss& miss : context.option_misses) {
+    out += "tcptune_options_not_as_requested_total{" + rule_labels(miss.rule) + ",option=\"" +
+           label_value(miss.option) + "\",outcome=\"" + label_value(miss.outcome) + "\"} " +
+           std::to_string(miss.count) + "\n";
+  }
   header(out, "tcptune_dropped_records_total", "counter",
          supervised ? "Records lost because the supervisor's records thread fell behind."
                     : "Records lost because the telemetry worker fell behind.");
-  out += "tcptune_dropped_records_total{" + program_label + "} " + std::to_string(dropped_records) + "\n";
-  return out;
-}
-
-std::string render_log_drops(const std::string& program, const LogDrops& drops) {
-  std::string out;
-  header(out, "tcptune_log_records_dropped_total", "counter",
-         "Log records stderr could not take: its pipe was full (its reader is behind or reads nothing), or "
-         "one was too long for a single write of PIPE_BUF bytes.");
-  const std::string program_label = "program=\"" + label_value(program) + "\"";
-  out += "tcptune_log_records_dropped_total{" + program_label + ",reason=\"stderr_full\"} " +
-         std::to_string(drops.full) + "\n";
-  out += "tcptune_log_records_dropped_total{" + program_label + ",reason=\"too_long\"} " +
-         std::to_string(drops.too_long) + "\n";
+  out += "tcptune_dropped_records_total{" + program_label + "} " + std::to_string(context.dropped_records) + "\n";
+  if (context.log_on_stderr) {
+    header(out, "tcptune_log_records_dropped_total", "counter",
+           "Log records stderr could not take: its pipe was full (its reader is behind or reads nothing), or "
+           "one was too long for a single write of PIPE_BUF bytes.");
+    out += "tcptune_log_records_dropped_total{" + program_label + ",reason=\"stderr_full\"} " +
+           std::to_string(context.log_drops.full) + "\n";
+    out += "tcptune_log_records_dropped_total{" + program_label + ",reason=\"too_long\"} " +
+           std::to_string(context.log_drops.too_long) + "\n";
+  }
   return out;
 }
 
 FileCalls plain_file_calls() noexcept {
-  return {[](int fd, const void* data, std::size_t size) { return ::write(fd, data, size); },
+  return {[](int fd, void* data, std::size_t size) { return ::read(fd, data, size); },
+          [](int fd, const void* data, std::size_t size) { return ::write(fd, data, size); },
           [](int fd) { return ::close(fd); }};
 }
 

@@ -1,7 +1,8 @@
 // The Prometheus textfile (node_exporter's textfile collector format, text exposition 0.0.4):
-// counters and histograms per rule and program, rewritten every [log] interval (by the shim's
-// worker, or the supervisor's records thread) with write-then-rename, so the collector never
-// reads half a file.
+// counters and histograms per rule and program, and gauges of the live processes, rewritten
+// every [log] interval (by the shim's worker, or the supervisor's records thread) with
+// write-then-rename, so the collector never reads half a file. What one process renders here
+// is its share; textfile_merge.hpp sums the shares of every process of the program.
 #pragma once
 
 #include <sys/types.h>
@@ -13,6 +14,7 @@
 
 #include "ack_latency.hpp"
 #include "connection_counters.hpp"
+#include "file_calls.hpp"
 #include "latency_histogram.hpp"
 
 namespace tcptune::telemetry {
@@ -30,10 +32,13 @@ struct MetricsRow {
 // latency) are left out rather than reported as zeros; it counts idle restarts from its polls.
 enum class MetricsSource : std::uint8_t { preloaded_shim, supervisor };
 
-// Histogram buckets at every power of two from 2^10 ns (about 1 us) to 2^35 ns (about 34 s):
-// bucket bounds of the shim's own layout, so each cumulative count is exact.
-std::string render_prometheus(const std::vector<MetricsRow>& rows, const std::string& program,
-                              std::uint64_t dropped_records, MetricsSource source);
+// Options a rule asked for that did not take effect as asked, counted per connection.
+struct OptionMiss {
+  std::string rule;
+  std::string option;   // as in the conn_open record's options: nodelay, rcvbuf, congestion, ...
+  std::string outcome;  // refused, not_permitted, unavailable, capped
+  std::uint64_t count = 0;
+};
 
 // Records a log on stderr could not take (stderr_stream.hpp): its pipe was full, or one was longer
 // than one write of PIPE_BUF bytes may be.
@@ -42,17 +47,23 @@ struct LogDrops {
   std::uint64_t too_long = 0;
   [[nodiscard]] std::uint64_t total() const { return full + too_long; }
 };
-// tcptune_log_records_dropped_total{program,reason="stderr_full"|"too_long"}, appended to the
-// textfile of a process that logs to stderr.
-std::string render_log_drops(const std::string& program, const LogDrops& drops);
 
-// The calls that write and close the file. Plain system calls by default; the preloaded shim
-// passes libc's next definitions, so that its own hooks are not re-entered.
-struct FileCalls {
-  ssize_t (*write)(int fd, const void* data, std::size_t size);
-  int (*close)(int fd);
+// What the file says beyond the rows.
+struct MetricsContext {
+  std::string program;
+  MetricsSource source = MetricsSource::preloaded_shim;
+  std::uint64_t dropped_records = 0;
+  std::vector<std::string> keep_warm_rules;  // the rules (names) whose connections are kept warm
+  std::vector<OptionMiss> option_misses;
+  // The log is on stderr: tcptune_log_records_dropped_total{program,reason="stderr_full"|"too_long"}.
+  bool log_on_stderr = false;
+  LogDrops log_drops;
 };
-FileCalls plain_file_calls() noexcept;
+
+// Histogram buckets at every power of two from 2^10 ns (about 1 us) to 2^35 ns (about 34 s):
+// bucket bounds of the shim's own layout, so each cumulative count is exact. Sums are written
+// in whole nanoseconds (seconds with nine decimals), so that shares add up exactly.
+std::string render_prometheus(const std::vector<MetricsRow>& rows, const MetricsContext& context);
 
 // Writes `text` to `path` through a temporary file in the same directory and rename().
 // Returns an error message, empty on success.

@@ -186,8 +186,18 @@ class Applier {
                                 phase_ == ApplyPhase::adopted_listener || phase_ == ApplyPhase::inherited_connected)) {
       note += "; applied too late for the window scale, which was chosen at the handshake";
     }
+    // Below the request: pinned at the sysctl's ceiling, or left to an autotuning that cannot
+    // reach it either (autotuning's numbers are in kernel bytes, twice setsockopt's).
+    const bool capped =
+        limits.core_max != 0 && target > limits.core_max &&
+        (decision.action == config::BufferAction::pin
+             ? decision.value < target
+             : decision.action == config::BufferAction::leave_autotuning && limits.autotune_max < 2 * target);
     add(name, config::format_size(target), int_probe(SOL_SOCKET, option), note,
-        first_error == 0 ? OptionStatus::applied : OptionStatus::refused, first_error);
+        first_error != 0 ? OptionStatus::refused
+        : capped         ? OptionStatus::capped
+                         : OptionStatus::applied,
+        first_error);
   }
 
   void direction(const char* name, int option, int force_option, std::int32_t held,
@@ -327,6 +337,7 @@ const char* status_name(OptionStatus status) {
   switch (status) {
     case OptionStatus::applied: return "applied";
     case OptionStatus::left_alone: return "left_alone";
+    case OptionStatus::capped: return "capped";
     case OptionStatus::refused: return "refused";
     case OptionStatus::not_permitted: return "not_permitted";
     case OptionStatus::unavailable: return "unavailable";

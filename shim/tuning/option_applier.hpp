@@ -31,6 +31,7 @@ const char* phase_name(ApplyPhase phase);
 // warned about once per rule) without reading the note.
 enum class OptionStatus : std::uint8_t {
   applied,        // set; the effective value may still differ (the kernel rounds and clamps)
+  capped,         // a buffer set below what was asked, or left to autotuning: a sysctl caps it
   left_alone,     // the app set it itself, another process may own the socket, or not needed
   refused,        // the kernel refused a call (error holds errno)
   not_permitted,  // needs a privilege or a sysctl this process lacks (EPERM)
@@ -60,6 +61,8 @@ struct OptionReport {
     return status == OptionStatus::refused || status == OptionStatus::not_permitted ||
            status == OptionStatus::unavailable;
   }
+  // Did not take effect as asked (tcptune_options_not_as_requested_total).
+  [[nodiscard]] bool missed() const noexcept { return refused() || status == OptionStatus::capped; }
 };
 
 struct ApplyReport {

@@ -162,6 +162,8 @@ def main():
 
     # keep_warm: heartbeats in the gaps, counted exactly, and no restart.
     prom = os.path.join(args.work_dir, "warm.prom")
+    if os.path.exists(prom):
+        os.remove(prom)  # every run of a program adds to the file: start from this run's counts
     server, close, option, out = run_app("warm", 'congestion = "reno"\nkeep_warm = { heartbeat = "\\n" }\n'
                                          f'[log]\nprometheus_textfile = "{prom}"\n', "--gaps", gaps)
     checks.check(option is not None and option["effective"] == "on", f"warm: conn_open reports keep_warm on ({option})")

@@ -88,7 +88,7 @@ def parse_exposition(text):
             types[parts[2]] = parts[3]
             continue
         if line.startswith("#") or not line:
-            raise ValueError(f"line {number}: unexpected comment or blank line")
+            continue  # comments (the merge's own state lines among them) and blank lines mean nothing
         match = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$", line)
         if not match:
             raise ValueError(f"line {number}: not a sample: {line}")

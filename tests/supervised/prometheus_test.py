@@ -5,8 +5,9 @@ defaults, and holds some connections open until its stdin closes. Checked: the f
 path the policy names ({program} and {pid} expanded, pid the program's), rewritten while the
 program runs, parsed by the strict exposition-format parser; tcptune_connections_total per rule
 equals the connections the program made under it, and the conn_close records in the log; no
-family counted from the program's writes; tcptune_dropped_records_total is there. A second run
-points the file into a missing directory: the program still runs and exits 0, and the error is
+family counted from the program's writes; tcptune_dropped_records_total is there. Two runs at
+once under `{program}.prom` share one file: the connections summed, tcptune_processes 2 while
+both run and 0 after. A last run points the file into a missing directory: the program still runs and exits 0, and the error is
 reported once on stderr and once as a supervisor_warning record."""
 import argparse
 import os
@@ -150,8 +151,12 @@ def main():
             if process.poll() is None:
                 process.kill()
                 process.wait()
+        stderr = process.stderr.read()
         checks.check(process.returncode == 0, f"the probe exits 0 under supervision ({process.returncode}, "
-                                              f"stderr {process.stderr.read().strip()!r})")
+                                              f"stderr {stderr.strip()!r})")
+        pid_warnings = [line for line in stderr.splitlines() if "names {pid}" in line]
+        checks.check(len(pid_warnings) == 1 and "{program}.prom" in pid_warnings[0],
+                     f"a file per process ({{pid}} in the path) is warned about once ({pid_warnings})")
         final = parse_or_none(path)
         checks.check(final is not None, "at exit the file is rewritten and parses")
         if final is not None:
@@ -162,6 +167,45 @@ def main():
                 closes[record.get("rule")] = closes.get(record.get("rule"), 0) + 1
         checks.check(closes == COUNTS, f"as many conn_close records per rule as connections counted ({closes})")
         checks.check(not [n for n in os.listdir(args.work_dir) if ".prom.tmp." in n], "no temporary file is left")
+
+        # Two supervised runs of one program share `{program}.prom`: each supervisor merges its
+        # share, as the preloaded shim does (textfile_merge.hpp).
+        shared_dir = os.path.join(args.work_dir, "shared")
+        os.makedirs(shared_dir, exist_ok=True)
+        shared = os.path.join(shared_dir, "connect_probe.prom")
+        if os.path.exists(shared):
+            os.remove(shared)  # a previous run's counts, which this run would add to
+        write_policy(policy, f"{shared_dir}/{{program}}.prom", ports[RULE])
+        runs = [start(args, policy, os.path.join(args.work_dir, f"shared-{i}.jsonl"), ports) for i in range(2)]
+        try:
+            for run_ in runs:
+                read_line(run_.stdout, BOUND_S)
+            deadline = time.monotonic() + BOUND_S
+            both = None
+            while time.monotonic() < deadline:
+                both = parse_or_none(shared)
+                if both is not None and value(both, "tcptune_processes", program="connect_probe") == 2 and all(
+                        value(both, "tcptune_connections_total", program="connect_probe", rule=rule) == 2 * count
+                        for rule, count in COUNTS.items()):
+                    break
+                time.sleep(0.05)
+            checks.check(both is not None and value(both, "tcptune_processes", program="connect_probe") == 2,
+                         "two supervisors of one program: one file, tcptune_processes is 2 while both run")
+            for rule, count in COUNTS.items():
+                got = value(both or {}, "tcptune_connections_total", program="connect_probe", rule=rule)
+                checks.check(got == 2 * count, f"and connections under {rule} are summed ({got}, {2 * count})")
+            for run_ in runs:
+                run_.stdin.close()
+                run_.wait(timeout=BOUND_S)
+        finally:
+            for run_ in runs:
+                if run_.poll() is None:
+                    run_.kill()
+                    run_.wait()
+        after = parse_or_none(shared) or {}
+        checks.check(value(after, "tcptune_processes", program="connect_probe") == 0 and all(
+            value(after, "tcptune_connections_total", program="connect_probe", rule=rule) == 2 * count
+            for rule, count in COUNTS.items()), "after both exit: the sums stay, tcptune_processes is 0")
 
         # A file that cannot be written: reported once, never fatal.
         missing = os.path.join(args.work_dir, "missing", "x.prom")

@@ -1,11 +1,13 @@
 #include "executable_inspector.hpp"
 
+#include <elf.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -63,6 +65,78 @@ TEST(ExecutableInspector, AGoSectionMakesAGoProgram) {
   EXPECT_TRUE(mentions(preload_obstacles(go).reasons, "is a Go program"));
   EXPECT_TRUE(preload_obstacles(go).bypasses_loader);
   (void)unlink(go.c_str());
+}
+
+// A 64-bit ELF file of headers only, with one PT_INTERP naming `interpreter`: what the
+// inspector reads of a dynamically linked program.
+std::string elf_with_interpreter(const std::string& interpreter) {
+  Elf64_Ehdr header{};
+  std::memcpy(header.e_ident, ELFMAG, SELFMAG);
+  header.e_ident[EI_CLASS] = ELFCLASS64;
+  header.e_ident[EI_DATA] = ELFDATA2LSB;
+  header.e_ident[EI_VERSION] = EV_CURRENT;
+  header.e_type = ET_DYN;
+  header.e_machine = EM_X86_64;
+  header.e_version = EV_CURRENT;
+  header.e_phoff = sizeof header;
+  header.e_ehsize = sizeof header;
+  header.e_phentsize = sizeof(Elf64_Phdr);
+  header.e_phnum = 1;
+  Elf64_Phdr program{};
+  program.p_type = PT_INTERP;
+  program.p_offset = sizeof header + sizeof program;
+  program.p_filesz = interpreter.size() + 1;
+  std::string file(reinterpret_cast<const char*>(&header), sizeof header);
+  file.append(reinterpret_cast<const char*>(&program), sizeof program);
+  file.append(interpreter.c_str(), interpreter.size() + 1);
+  return file;
+}
+
+TEST(ExecutableInspector, TheProgramInterpreterIsRead) {
+  const ElfFacts facts = inspect_elf(self());
+  EXPECT_EQ(classify_loader(facts.interpreter), LoaderKind::glibc) << facts.interpreter;
+  const TempLog musl(elf_with_interpreter("/lib/ld-musl-x86_64.so.1"));
+  EXPECT_TRUE(inspect_elf(musl.path()).has_interpreter);
+  EXPECT_EQ(inspect_elf(musl.path()).interpreter, "/lib/ld-musl-x86_64.so.1");
+}
+
+TEST(ExecutableInspector, GlibcsLoadersByName) {
+  for (const char* glibc : {"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux.so.2",
+                            "/lib/ld-linux-armhf.so.3", "/lib64/ld64.so.2", "/lib/ld64.so.1"}) {
+    EXPECT_EQ(classify_loader(glibc), LoaderKind::glibc) << glibc;
+  }
+  EXPECT_EQ(classify_loader("/lib/ld-musl-aarch64.so.1"), LoaderKind::musl);
+  EXPECT_EQ(classify_loader("/lib/ld-uClibc.so.0"), LoaderKind::other);
+  EXPECT_EQ(classify_loader("/system/bin/linker64"), LoaderKind::other);
+  EXPECT_EQ(classify_loader(""), LoaderKind::other);
+}
+
+// Alpine's gcompat: a glibc loader name that is a link to musl's loader.
+TEST(ExecutableInspector, AGlibcNameLinkedToMuslIsMusl) {
+  const fs::path dir = fs::temp_directory_path() / ("tcptune-cli-test-loader-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "ld-musl-x86_64.so.1") << "loader";
+  fs::create_symlink("ld-musl-x86_64.so.1", dir / "ld-linux-x86-64.so.2");
+  EXPECT_EQ(classify_loader((dir / "ld-linux-x86-64.so.2").string()), LoaderKind::musl);
+  fs::remove_all(dir);
+}
+
+TEST(ExecutableInspector, AMuslProgramIsSupervised) {
+  const TempLog musl(elf_with_interpreter("/lib/ld-musl-x86_64.so.1"));
+  const PreloadObstacles obstacles = preload_obstacles(musl.path());
+  ASSERT_EQ(obstacles.reasons.size(), 1U);
+  EXPECT_EQ(obstacles.reasons[0], musl.path() +
+                                      " is linked against musl (program interpreter /lib/ld-musl-x86_64.so.1): the "
+                                      "shim, built for glibc, would stop it before main");
+  EXPECT_TRUE(obstacles.bypasses_loader);
+  EXPECT_TRUE(obstacles.foreign_loader);
+  const TempLog other(elf_with_interpreter("/system/bin/linker64"));
+  EXPECT_TRUE(mentions(preload_obstacles(other.path()).reasons, "is not linked against glibc"));
+  EXPECT_TRUE(preload_obstacles(other.path()).foreign_loader);
+  const TempLog script("#!" + musl.path() + "\n");
+  EXPECT_TRUE(preload_obstacles(script.path()).foreign_loader);
+  EXPECT_FALSE(preload_obstacles(self()).foreign_loader);
+  EXPECT_FALSE(preload_obstacles(TCPTUNE_STATIC_HELLO).foreign_loader);
 }
 
 TEST(ExecutableInspector, NotElf) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 namespace tcptune::cli {
@@ -22,6 +23,16 @@ TEST(ProgramLaunch, TheShimGoesFirstOnce) {
   EXPECT_EQ(preload_with_shim_first(shim, "/lib/a.so /lib/b.so"), shim + ":/lib/a.so:/lib/b.so");
   const std::string with_shim = "/lib/a.so:" + shim + "::/lib/b.so";
   EXPECT_EQ(preload_with_shim_first(shim, with_shim.c_str()), shim + ":/lib/a.so:/lib/b.so");
+}
+
+TEST(ProgramLaunch, TheShimComesOutOfAnInheritedPreload) {
+  EXPECT_EQ(preload_without_shim(nullptr), std::nullopt);
+  EXPECT_EQ(preload_without_shim("/lib/a.so /lib/b.so"), std::nullopt);
+  EXPECT_EQ(preload_without_shim("/opt/tcptune/libtcptune.so"), std::string());
+  EXPECT_EQ(preload_without_shim("/lib/a.so:/opt/tcptune/libtcptune.so /lib/b.so::libtcptune.so"),
+            std::string("/lib/a.so:/lib/b.so"));
+  // Only that file name: another library of a similar name stays.
+  EXPECT_EQ(preload_without_shim("/lib/libtcptune.so.1:/x/libtcptune.so"), std::string("/lib/libtcptune.so.1"));
 }
 
 class ResolveCommand : public ::testing::Test {

@@ -129,6 +129,19 @@ TEST_F(OptionApplier, ForcedBufferRefusedFallsBackAndSaysSo) {
   EXPECT_EQ(rcvbuf.error, EPERM);
 }
 
+TEST_F(OptionApplier, ABufferASysctlHoldsBelowTheRequestIsCapped) {
+  host_.cap_net_admin = false;  // rmem_max 208 KiB, autotuning up to 6 MiB (kernel bytes)
+  const OptionReport beyond =
+      only(apply(tuning_of("buffers = { rcvbuf = \"4 MiB\" }"), ApplyPhase::before_connect), "rcvbuf");
+  EXPECT_EQ(beyond.status, OptionStatus::capped) << beyond.note;
+  EXPECT_TRUE(beyond.missed());
+  EXPECT_FALSE(beyond.refused()) << "capped is no refusal: nothing to warn about per rule";
+  const OptionReport reachable =
+      only(apply(tuning_of("buffers = { rcvbuf = \"2 MiB\" }"), ApplyPhase::before_connect), "rcvbuf");
+  EXPECT_EQ(reachable.status, OptionStatus::applied) << "autotuning reaches 2 x 2 MiB: " << reachable.note;
+  EXPECT_FALSE(reachable.missed());
+}
+
 TEST_F(OptionApplier, OutcomeTellsTheCallerWhatToEnforce) {
   TuningOutcome outcome = apply_outcome(tuning_of("nodelay = \"force\"\nquickack = true"), ApplyPhase::before_connect);
   EXPECT_TRUE(outcome.veto_nodelay_off);

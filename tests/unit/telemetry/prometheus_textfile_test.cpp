@@ -24,23 +24,41 @@ std::vector<MetricsRow> one_row() {
   return {row};
 }
 
+MetricsContext context(MetricsSource source) {
+  MetricsContext out;
+  out.program = "probe";
+  out.source = source;
+  out.dropped_records = 1;
+  out.keep_warm_rules = {"warm"};
+  out.option_misses = {{"wan \"east\"", "congestion", "unavailable", 2}};
+  return out;
+}
+
 TEST(PrometheusTextfile, TheShimExportsEveryFamily) {
-  const std::string text = render_prometheus(one_row(), "probe", 1, MetricsSource::preloaded_shim);
+  const std::string text = render_prometheus(one_row(), context(MetricsSource::preloaded_shim));
   for (const char* family : {"tcptune_connections_total", "tcptune_writes_total", "tcptune_write_bytes_total",
                              "tcptune_idle_restarts_total", "tcptune_heartbeats_total", "tcptune_write_latency_seconds",
-                             "tcptune_ack_latency_seconds", "tcptune_dropped_records_total"}) {
+                             "tcptune_ack_latency_seconds", "tcptune_dropped_records_total", "tcptune_processes",
+                             "tcptune_rule_keeps_warm", "tcptune_options_not_as_requested_total"}) {
     EXPECT_NE(text.find(std::string("# TYPE ") + family + " "), std::string::npos) << family;
   }
+  EXPECT_NE(text.find("tcptune_processes{program=\"probe\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("tcptune_rule_keeps_warm{program=\"probe\",rule=\"warm\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("tcptune_options_not_as_requested_total{program=\"probe\",rule=\"wan \\\"east\\\"\","
+                      "option=\"congestion\",outcome=\"unavailable\"} 2\n"),
+            std::string::npos);
   EXPECT_NE(text.find("tcptune_connections_total{program=\"probe\",rule=\"wan \\\"east\\\"\"} 3\n"), std::string::npos);
   EXPECT_NE(text.find("tcptune_writes_total{program=\"probe\",rule=\"wan \\\"east\\\"\"} 5\n"), std::string::npos);
 }
 
 TEST(PrometheusTextfile, TheSupervisorLeavesOutWhatNeedsTheWrites) {
-  const std::string text = render_prometheus(one_row(), "probe", 1, MetricsSource::supervisor);
-  for (const char* family : {"tcptune_writes_total", "tcptune_write_bytes_total", "tcptune_heartbeats_total",
-                             "tcptune_write_latency_seconds", "tcptune_ack_latency_seconds"}) {
+  const std::string text = render_prometheus(one_row(), context(MetricsSource::supervisor));
+  for (const char* family :
+       {"tcptune_writes_total", "tcptune_write_bytes_total", "tcptune_heartbeats_total",
+        "tcptune_write_latency_seconds", "tcptune_ack_latency_seconds", "tcptune_rule_keeps_warm"}) {
     EXPECT_EQ(text.find(family), std::string::npos) << family;
   }
+  EXPECT_NE(text.find("tcptune_processes{program=\"probe\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("tcptune_connections_total{program=\"probe\",rule=\"wan \\\"east\\\"\"} 3\n"), std::string::npos);
   EXPECT_NE(text.find("tcptune_idle_restarts_total{program=\"probe\",rule=\"wan \\\"east\\\"\"} 2\n"),
             std::string::npos);
