@@ -48,7 +48,6 @@ std::atomic<bool> g_jsonl{false};
 // The log on the process's own stderr ([log] path = "stderr"), under the log's mutex. Its
 // descriptors (up to three) are published for the close hooks, which read them without the lock.
 telemetry::StderrStream* g_stderr = nullptr;  // never freed, like the logger
-std::atomic<bool> g_to_stderr{false};
 std::atomic<int> g_stderr_relay_fds[2] = {-1, -1};
 // The app closed fd 2 (or put another file there) from a signal handler that interrupted a write
 // of the log: the writer lets it go after that write.
