@@ -528,7 +528,7 @@ void app_releases_stderr() noexcept {
   std::unique_lock lock(log_mutex(), std::defer_lock);
   if (!in_signal_handler()) {
     lock.lock();
-  } else if (!lock.try_lock()) {
+  } else if (t_in_logger || !lock.try_lock()) {
     g_stderr_release_pending.store(true, std::memory_order_release);
     return;
   }
