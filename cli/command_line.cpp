@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <regex>
 #include <string_view>
 
 namespace tcptune::cli {
@@ -15,11 +16,13 @@ struct SubcommandName {
   std::string_view name;
   Subcommand subcommand;
 };
-constexpr std::array<SubcommandName, 5> kSubcommands{{{"run", Subcommand::run},
+constexpr std::array<SubcommandName, 7> kSubcommands{{{"run", Subcommand::run},
                                                       {"check", Subcommand::check},
                                                       {"doctor", Subcommand::doctor},
                                                       {"report", Subcommand::report},
-                                                      {"ab", Subcommand::ab}}};
+                                                      {"ab", Subcommand::ab},
+                                                      {"kube-inject", Subcommand::kube_inject},
+                                                      {"install", Subcommand::install}}};
 
 // "3x", "1e3" and " 3" are no run count: the whole text must be the number.
 CLI::Validator whole_number(int low, int high) {
@@ -89,6 +92,49 @@ void add_ab(CLI::App& app, AbOptions& ab) {
   add_program(*command, ab.command);
 }
 
+// A Kubernetes name: a DNS subdomain (ConfigMap names), or a ConfigMap key.
+CLI::Validator kubernetes_name(const char* what, const char* pattern, std::size_t longest = 253) {
+  return {[what, pattern, longest](const std::string& text) -> std::string {
+            if (text.size() > longest || !std::regex_match(text, std::regex(pattern))) {
+              return "'" + text + "' is not a valid " + what;
+            }
+            return {};
+          },
+          what};
+}
+
+void add_kube_inject(CLI::App& app, KubeInjectOptions& options) {
+  CLI::App* command = app.add_subcommand(
+      "kube-inject",
+      "add tcptune to Kubernetes manifests (init container, LD_PRELOAD, policy ConfigMap); stdin to stdout");
+  command->add_option("-f,--filename", options.file, "manifests to read, multi-document YAML (default: stdin)")
+      ->option_text("FILE");
+  command->add_option("-o,--output", options.output, "where to write them (default: stdout)")->option_text("FILE");
+  command->add_flag("--uninject", options.uninject, "take out what kube-inject added, giving the input back");
+  options.image = "tcptune-init:" TCPTUNE_VERSION;
+  command
+      ->add_option("--image", options.image,
+                   "the init container's image, holding /tcptune (default: " + options.image + ")")
+      ->option_text("IMAGE")
+      ->check(kubernetes_name("image reference", R"([^\s]+)", 4096));
+  command
+      ->add_option("--policy-configmap", options.policy_configmap,
+                   "the ConfigMap holding the policy (default: none, the built-in default policy)")
+      ->option_text("NAME")
+      ->check(kubernetes_name("ConfigMap name", R"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)"));
+  command->add_option("--policy-key", options.policy_key, "the policy's key in that ConfigMap (default: policy.toml)")
+      ->option_text("KEY")
+      ->check(kubernetes_name("ConfigMap key", R"([-._a-zA-Z0-9]+)"));
+}
+
+void add_install(CLI::App& app, InstallOptions& options) {
+  CLI::App* command = app.add_subcommand(
+      "install",
+      "copy the directory holding this tcptune (tcptune and the shim) into DIR, as kube-inject's init "
+      "container does");
+  command->add_option("DIR", options.destination, "where to copy them")->required();
+}
+
 CommandLine ended(int status, std::string message, bool to_stderr) {
   CommandLine line;
   line.exit_status = status;
@@ -127,6 +173,8 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
   app.add_subcommand("doctor", "this network namespace's TCP settings and what they mean for tcptune");
   add_report(app, line.report);
   add_ab(app, line.ab);
+  add_kube_inject(app, line.kube_inject);
+  add_install(app, line.install);
 
   if (args.empty()) {
     return ended(kExitUsage, app.help(), true);

@@ -38,7 +38,20 @@ struct AbOptions {
   std::vector<std::string> command;
 };
 
-enum class Subcommand { run, check, doctor, report, ab };
+struct KubeInjectOptions {
+  std::string file = "-";    // manifests to read; "-": stdin
+  std::string output = "-";  // "-": stdout
+  bool uninject = false;
+  std::string image;  // the init container's image (default: tcptune-init:VERSION)
+  std::string policy_configmap;
+  std::string policy_key = "policy.toml";
+};
+
+struct InstallOptions {
+  std::string destination;
+};
+
+enum class Subcommand { run, check, doctor, report, ab, kube_inject, install };
 
 struct CommandLine {
   std::optional<Subcommand> subcommand;  // unset when parsing alone ends the process
@@ -46,6 +59,8 @@ struct CommandLine {
   CheckOptions check;
   ReportOptions report;
   AbOptions ab;
+  KubeInjectOptions kube_inject;
+  InstallOptions install;
   // When parsing alone ends the process (--help, --version, a usage error): the text to print,
   // where, and the exit status.
   int exit_status = 0;

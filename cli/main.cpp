@@ -16,6 +16,8 @@ int dispatch(const tcptune::cli::CommandLine& line) {
     case Subcommand::doctor: return tcptune::cli::doctor_command();
     case Subcommand::report: return tcptune::cli::report_command(line.report);
     case Subcommand::ab: return tcptune::cli::ab_command(line.ab);
+    case Subcommand::kube_inject: return tcptune::cli::kube_inject_command(line.kube_inject);
+    case Subcommand::install: return tcptune::cli::install_command(line.install);
   }
   return tcptune::cli::kExitUsage;
 }

@@ -14,6 +14,7 @@
 #include "call_tuner.hpp"
 #include "program_launch.hpp"
 #include "seccomp_filter.hpp"
+#include "socket_access.hpp"
 #include "supervision.hpp"
 #include "supervisor_log.hpp"
 #include "tcptune/config/escape.hpp"
@@ -45,7 +46,10 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv, const 
   // setuid program the supervised one runs: said here, and for each such program it runs (the
   // filter then traps exec too).
   const bool no_new_privs = supervisor::filter_needs_no_new_privs();
-  supervisor::FilterSpec spec = supervisor::CallTuner::filter_spec(policy);
+  // Where pidfd_getfd is refused (a container's default seccomp profile), tcptune creates the
+  // program's TCP sockets itself and hands them over; the filter then traps socket() and bind.
+  const supervisor::SocketAccess access = supervisor::probe_socket_access();
+  supervisor::FilterSpec spec = supervisor::CallTuner::filter_spec(policy, access);
   spec.exec = no_new_privs;
   const std::vector<sock_filter> filter = supervisor::build_filter(spec);
   int channel[2];
@@ -58,6 +62,13 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv, const 
     (void)std::fprintf(stderr,
                        "tcptune: no_new_privs is set (tcptune lacks CAP_SYS_ADMIN): setuid/setgid bits and file "
                        "capabilities give no privileges to %s and what it runs (each such program run is named)\n",
+                       config::escape_for_display(program, false).c_str());
+  }
+  if (access.hand_over) {
+    (void)std::fprintf(stderr,
+                       "tcptune: %s: tcptune creates the TCP sockets of %s itself and hands them over "
+                       "(SECCOMP_ADDFD_FLAG_SEND, Linux 5.14)\n",
+                       supervisor::describe_refusal(access).c_str(),
                        config::escape_for_display(program, false).c_str());
   }
   supervisor::prepare_to_supervise();
@@ -89,10 +100,11 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv, const 
     start.add("policy", policy.source)
         .add("rules", static_cast<std::int64_t>(policy.rules.size()))
         .add("mode", "supervised")
-        .add("no_new_privs", no_new_privs);
+        .add("no_new_privs", no_new_privs)
+        .add("sockets", access.hand_over ? "handed_over" : "pidfd_getfd");
     log.write(config::LogLevel::info, child, program, start);
     const supervisor::ServeResult served =
-        supervisor::serve(listener, {child, program}, policy, log, kConnectionPollNs);
+        supervisor::serve(listener, {child, program}, policy, log, kConnectionPollNs, access);
     telemetry::Record summary("supervisor_summary");
     summary.add("trapped_calls", served.calls).add("sockets_tuned", served.tuned);
     if (served.records_dropped != 0) {

@@ -16,7 +16,10 @@ packages=(build-essential cmake pkg-config g++ python3 libtomlplusplus-dev libsp
   # The textfile read through a real node_exporter and Prometheus, and promtool for the example
   # rules (tests/preload/prometheus_processes.py, examples/prometheus); started by the tests on
   # loopback, never as services.
-  prometheus prometheus-node-exporter)
+  prometheus prometheus-node-exporter
+  # kube-inject reads manifests with libyaml (libyaml.a too, for a static tcptune); its tests check
+  # the output against the Kubernetes API models and build the init image (FROM scratch, no run).
+  libyaml-dev python3-kubernetes python3-yaml buildah)
 # scripts/fuzz: clang 14 with libFuzzer (libclang_rt.fuzzer*.a), llvm-symbolizer for its reports.
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev llvm)
 missing=()

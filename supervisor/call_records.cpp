@@ -40,8 +40,9 @@ void report_what_supervision_lacks(const config::Tuning& tuning, shim::TuningOut
 
 }  // namespace
 
-CallRecords::CallRecords(const config::Policy& policy, SupervisorLog& log, ConnectionWatch* watch)
-    : policy_(policy), log_(log), watch_(watch) {}
+CallRecords::CallRecords(const config::Policy& policy, SupervisorLog& log, ConnectionWatch* watch,
+                         const SocketAccess& access)
+    : policy_(policy), log_(log), watch_(watch), access_(access) {}
 
 void CallRecords::record(FollowUp& done) {
   try {
@@ -51,7 +52,15 @@ void CallRecords::record(FollowUp& done) {
       case FollowUp::Call::setsockopt: record_setsockopt(done); break;
       case FollowUp::Call::not_inspectable:
       case FollowUp::Call::out_of_descriptors:
-      case FollowUp::Call::privileges_stripped: record_untuned(done); break;
+      case FollowUp::Call::privileges_stripped:
+      case FollowUp::Call::not_handed_over:
+      case FollowUp::Call::hand_over_refused:
+      case FollowUp::Call::unreachable_setsockopt: record_untuned(done); break;
+      case FollowUp::Call::seen_by_inode:
+        if (watch_ != nullptr) {
+          watch_->watch_by_inode(done.inode, done.app_fd, done.process, done.program);
+        }
+        break;
     }
   } catch (...) {
     // out of memory: the record is lost, the program is not affected
@@ -141,6 +150,33 @@ void CallRecords::record_setsockopt(FollowUp& done) {
 
 void CallRecords::record_untuned(const FollowUp& done) {
   const pid_t pid = done.process;
+  const std::string who = config::escape_for_display(done.program, false) + " (pid " + std::to_string(pid) + ")";
+  if (done.call == FollowUp::Call::not_handed_over) {
+    warn_once("not_handed_over/" + done.program, pid, done.program,
+              who + " " + done.note + "s on fd " + std::to_string(done.app_fd) +
+                  ", a TCP socket tcptune did not create (inherited, made by a call the filter does not see, moved "
+                  "to another descriptor, or one tcptune could not hand over), and " +
+                  describe_refusal(access_) + ": such sockets run untuned; to tune them, " + kAllowPidfdGetfd +
+                  " (logged once per program)");
+    return;
+  }
+  if (done.call == FollowUp::Call::hand_over_refused) {
+    warn_once("hand_over_refused/" + done.key + "/" + done.program, pid, done.program,
+              "cannot create the TCP sockets of " + who + " for it: " + done.note + "; " + describe_refusal(access_) +
+                  ", so they run untuned; to tune them, " + kAllowPidfdGetfd + " (logged once per program and cause)");
+    return;
+  }
+  if (done.call == FollowUp::Call::unreachable_setsockopt) {
+    warn_once("unreachable_setsockopt/" + done.program, pid, done.program,
+              who + " sets " + done.note +
+                  " on a TCP socket tcptune did not create (an accepted one: accepted sockets never pass through "
+                  "tcptune, and " +
+                  describe_refusal(access_) +
+                  "): made as asked, so a rule's keepalive or nodelay = \"force\" is not kept on such sockets; "
+                  "to keep it, " +
+                  kAllowPidfdGetfd + " (logged once per program)");
+    return;
+  }
   if (done.call == FollowUp::Call::not_inspectable) {
     warn_once("eperm/" + done.program, pid, done.program,
               done.program + " (pid " + std::to_string(pid) +

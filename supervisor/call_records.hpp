@@ -15,6 +15,7 @@
 #include "connection_watch.hpp"
 #include "follow_up.hpp"
 #include "prometheus_textfile.hpp"
+#include "socket_access.hpp"
 #include "supervisor_log.hpp"
 #include "tcptune/config/policy.hpp"
 
@@ -22,8 +23,10 @@ namespace tcptune::supervisor {
 
 class CallRecords {
  public:
-  // `watch` (may be null) follows the tuned connections for their conn_close records.
-  CallRecords(const config::Policy& policy, SupervisorLog& log, ConnectionWatch* watch);
+  // `watch` (may be null) follows the tuned connections for their conn_close records; `access`
+  // is how the supervisor reaches sockets here, for the warnings that say why it cannot.
+  CallRecords(const config::Policy& policy, SupervisorLog& log, ConnectionWatch* watch,
+              const SocketAccess& access = {});
 
   // Writes what `done` calls for; never throws (a record lost to a failure is only lost).
   void record(FollowUp& done);
@@ -39,6 +42,7 @@ class CallRecords {
   const config::Policy& policy_;
   SupervisorLog& log_;
   ConnectionWatch* watch_;
+  SocketAccess access_;
   std::set<std::string> warned_;
   std::set<std::string> vetoes_logged_;
   std::map<std::tuple<int, std::string, std::string>, std::uint64_t> option_misses_;

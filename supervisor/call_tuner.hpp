@@ -7,7 +7,10 @@
 // kernel would refuse is left to the kernel). For an exec (trapped only under no_new_privs) of a file whose
 // setuid/setgid bit or file capabilities no_new_privs makes the kernel ignore, a warning names it; every exec goes
 // on. Any failure lets the call go on untuned: the program never waits on or
-// fails because of the supervisor.
+// fails because of the supervisor. Where pidfd_getfd is refused (socket_access.hpp), a TCP
+// socket() is trapped too: the supervisor creates the socket and hands it over, holds it until
+// its connect or listen (held_sockets.hpp), and judges later setsockopt calls on it from what it
+// set then (handed_over_tuning.hpp).
 #pragma once
 
 #include <linux/seccomp.h>
@@ -18,8 +21,12 @@
 
 #include "app_settings.hpp"
 #include "follow_up_queue.hpp"
+#include "handed_over_tuning.hpp"
+#include "held_sockets.hpp"
 #include "option_applier.hpp"
 #include "seccomp_filter.hpp"
+#include "socket_access.hpp"
+#include "socket_hand_over.hpp"
 #include "tcptune/config/policy.hpp"
 #include "thread_handles.hpp"
 
@@ -30,14 +37,21 @@ class TrappedCall;
 class CallTuner {
  public:
   // What follows each answer (records, the watch) goes to `follow_ups`, for the records thread;
-  // `effective_values`: the records want the options read back (conn_open is logged).
-  CallTuner(const config::Policy& policy, FollowUpQueue& follow_ups, bool effective_values);
+  // `effective_values`: the records want the options read back (conn_open is logged);
+  // `access`: whether sockets are handed over (the filter then traps socket() and bind).
+  CallTuner(const config::Policy& policy, FollowUpQueue& follow_ups, bool effective_values,
+            const SocketAccess& access = {});
 
-  // The calls to trap for `policy`: connect and listen, and the setsockopt pairs it overrides.
-  static FilterSpec filter_spec(const config::Policy& policy);
+  // The calls to trap for `policy`: connect and listen, and the setsockopt pairs it overrides;
+  // with `access.hand_over`, TCP socket() and bind too.
+  static FilterSpec filter_spec(const config::Policy& policy, const SocketAccess& access = {});
 
   // Handles and answers one notification from `listener`.
   void handle(int listener, const seccomp_notif& request);
+  // Between calls: held sockets the program has closed are dropped (at most every
+  // HeldSockets::kSweepEvery). While some are held the caller comes back at least that often.
+  void tick(std::int64_t now_ns) noexcept { held_.sweep_if_due(now_ns); }
+  [[nodiscard]] bool holds_sockets() const noexcept { return !held_.empty(); }
 
   // Calls answered, and sockets tuned, so far.
   [[nodiscard]] std::uint64_t calls() const noexcept { return calls_; }
@@ -46,6 +60,10 @@ class CallTuner {
  private:
   void tune_connect_or_listen(const TrappedCall& call);
   void keep_policy_over_setsockopt(const TrappedCall& call);
+  void keep_policy_from_hand_over(const TrappedCall& call, const HandedOverTuning& tuned, int level, int name,
+                                  int value);
+  void hand_over_socket(const TrappedCall& call);
+  void push_untuned(const TrappedCall& call, FollowUp::Call kind, std::string note, std::string key = {});
   void name_stripped_exec(const TrappedCall& call);
   // What the records thread needs of an answered call on `socket` (its duplicate).
   // The program's name: read at every call when a rule matches on names (an exec shows at once),
@@ -63,6 +81,12 @@ class CallTuner {
   std::set<std::uint16_t> listening_ports_;
   ThreadHandles threads_;
   bool matches_on_program_;
+  bool hand_over_;
+  bool traps_setsockopt_;
+  bool add_fd_unsupported_ = false;  // a kernel before 5.14: every socket() goes on untuned
+  HandOverCheck hand_over_check_;
+  HeldSockets held_;
+  HandedOverTunings handed_over_;
   std::uint64_t calls_ = 0;
   std::uint64_t tuned_ = 0;
 };

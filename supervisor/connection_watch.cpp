@@ -60,18 +60,47 @@ void ConnectionWatch::watch_listener(std::uint64_t inode, const config::Endpoint
                                      const std::string& program) {
   if (diag_.has_value() && inode != 0) {
     listeners_[inode] = Listener{local, pid, program};
+    listened_ports_.insert(local.port);
+  }
+}
+
+void ConnectionWatch::watch_by_inode(std::uint64_t inode, int app_fd, pid_t pid, const std::string& program) {
+  if (diag_.has_value() && inode != 0 && tracked_.find(inode) == nullptr) {
+    early_poll_ = by_inode_.try_emplace(inode, KnownByInode{app_fd, pid, program, 0}).second || early_poll_;
+  }
+}
+
+void ConnectionWatch::follow_known_by_inode(const std::vector<DiagSocket>& dump, std::int64_t now_ns) {
+  for (auto it = by_inode_.begin(); it != by_inode_.end();) {
+    const DiagSocket* found = find_by_inode(dump, it->first);
+    if (found == nullptr || found->peer.family == 0) {
+      it = ++it->second.polls >= kUnseenPolls ? by_inode_.erase(it) : std::next(it);
+      continue;
+    }
+    config::ConnectionFacts facts;
+    const bool server = listened_ports_.contains(found->local.port);
+    facts.role = server ? config::Role::server : config::Role::client;
+    facts.peer = found->peer;
+    facts.local_port = found->local.port;
+    facts.program = it->second.program;
+    const int rule = config::match_rule(policy_, facts);
+    follow(it->first, Watched{it->second.app_fd, server ? shim::SocketRole::server : shim::SocketRole::client, rule,
+                              it->second.pid, it->second.program, now_ns});
+    it = by_inode_.erase(it);
   }
 }
 
 void ConnectionWatch::tick() {
-  if (diag_.has_value() && (tracked_.size() != 0 || !listeners_.empty()) &&
-      monotonic_ns() - last_poll_ns_ >= interval_ns_) {
+  const std::int64_t since_ns = monotonic_ns() - last_poll_ns_;
+  const bool early = early_poll_ && since_ns >= std::max(kEarlyPollGap, 5 * last_dump_cost_ns_);
+  if (diag_.has_value() && (tracked_.size() != 0 || !listeners_.empty() || !by_inode_.empty()) &&
+      (since_ns >= interval_ns_ || early)) {
     poll(false);
   }
 }
 
 void ConnectionWatch::finish() {
-  if (diag_.has_value() && (tracked_.size() != 0 || !listeners_.empty())) {
+  if (diag_.has_value() && (tracked_.size() != 0 || !listeners_.empty() || !by_inode_.empty())) {
     poll(true);
   }
 }
@@ -80,12 +109,16 @@ void ConnectionWatch::poll(bool at_exit) {
   const std::int64_t now_ns = monotonic_ns();
   const std::int64_t gap_ns = now_ns - last_poll_ns_;
   last_poll_ns_ = now_ns;
+  early_poll_ = false;
   dump_.clear();
   std::string error;
   const std::uint32_t states = connected_tcp_states() | (listeners_.empty() ? 0 : tcp_state_bit(TCP_LISTEN));
-  if (!diag_->dump(states, dump_, error)) {
+  const bool dumped = diag_->dump(states, dump_, error);
+  last_dump_cost_ns_ = monotonic_ns() - now_ns;
+  if (!dumped) {
     return;  // a partial dump would close what it missed: wait for the next one
   }
+  follow_known_by_inode(dump_, now_ns);  // before the listeners': it knows the descriptor
   if (!at_exit) {
     forget_closed_listeners(dump_);
     follow_accepted(dump_, now_ns);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ class ConnectionWatch {
     std::uint64_t idle_restarts = 0;
   };
 
+  // The least time between a dump and an early one (watch_by_inode).
+  static constexpr std::int64_t kEarlyPollGap = 20'000'000;
+
   // Polls at most every `interval_ns`; without sock_diag (a kernel without inet_diag) it
   // follows nothing, and says so once. It follows nothing either when neither its records nor
   // the textfile would be written.
@@ -44,6 +48,13 @@ class ConnectionWatch {
                         const std::string& program);
   // A listener: the sockets it accepts are followed from the first dump they appear in.
   void watch_listener(std::uint64_t inode, const config::Endpoint& local, pid_t pid, const std::string& program);
+  // A TCP socket known only by inode (where sockets are handed over, one the supervisor never
+  // had, seen at a trapped setsockopt: an accepted one): followed from the first dump that shows
+  // it connected, a server if its local port is one a watched listener listened on, with the
+  // rule its endpoints choose. A dump is made early for it (kEarlyPollGap after the last, or five
+  // times the last dump's duration if longer: at most a fifth of a thread on dumps), since its
+  // role and rule come from the dump; one never shown is given up after kUnseenPolls dumps.
+  void watch_by_inode(std::uint64_t inode, int app_fd, pid_t pid, const std::string& program);
   // A dump if one is due: new accepted sockets are followed, closed ones get conn_close.
   void tick();
   // The last dump; what is still open is reported with open_at_exit.
@@ -67,7 +78,16 @@ class ConnectionWatch {
     std::string program;
   };
 
+  static constexpr std::uint32_t kUnseenPolls = 10;
+  struct KnownByInode {
+    int app_fd = -1;
+    pid_t pid = 0;
+    std::string program;
+    std::uint32_t polls = 0;
+  };
+
   void poll(bool at_exit);
+  void follow_known_by_inode(const std::vector<DiagSocket>& dump, std::int64_t now_ns);
   void forget_closed_listeners(const std::vector<DiagSocket>& dump);
   void follow_accepted(const std::vector<DiagSocket>& dump, std::int64_t now_ns);
   void report_idle_restarts(const std::vector<DiagSocket>& dump, std::uint32_t gap_ms);
@@ -78,12 +98,16 @@ class ConnectionWatch {
   SupervisorLog& log_;
   std::int64_t interval_ns_;
   std::int64_t last_poll_ns_ = 0;
+  std::int64_t last_dump_cost_ns_ = 0;
+  bool early_poll_ = false;          // a socket known by inode waits for a dump
   bool conn_close_records_ = false;  // [log] summary, and a log that takes info records
   // tcp_slow_start_after_idle in this namespace: without it no window restarts after idle.
   bool restarts_after_idle_ = false;
   std::optional<SockDiag> diag_;
   TrackedConnections<Watched> tracked_;
   std::map<std::uint64_t, Listener> listeners_;  // by inode, while it listens
+  std::set<std::uint16_t> listened_ports_;       // every port a watched listener listened on
+  std::map<std::uint64_t, KnownByInode> by_inode_;
   std::vector<DiagSocket> dump_;
   std::map<int, RuleCounts> counts_;
 };

@@ -16,14 +16,23 @@ namespace tcptune::supervisor {
 
 struct FollowUp {
   // not_inspectable, out_of_descriptors: a call left untuned, for a warning; privileges_stripped:
-  // an exec under no_new_privs of a file it strips (`note` names it), for a warning.
+  // an exec under no_new_privs of a file it strips (`note` names it), for a warning. Where
+  // pidfd_getfd is refused (sockets handed over): not_handed_over, a connect or listen (`note`)
+  // on a TCP socket the supervisor did not create; hand_over_refused, a socket() it could not
+  // create as the program's own (`note` says why, `key` names the cause);
+  // unreachable_setsockopt, an option (`note`) a rule may keep set on a TCP socket it never had;
+  // seen_by_inode, such a socket's inode, for the connection watch.
   enum class Call : std::uint8_t {
     connect,
     listen,
     setsockopt,
     not_inspectable,
     out_of_descriptors,
-    privileges_stripped
+    privileges_stripped,
+    not_handed_over,
+    hand_over_refused,
+    unreachable_setsockopt,
+    seen_by_inode
   };
   Call call = Call::connect;
   std::uint64_t inode = 0;  // the socket's
@@ -37,7 +46,8 @@ struct FollowUp {
   bool accepted = false;              // setsockopt: on an accepted socket
   const char* kept_option = nullptr;  // setsockopt: answered unmade, the rule's value kept
   int app_value = 0;                  // setsockopt: the value the program asked for
-  std::string note;                   // privileges_stripped: the file and what it would gain
+  std::string note;                   // privileges_stripped: the file and what it would gain; see Call
+  std::string key;                    // hand_over_refused: the cause, warned of once per program and cause
 };
 
 // What the records need from `socket`, the answering thread's duplicate: its inode and, with

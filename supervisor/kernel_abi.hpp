@@ -10,7 +10,8 @@
 
 namespace tcptune::supervisor::kernel {
 
-// PIDFD_GET_INFO (6.13+, include/uapi/linux/pidfd.h): a pidfd's thread group id without /proc.
+// PIDFD_GET_INFO (6.13+, include/uapi/linux/pidfd.h): a pidfd's thread group id and credentials
+// without /proc.
 struct PidfdInfo {
   __u64 mask;
   __u64 cgroupid;
@@ -24,6 +25,7 @@ struct PidfdInfo {
 };
 inline constexpr unsigned long kPidfdGetInfo = _IOWR(0xFF, 11, PidfdInfo);
 inline constexpr __u64 kPidfdInfoPid = 1ULL << 0;
+inline constexpr __u64 kPidfdInfoCreds = 1ULL << 1;
 
 // pidfd_open(tid, PIDFD_THREAD): a pidfd for a thread that is not the group leader (6.9+).
 inline constexpr unsigned kPidfdThread = O_EXCL;

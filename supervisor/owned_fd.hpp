@@ -24,6 +24,8 @@ class OwnedFd {
   OwnedFd(const OwnedFd&) = delete;
   OwnedFd& operator=(const OwnedFd&) = delete;
   [[nodiscard]] int get() const noexcept { return fd_; }
+  // The descriptor, no longer closed here.
+  [[nodiscard]] int release() noexcept { return std::exchange(fd_, -1); }
 
  private:
   int fd_;

@@ -2,6 +2,7 @@
 
 #include <linux/audit.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
@@ -57,9 +58,33 @@ std::vector<sock_filter> build_filter(const FilterSpec& spec) {
     notified.push_back(SYS_execve);
     notified.push_back(SYS_execveat);
   }
+  if (spec.bind) {
+    notified.push_back(SYS_bind);
+  }
+  if (spec.namespace_changes) {
+    notified.push_back(SYS_unshare);
+    notified.push_back(SYS_setns);
+  }
   for (const std::uint32_t nr : notified) {
     program.push_back(jump_if_equal(nr, 0, 1));
     program.push_back(statement(BPF_RET | BPF_K, notify));
+  }
+  if (spec.tcp_sockets) {
+    // nr == socket ? (family, type without its two flags, protocol: a TCP socket ? notify : allow)
+    // : past the block, the accumulator still holding nr. The kernel reads the three as ints.
+    constexpr auto kFlags = static_cast<std::uint32_t>(SOCK_NONBLOCK | SOCK_CLOEXEC);
+    program.push_back(jump_if_equal(SYS_socket, 0, 11));
+    program.push_back(statement(BPF_LD | BPF_W | BPF_ABS, argument_offset(0)));
+    program.push_back(jump_if_equal(AF_INET, 1, 0));
+    program.push_back(jump_if_equal(AF_INET6, 0, 7));
+    program.push_back(statement(BPF_LD | BPF_W | BPF_ABS, argument_offset(1)));
+    program.push_back(statement(BPF_ALU | BPF_AND | BPF_K, ~kFlags));
+    program.push_back(jump_if_equal(SOCK_STREAM, 0, 4));
+    program.push_back(statement(BPF_LD | BPF_W | BPF_ABS, argument_offset(2)));
+    program.push_back(jump_if_equal(0, 1, 0));
+    program.push_back(jump_if_equal(IPPROTO_TCP, 0, 1));
+    program.push_back(statement(BPF_RET | BPF_K, notify));
+    program.push_back(statement(BPF_RET | BPF_K, allow));
   }
   if (spec.fastopen_sends) {
     // nr == X ? (flags & MSG_FASTOPEN ? notify : allow) : next test. Every other send is allowed

@@ -1,8 +1,9 @@
 // The seccomp filter a supervised program runs under: the calls the supervisor tunes at (connect,
 // listen, sendto and sendmsg with MSG_FASTOPEN, which connect too, the setsockopt pairs the
 // policy forces, and execve/execveat where no_new_privs is set, to name a setuid program it
-// strips) return SECCOMP_RET_USER_NOTIF, everything else is allowed. Built from the policy, so
-// a program pays a trap only where there is work.
+// strips; where pidfd_getfd is refused, socket() of a TCP socket, which the supervisor creates
+// and hands over, bind, unshare and setns) return SECCOMP_RET_USER_NOTIF, everything else is allowed. Built
+// from the policy, so a program pays a trap only where there is work.
 #pragma once
 
 #include <linux/filter.h>
@@ -20,8 +21,13 @@ struct TrappedSockopt {
 struct FilterSpec {
   bool connect = true;
   bool listen = true;
-  bool fastopen_sends = true;              // sendto and sendmsg whose flags hold MSG_FASTOPEN
-  bool exec = false;                       // execve and execveat
+  bool fastopen_sends = true;  // sendto and sendmsg whose flags hold MSG_FASTOPEN
+  bool exec = false;           // execve and execveat
+  // socket(AF_INET or AF_INET6, SOCK_STREAM with any of SOCK_NONBLOCK and SOCK_CLOEXEC, 0 or
+  // IPPROTO_TCP): the TCP sockets the supervisor creates for the program (socket_hand_over.hpp).
+  bool tcp_sockets = false;
+  bool bind = false;
+  bool namespace_changes = false;          // unshare and setns: a thread's network namespace may change
   std::vector<TrappedSockopt> setsockopt;  // each (level, optname) pair to trap
 };
 

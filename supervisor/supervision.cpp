@@ -63,10 +63,10 @@ bool has_children() noexcept {
 // The records thread: each answered call's records, the watch of the connections, the
 // textfile, the log flushed; until the answering thread closes `follow_ups`.
 void keep_records(const Supervised& supervised, const config::Policy& policy, SupervisorLog& log,
-                  FollowUpQueue& follow_ups, std::int64_t connection_poll_ns) noexcept {
+                  FollowUpQueue& follow_ups, std::int64_t connection_poll_ns, const SocketAccess& access) noexcept {
   try {
     ConnectionWatch watch(policy, log, connection_poll_ns);
-    CallRecords records(policy, log, &watch);
+    CallRecords records(policy, log, &watch, access);
     MetricsTextfile textfile(policy, log, supervised.program, supervised.child);
     while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(std::chrono::milliseconds(kReapEveryMs))) {
       for (FollowUp& done : *taken) {
@@ -145,7 +145,7 @@ int receive_listener(int channel, std::string& problem) {
 }
 
 ServeResult serve(int listener, const Supervised& supervised, const config::Policy& policy, SupervisorLog& log,
-                  std::int64_t connection_poll_ns) {
+                  std::int64_t connection_poll_ns, const SocketAccess& access) {
   const pid_t child = supervised.child;
   seccomp_notif_sizes sizes{};
   if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
@@ -160,9 +160,9 @@ ServeResult serve(int listener, const Supervised& supervised, const config::Poli
     (void)setrlimit(RLIMIT_NOFILE, &files);
   }
   FollowUpQueue follow_ups;
-  CallTuner tuner(policy, follow_ups, log.enabled(config::LogLevel::info));
-  std::thread records_thread([&supervised, &policy, &log, &follow_ups, connection_poll_ns] {
-    keep_records(supervised, policy, log, follow_ups, connection_poll_ns);
+  CallTuner tuner(policy, follow_ups, log.enabled(config::LogLevel::info), access);
+  std::thread records_thread([&supervised, &policy, &log, &follow_ups, connection_poll_ns, &access] {
+    keep_records(supervised, policy, log, follow_ups, connection_poll_ns, access);
   });
   ServeResult result;
   bool child_exited = false;
@@ -179,8 +179,11 @@ ServeResult serve(int listener, const Supervised& supervised, const config::Poli
         break;
       }
     }
+    // Sockets held for the program are looked at more often: one it closed keeps its port.
+    tuner.tick(shim::monotonic_ns());
+    const int wait_ms = tuner.holds_sockets() ? static_cast<int>(HeldSockets::kSweepEvery.count()) : kReapEveryMs;
     pollfd ready{listening ? listener : -1, POLLIN, 0};
-    if (const int ready_count = poll(&ready, 1, kReapEveryMs); ready_count <= 0) {
+    if (const int ready_count = poll(&ready, 1, wait_ms); ready_count <= 0) {
       next_reap_ns = ready_count == 0 ? 0 : next_reap_ns;  // a quiet spell: reap now
       continue;                                            // or a signal: look again
     }

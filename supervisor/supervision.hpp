@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "socket_access.hpp"
 #include "supervisor_log.hpp"
 #include "tcptune/config/policy.hpp"
 
@@ -51,8 +52,9 @@ struct Supervised {
 // In the parent: every trapped call answered, with `policy`, until the child has exited and
 // nothing supervised is left; orphans are reaped. A second thread writes the records to `log`,
 // polls the connections (sock_diag) every `connection_poll_ns` and rewrites the Prometheus
-// textfile if the policy sets one. Closes `listener`.
+// textfile if the policy sets one. `access`: how sockets are reached here (the filter was built
+// with CallTuner::filter_spec(policy, access)). Closes `listener`.
 ServeResult serve(int listener, const Supervised& supervised, const config::Policy& policy, SupervisorLog& log,
-                  std::int64_t connection_poll_ns);
+                  std::int64_t connection_poll_ns, const SocketAccess& access = {});
 
 }  // namespace tcptune::supervisor

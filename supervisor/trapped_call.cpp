@@ -1,5 +1,6 @@
 #include "trapped_call.hpp"
 
+#include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -61,6 +62,15 @@ void TrappedCall::continue_call() const noexcept {
   response.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
   // ENOENT: the call was withdrawn (a signal, the thread died); nothing is left to answer.
   (void)ioctl(listener_, SECCOMP_IOCTL_NOTIF_SEND, &response);
+}
+
+int TrappedCall::hand_over(int fd, bool cloexec) const noexcept {
+  seccomp_notif_addfd addfd{};
+  addfd.id = request_.id;
+  addfd.flags = SECCOMP_ADDFD_FLAG_SEND;
+  addfd.srcfd = static_cast<__u32>(fd);
+  addfd.newfd_flags = cloexec ? O_CLOEXEC : 0;
+  return ioctl(listener_, SECCOMP_IOCTL_NOTIF_ADDFD, &addfd);
 }
 
 void TrappedCall::complete_call(std::int64_t result, int error) const noexcept {

@@ -1,5 +1,6 @@
 // One system call a thread of the supervised program is stopped in: a duplicate of one of its
-// descriptors (through the thread's pidfd, kept by ThreadHandles), its memory. Every answer is checked
+// descriptors (through the thread's pidfd, kept by ThreadHandles), its memory, a descriptor
+// handed to it as the call's answer. Every answer is checked
 // against the notification still being pending, so a pid the kernel reused after the thread
 // died is never mistaken for it.
 #pragma once
@@ -40,6 +41,11 @@ class TrappedCall {
   // an error (-errno) without running it.
   void continue_call() const noexcept;
   void complete_call(std::int64_t result, int error) const noexcept;
+  // Installs this process's `fd` in the program at its lowest free number (close-on-exec if
+  // `cloexec`) and answers the call with that number, in one step (SECCOMP_ADDFD_FLAG_SEND).
+  // The number, or -1 with errno, the call still waiting unless ENOENT: ENOENT (the call is gone),
+  // EMFILE (the program's RLIMIT_NOFILE), EINVAL or ENOTTY (a kernel before 5.14).
+  [[nodiscard]] int hand_over(int fd, bool cloexec) const noexcept;
 
  private:
   int listener_;

@@ -22,6 +22,14 @@ The program is tcptune_supervised_cost (supervised_cost.c). Six arms, each a fre
                     the call go on;
   supervised_empty  `tcptune run --supervise --policy empty.toml` (nodelay "keep", nothing else):
                     the same trap and round trip, with nothing to apply;
+  supervised_hand_over  (connect only) `container_profile tcptune run --supervise --policy P`:
+                    tcptune under a filter that refuses pidfd_getfd, as Docker's and containerd's
+                    default seccomp profiles do without CAP_SYS_PTRACE (tests/supervised/
+                    container_profile.c, built with the tests). socket() is trapped too: the
+                    supervisor makes the socket and hands it over (SECCOMP_ADDFD_FLAG_SEND), and
+                    tunes its held reference at connect. Left out when container_profile is not
+                    built. The connect runs time socket() alone too (socket_us), and the two
+                    together (socket_connect_us), where this arm pays its second trap;
   in_process        (system calls only) the program with --filter-midway: its loops run without
                     a filter, then it installs the supervisor's longest filter on itself and
                     runs them again. The filter's cost within one process, free of what differs
@@ -96,11 +104,12 @@ def load_module(name, path):
 # Its wait for the rest of the machine to quieten (the two runners share the name run.py).
 wait_for_quiet = load_module("keep_warm_scale_run", ROOT / "bench" / "keep_warm_scale" / "run.py").wait_for_quiet
 
-ARMS = ("plain", "floor", "shim", "supervised", "supervised_empty")
-SYSCALL_ARMS = tuple(arm for arm in ARMS if arm != "floor") + ("in_process", "in_process_allow_all")
+ARMS = ("plain", "floor", "shim", "supervised", "supervised_empty", "supervised_hand_over")
+SYSCALL_ARMS = ("plain", "shim", "supervised", "supervised_empty", "in_process", "in_process_allow_all")
 CROSS_PROCESS_ARMS = SYSCALL_ARMS[:-2]
-TUNED_ARMS = ("shim", "supervised")
-SUPERVISED_ARMS = ("supervised", "supervised_empty")
+TUNED_ARMS = ("shim", "supervised", "supervised_hand_over")
+SUPERVISED_ARMS = ("supervised", "supervised_empty", "supervised_hand_over")
+CONNECT_SERIES = ("us", "socket_us", "socket_connect_us")  # connect() alone, socket() alone, the two
 CALLS = ("getppid", "write_devnull", "send_udp", "send_tcp")
 DEFAULT_CALLS = ("getppid", "write_devnull", "send_udp")
 CONNECT_FIGURES = ("median", "p90", "p99")
@@ -163,7 +172,8 @@ def command_for(arm, program_args, paths, log):
              "in_process_allow_all": ["--allow-all-midway"]}
     if arm in flags:
         return [str(paths["program"])] + flags[arm] + program_args
-    command = [str(paths["tcptune"]), "run"]
+    command = [str(paths["container_profile"])] if arm == "supervised_hand_over" else []
+    command += [str(paths["tcptune"]), "run"]
     if arm in SUPERVISED_ARMS:
         command.append("--supervise")
     command += ["--policy", str(paths["empty" if arm == "supervised_empty" else program_args[0]])]
@@ -238,16 +248,22 @@ def paired(runs, arm, figure):
             median_of([mine[r] - plain[r] for r in rounds]))
 
 
-def summarize_connect(runs):
+def summarize_connect(runs, arms_run):
     arms = {}
-    for arm in ARMS:
+    for arm in arms_run:
         ok = [r["result"]["us"] for r in runs if r["arm"] == arm and r["ok"]]
         arms[arm] = {figure: median_of([us[figure] for us in ok]) for figure in CONNECT_FIGURES}
         arms[arm]["per_round_median"] = [us["median"] for us in ok]
-    for arm in ARMS[1:]:
+        for series in CONNECT_SERIES[1:]:
+            got = [r["result"].get(series) for r in runs if r["arm"] == arm and r["ok"] and r["result"].get(series)]
+            arms[arm][series] = {figure: median_of([g[figure] for g in got]) for figure in CONNECT_FIGURES}
+    for arm in arms_run[1:]:
         arms[arm]["over_plain"], arms[arm]["minus_plain_us"] = {}, {}
         for f in CONNECT_FIGURES:
             arms[arm]["over_plain"][f], arms[arm]["minus_plain_us"][f] = paired(runs, arm, lambda got: got["us"][f])
+        for series in CONNECT_SERIES[1:]:
+            arms[arm][series]["over_plain"], arms[arm][series]["minus_plain_us"] = paired(
+                runs, arm, lambda got: (got.get(series) or {}).get("median"))
     supervised = arms["supervised"]
     target = {
         "description": f"supervised median connect at most {CONNECT_TARGET_RATIO:g}x plain (about "
@@ -325,7 +341,7 @@ def checks_for(results, args):
 
 def missing_fields(results):
     missing = []
-    for arm in ARMS:
+    for arm in results["setup"]["arms"]["connect"]:
         for figure in CONNECT_FIGURES:
             if results["connect"]["arms"][arm][figure] is None:
                 missing.append(f"connect.{arm}.{figure}")
@@ -348,13 +364,21 @@ def print_tables(results):
     print(f"\nconnect() on loopback, us, median over {results['setup']['rounds']} rounds of each run's figure "
           f"({results['setup']['connects']} connects a run):")
     print(f"{'arm':<17} {'median':>8} {'p90':>8} {'p99':>8} {'median/plain':>12} {'p99/plain':>9} {'median-plain':>12}")
-    for arm in ARMS:
+    for arm in results["setup"]["arms"]["connect"]:
         a = connect[arm]
         over = a.get("over_plain", {})
         minus = a.get("minus_plain_us", {})
         print(f"{arm:<17} {fmt(a['median'], '.1f'):>8} {fmt(a['p90'], '.1f'):>8} {fmt(a['p99'], '.1f'):>8} "
               f"{fmt(over.get('median', 1.0), '.2f'):>12} {fmt(over.get('p99', 1.0), '.2f'):>9} "
               f"{fmt(minus.get('median', 0.0), '+.1f'):>12}")
+    print("\nsocket() alone and socket() + connect(), us, median (median/plain, median-plain):")
+    print(f"{'arm':<21} {'socket':>8} {'':>13} {'socket+connect':>15} {'p99':>8} {'':>13}")
+    for arm in results["setup"]["arms"]["connect"]:
+        alone, both = connect[arm]["socket_us"], connect[arm]["socket_connect_us"]
+        print(f"{arm:<21} {fmt(alone['median'], '.1f'):>8} ({fmt(alone.get('over_plain', 1.0), '.2f')}, "
+              f"{fmt(alone.get('minus_plain_us', 0.0), '+.1f')}) {fmt(both['median'], '.1f'):>9} "
+              f"{fmt(both['p99'], '.1f'):>8} ({fmt(both.get('over_plain', 1.0), '.2f')}, "
+              f"{fmt(both.get('minus_plain_us', 0.0), '+.1f')})")
     target = results["connect"]["target"]
     print(f"target: {target['description']}: {fmt(target['ratio'], '.2f')}x, {fmt(target['extra_us'], '+.1f')} us: "
           f"{'met' if target['met'] else 'MISSED'} (the kernel's round trip {fmt(target['kernel_round_trip_us'], '+.1f')} "
@@ -408,6 +432,11 @@ def main():
     paths = {"program": build / "bin" / "tcptune_supervised_cost", "tcptune": build / "bin" / "tcptune",
              "shim": build / "lib" / "libtcptune.so"}
     absent = [str(p) for p in paths.values() if not p.exists()]
+    paths["container_profile"] = build / "bin" / "container_profile"
+    connect_arms = ARMS if paths["container_profile"].exists() else ARMS[:-1]
+    if connect_arms != ARMS:
+        print(f"{paths['container_profile']} is not built: no supervised_hand_over arm (cmake --build --preset "
+              f"release --target container_profile)", file=sys.stderr)
     if absent:
         print(f"not built: {', '.join(absent)} (cmake --build --preset release --target tcptune_cli tcptune "
               f"tcptune_supervised_cost)", file=sys.stderr)
@@ -432,7 +461,7 @@ def main():
         "setup": {"rounds": args.rounds, "connects": args.connects, "warmup": args.warmup, "calls": calls,
                   "loops": args.loops, "send_loops": args.send_loops, "reps": args.reps, "log": not args.no_log,
                   "quiet_wait_s": args.quiet_wait, "quiet_cpus": args.quiet_cpus,
-                  "arms": {"connect": list(ARMS), "syscall": list(SYSCALL_ARMS)}, "policies": policies, "congestion_in_policy": congestion,
+                  "arms": {"connect": list(connect_arms), "syscall": list(SYSCALL_ARMS)}, "policies": policies, "congestion_in_policy": congestion,
                   "program": str(paths["program"]), "tcptune": str(paths["tcptune"]),
                   "seccomp_actions": read_text("/proc/sys/kernel/seccomp/actions_avail")},
         "runs": {"connect": [], "syscall": []},
@@ -449,7 +478,7 @@ def main():
         if args.quiet_wait > 0:
             print(f"-- round {round_index + 1}: waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs "
                   f"busy", flush=True)
-        for arm in rotated(ARMS, round_index):
+        for arm in rotated(connect_arms, round_index):
             label = f"connect/{arm}/round{round_index + 1}"
             run = run_once(arm, ["connect", str(args.connects), str(args.warmup)], paths, work,
                            label.replace("/", "-"), args.no_log)
@@ -478,7 +507,7 @@ def main():
                 "its listener thread, plus the supervisor)",
     }
     results["seconds"] = round(time.monotonic() - clock, 1)
-    results["connect"] = summarize_connect(results["runs"]["connect"])
+    results["connect"] = summarize_connect(results["runs"]["connect"], connect_arms)
     results["syscall"] = summarize_syscalls(results["runs"]["syscall"], calls)
     checks = checks_for(results, args)
     results["checks"] = [{"ok": ok, "message": message} for ok, message in checks]

@@ -5,14 +5,17 @@
  *     a listener on 127.0.0.1 (an ephemeral port) whose thread accepts and closes; the main
  *     thread then makes WARMUP (default 100) untimed and COUNT timed sequential blocking
  *     connect() calls to it, each on a fresh socket, timed with CLOCK_MONOTONIC around the
- *     connect() alone (the socket is made before). Each socket stays open for the next OPEN_RING
+ *     connect() alone (the socket is made before, and timed alone too: where pidfd_getfd is
+ *     refused the supervisor makes it). Each socket stays open for the next OPEN_RING
  *     connects, as a program's connection outlives its connect, so that the teardown's work is
  *     the program's own close and not the close of a supervisor's duplicate; it is closed with
  *     SO_LINGER 0, a reset that leaves no TIME_WAIT behind to slow the next connects' port
  *     search. Prints
  *       {"mode":"connect","connects":COUNT,"accepted":N,"us":{"median":..,"p90":..,"p99":..,
- *        "mean":..,"min":..,"max":..},"first_socket":{"nodelay":N,"congestion":"..",
+ *        "mean":..,"min":..,"max":..},"socket_us":{"median":..,"p90":..,"p99":..},
+ *        "socket_connect_us":{...the same...},"first_socket":{"nodelay":N,"congestion":"..",
  *        "sndbuf":N,"rcvbuf":N}}
+ *     socket_connect_us: socket() and connect() of each connection together.
  *     first_socket: the options on the first timed socket after its connect, read with
  *     getsockopt, so a run can show that its connects were tuned (or not).
  *
@@ -321,7 +324,9 @@ static int connect_mode(long count, long warmup, int notify_floor) {
     start_notify_floor();
   }
   long long* samples = calloc((size_t)count, sizeof *samples);
-  if (samples == NULL) {
+  long long* socket_samples = calloc((size_t)count, sizeof *socket_samples);
+  long long* both_samples = calloc((size_t)count, sizeof *both_samples);
+  if (samples == NULL || socket_samples == NULL || both_samples == NULL) {
     die("calloc");
   }
   const struct linger reset = {.l_onoff = 1, .l_linger = 0};
@@ -331,6 +336,7 @@ static int connect_mode(long count, long warmup, int notify_floor) {
   }
   char first[160] = "\"first_socket\":null";
   for (long i = -warmup; i < count; ++i) {
+    const long long made = now_ns();
     const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       die("socket");
@@ -343,6 +349,8 @@ static int connect_mode(long count, long warmup, int notify_floor) {
     }
     if (i >= 0) {
       samples[i] = end - start;
+      socket_samples[i] = start - made;
+      both_samples[i] = end - made;
     }
     if (i == 0) {
       describe_socket(fd, first, sizeof first);
@@ -373,6 +381,8 @@ static int connect_mode(long count, long warmup, int notify_floor) {
   stop_notify_floor(floor, sizeof floor);
 
   qsort(samples, (size_t)count, sizeof *samples, compare_ll);
+  qsort(socket_samples, (size_t)count, sizeof *socket_samples, compare_ll);
+  qsort(both_samples, (size_t)count, sizeof *both_samples, compare_ll);
   double sum = 0;
   for (long i = 0; i < count; ++i) {
     sum += (double)samples[i];
@@ -383,8 +393,16 @@ static int connect_mode(long count, long warmup, int notify_floor) {
          (double)percentile(samples, count, 0.5) / 1e3, (double)percentile(samples, count, 0.9) / 1e3,
          (double)percentile(samples, count, 0.99) / 1e3, sum / (double)count / 1e3, (double)samples[0] / 1e3,
          (double)samples[count - 1] / 1e3);
+  printf("\"socket_us\":{\"median\":%.3f,\"p90\":%.3f,\"p99\":%.3f},",
+         (double)percentile(socket_samples, count, 0.5) / 1e3, (double)percentile(socket_samples, count, 0.9) / 1e3,
+         (double)percentile(socket_samples, count, 0.99) / 1e3);
+  printf("\"socket_connect_us\":{\"median\":%.3f,\"p90\":%.3f,\"p99\":%.3f},",
+         (double)percentile(both_samples, count, 0.5) / 1e3, (double)percentile(both_samples, count, 0.9) / 1e3,
+         (double)percentile(both_samples, count, 0.99) / 1e3);
   printf("%s,%s}\n", first, floor);
   free(samples);
+  free(socket_samples);
+  free(both_samples);
   return 0;
 }
 

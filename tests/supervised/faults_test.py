@@ -189,8 +189,8 @@ class Harness:
         if os.path.exists(log):
             os.remove(log)
         policy = self.policy(log_name.rsplit(".", 1)[0], policy_text)
-        return [self.args.tcptune, "run", "--supervise", *extra, "--policy", policy, "--log", log, "-q", "--",
-                *program_args], log
+        return [*self.args.under, self.args.tcptune, "run", "--supervise", *extra, "--policy", policy, "--log", log,
+                "-q", "--", *program_args], log
 
     def probe(self, *more):
         return [self.args.probe, *more]
@@ -562,7 +562,11 @@ def main():
     p.add_argument("--probe", required=True)
     p.add_argument("--work-dir", required=True)
     p.add_argument("--case", required=True)
+    p.add_argument("--container-profile", default=None,
+                   help="run tcptune under this launcher (container_profile: pidfd_getfd refused, as Docker's and "
+                        "containerd's default seccomp profiles do), so that sockets are handed over")
     args = p.parse_args()
+    args.under = [os.path.abspath(args.container_profile)] if args.container_profile else []
     args.tcptune = os.path.abspath(args.tcptune)
     args.probe = os.path.abspath(args.probe)
     args.work_dir = os.path.abspath(args.work_dir)

@@ -12,7 +12,12 @@ that every checked value differs untuned, so each check can fail. With --mode au
 plain `tcptune run` must choose supervision itself for a static or Go binary.
 
 --user unprivileged runs tcptune and the probe as nobody (needs root to drop privileges);
---via shell runs each probe through `/bin/sh -c`, which forks and execs it."""
+--via shell runs each probe through `/bin/sh -c`, which forks and execs it.
+--container-profile LAUNCHER runs tcptune under a filter that refuses pidfd_getfd, as Docker's and
+containerd's default seccomp profiles do: tcptune creates the sockets and hands them over, and
+holds none once the probes' connections are made (Go binds and closes a socket to probe for
+IPv6). The accepted socket then never passes through tcptune: Go's own keepalive on it is made
+as Go asks (the control's value), and tcptune says so."""
 import argparse
 import json
 import os
@@ -55,7 +60,10 @@ def parse_args():
     p.add_argument("--user", choices=("current", "unprivileged"), default="current")
     p.add_argument("--via", choices=("direct", "shell"), default="direct")
     p.add_argument("--build-go-only", action="store_true")
+    p.add_argument("--container-profile", default=None)
     args = p.parse_args()
+    if args.container_profile:
+        args.container_profile = os.path.abspath(args.container_profile)
     for name in ("tcptune", "shim", "probe_dynamic", "probe_static", "go_source", "go_probe", "work_dir"):
         setattr(args, name, os.path.abspath(getattr(args, name)))  # the probes run from the work dir
     os.makedirs(args.work_dir, exist_ok=True)
@@ -234,6 +242,22 @@ def process_uid(pid):
     return None
 
 
+def held_tcp_sockets(pid):
+    """How many TCP sockets process `pid` (tcptune) has open; None if it cannot be read."""
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    count = 0
+    for name in names:
+        try:
+            kind = os.getxattr(f"/proc/{pid}/fd/{name}", "system.sockprotoname")
+        except OSError:
+            continue
+        count += kind.rstrip(b"\0") in (b"TCP", b"TCPv6")
+    return count
+
+
 def ss_line(local_port, peer_port):
     """`ss -tmi` on one established socket, its lines joined."""
     out = subprocess.run(["ss", "-tmi", "-n", "state", "established",
@@ -285,6 +309,15 @@ def run_pair(args, label, wrap, port):
             except OSError:
                 inside[side]["parent"] = None
             inside[side]["uid"] = process_uid(inside[side]["pid"])
+        if label == "tuned" and args.container_profile and args.via == "direct":
+            # tcptune is the probe's parent: once the connection is made it holds no socket.
+            for side in ("client", "server"):
+                deadline = time.monotonic() + 1
+                held = held_tcp_sockets(inside[side]["ppid"])
+                while held and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    held = held_tcp_sockets(inside[side]["ppid"])
+                inside[side]["tcptune_tcp_sockets"] = held
         client_port = inside["client"]["local_port"]
         outside = {"client": parse_ss(ss_line(client_port, port)), "server": parse_ss(ss_line(port, client_port))}
         for side in ("client", "server"):
@@ -380,8 +413,10 @@ def main():
             print(f"control {side}: Go's own TCP_NODELAY={b['nodelay']}, keepalive={b['keepalive']} "
                   f"idle={b['keepidle']} s")
 
+    under = [args.container_profile] if args.container_profile else []
     run = [args.tcptune, "run", *(["--supervise"] if args.mode == "supervise" else [])]
-    tuned = run_pair(args, "tuned", lambda side: [*run, "--policy", policy, "--log", logs[side], "-q", "--"], port)
+    tuned = run_pair(args, "tuned", lambda side: [*under, *run, "--policy", policy, "--log", logs[side], "-q", "--"],
+                     port)
     checks.check(tuned is not None, f"tuned: the probe pair runs under tcptune {' '.join(run[1:])} and exits 0")
     if tuned is None:
         checks.finish()
@@ -399,15 +434,40 @@ def main():
     if args.mode == "auto":
         checks.check("supervised mode" in tcptune_stderr,
                      f"tcptune run chose supervised mode by itself ({tcptune_stderr.strip()!r})")
+    # Where pidfd_getfd is refused, Go's own keepalive on the accepted socket is made as asked.
+    go_keepalive_made = args.container_profile is not None and args.program == "go"
+    if args.container_profile:
+        checks.check("pidfd_getfd is refused here" in tcptune_stderr and "hands them over" in tcptune_stderr,
+                     "tcptune says pidfd_getfd is refused and the sockets are handed over")
+        for side in ("client", "server"):
+            if args.via == "direct":
+                held = inside[side].get("tcptune_tcp_sockets")
+                checks.check(held == 0, f"{side}: tcptune holds no TCP socket once the connection is made ({held})")
+            starts = [r for r in records(logs[side]) if r.get("event") == "start"]
+            checks.check(bool(starts) and starts[0].get("sockets") == "handed_over",
+                         f"log {side}: the start record says the sockets are handed over")
+        if go_keepalive_made:
+            checks.check("sets SO_KEEPALIVE on a TCP socket tcptune did not create" in tcptune_stderr
+                         and "SYS_PTRACE" in tcptune_stderr,
+                         "tcptune says Go's keepalive on the accepted socket is made as asked, and the fix")
 
     for side in ("client", "server"):
         got, seen = inside[side], outside[side]
         what = "the client socket" if side == "client" else "the accepted socket"
         # From inside: getsockopt in the program itself.
         checks.check(got["nodelay"] == 1, f"inside, {what}: TCP_NODELAY 1 ({got['nodelay']})")
-        checks.check((got["keepalive"], got["keepidle"], got["keepintvl"], got["keepcnt"]) == (1, *KEEPALIVE),
-                     f"inside, {what}: keepalive on, idle/interval/count {KEEPALIVE} "
-                     f"({got['keepalive']}, {got['keepidle']}/{got['keepintvl']}/{got['keepcnt']})")
+        if side == "server" and go_keepalive_made:
+            own = base_inside["server"]
+            # The count: the listener's (inherited) unless this Go sets its own too.
+            checks.check((got["keepalive"], got["keepidle"], got["keepintvl"]) == (1, own["keepidle"], own["keepintvl"])
+                         and got["keepcnt"] in (KEEPALIVE[2], own["keepcnt"]),
+                         f"inside, {what}: Go's own keepalive idle/interval ({own['keepidle']}/{own['keepintvl']}), "
+                         f"count the listener's {KEEPALIVE[2]} or Go's {own['keepcnt']} ({got['keepalive']}, "
+                         f"{got['keepidle']}/{got['keepintvl']}/{got['keepcnt']})")
+        else:
+            checks.check((got["keepalive"], got["keepidle"], got["keepintvl"], got["keepcnt"]) == (1, *KEEPALIVE),
+                         f"inside, {what}: keepalive on, idle/interval/count {KEEPALIVE} "
+                         f"({got['keepalive']}, {got['keepidle']}/{got['keepintvl']}/{got['keepcnt']})")
         checks.check(got["user_timeout"] == USER_TIMEOUT_MS, f"inside, {what}: TCP_USER_TIMEOUT {got['user_timeout']}")
         checks.check(got["notsent_lowat"] == NOTSENT_LOWAT, f"inside, {what}: TCP_NOTSENT_LOWAT {got['notsent_lowat']}")
         checks.check(got["tos"] == TOS, f"inside, {what}: IP_TOS {got['tos']:#x}")

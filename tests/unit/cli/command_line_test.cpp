@@ -137,13 +137,41 @@ TEST(CommandLine, CheckAndDoctor) {
   EXPECT_EQ(parse_command_line({"doctor"}).subcommand, Subcommand::doctor);
 }
 
+TEST(CommandLine, KubeInjectAndInstall) {
+  const CommandLine plain = parse_command_line({"kube-inject"});
+  ASSERT_EQ(plain.subcommand, Subcommand::kube_inject);
+  EXPECT_EQ(plain.kube_inject.file, "-");
+  EXPECT_EQ(plain.kube_inject.output, "-");
+  EXPECT_FALSE(plain.kube_inject.uninject);
+  EXPECT_EQ(plain.kube_inject.image.rfind("tcptune-init:", 0), 0U) << plain.kube_inject.image;
+  EXPECT_EQ(plain.kube_inject.policy_key, "policy.toml");
+  const CommandLine full = parse_command_line({"kube-inject", "-f", "in.yaml", "-o", "out.yaml", "--uninject", "--image",
+                                               "reg/tcptune-init:1", "--policy-configmap", "tcptune.policy",
+                                               "--policy-key", "p.toml"});
+  ASSERT_EQ(full.subcommand, Subcommand::kube_inject);
+  EXPECT_EQ(full.kube_inject.file, "in.yaml");
+  EXPECT_EQ(full.kube_inject.output, "out.yaml");
+  EXPECT_TRUE(full.kube_inject.uninject);
+  EXPECT_EQ(full.kube_inject.image, "reg/tcptune-init:1");
+  EXPECT_EQ(full.kube_inject.policy_configmap, "tcptune.policy");
+  EXPECT_EQ(full.kube_inject.policy_key, "p.toml");
+  expect_usage_error(parse_command_line({"kube-inject", "--policy-configmap", "Policy"}), "'Policy' is not a valid");
+  expect_usage_error(parse_command_line({"kube-inject", "--policy-configmap", "-a"}), "--policy-configmap");
+  expect_usage_error(parse_command_line({"kube-inject", "--policy-key", "a/b"}), "'a/b' is not a valid");
+  expect_usage_error(parse_command_line({"kube-inject", "extra"}), "unexpected argument 'extra'");
+  const CommandLine install = parse_command_line({"install", "/dir"});
+  ASSERT_EQ(install.subcommand, Subcommand::install);
+  EXPECT_EQ(install.install.destination, "/dir");
+  expect_usage_error(parse_command_line({"install"}), "DIR is required");
+}
+
 TEST(CommandLine, HelpAndVersionGoToStdoutAndExitZero) {
   for (const Args& args : {Args{"--help"}, Args{"-h"}, Args{"help"}}) {
     const CommandLine line = parse_command_line(args);
     EXPECT_FALSE(line.subcommand.has_value());
     EXPECT_EQ(line.exit_status, 0);
     EXPECT_FALSE(line.message_to_stderr);
-    for (const char* name : {"run", "check", "doctor", "report", "ab"}) {
+    for (const char* name : {"run", "check", "doctor", "report", "ab", "kube-inject", "install"}) {
       EXPECT_NE(line.message.find(name), std::string::npos) << name;
     }
   }

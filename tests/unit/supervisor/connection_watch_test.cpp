@@ -177,6 +177,32 @@ TEST_F(ConnectionWatchTest, OnlyTheWatchedListenersAcceptedSocketsAreFollowed) {
   EXPECT_EQ(watch.counts_by_rule().at(0).connections, 1U) << "a closed listener's port accepts for someone else";
 }
 
+// Where sockets are handed over, an accepted socket is known by inode only, from a trapped
+// setsockopt: its role and rule come from the dump, even once its listener is closed, and its
+// record keeps the descriptor.
+TEST_F(ConnectionWatchTest, ASocketKnownByInodeIsFollowedWithTheRoleAndRuleOfItsEndpoints) {
+  ConnectionWatch watch(policy_, log_, std::int64_t{3600} * 1'000'000'000);  // no poll but the early one
+  Loopback loopback;
+  ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  watch.watch_listener(inode_of(loopback.listener), shim::local_endpoint(loopback.listener), getpid(), "probe");
+  close(loopback.listener);
+  loopback.listener = -1;
+  watch.watch_by_inode(inode_of(loopback.accepted), loopback.accepted, getpid(), "probe");
+  std::this_thread::sleep_for(std::chrono::nanoseconds(ConnectionWatch::kEarlyPollGap));
+  tick_after(watch);  // the early dump, well before the interval
+  EXPECT_EQ(watch.counts_by_rule().at(0).connections, 1U) << "followed from the early dump";
+  const int accepted_fd = loopback.accepted;
+  loopback.close_all();
+  watch.finish();
+  log_.flush();
+  const std::vector<nlohmann::json> closes = conn_closes(path_);
+  ASSERT_EQ(closes.size(), 1U);
+  EXPECT_EQ(closes[0]["role"], "server") << "its local port is one a watched listener listened on";
+  EXPECT_EQ(closes[0]["rule"], "watched");
+  EXPECT_EQ(closes[0]["fd"], accepted_fd);
+  EXPECT_TRUE(closes[0].contains("tcp_info"));
+}
+
 TEST_F(ConnectionWatchTest, ATextfileAloneIsEnoughToFollowAndCount) {
   SupervisorLog no_log;
   policy_.log.prometheus_textfile = "/tmp/unused.prom";

@@ -149,6 +149,71 @@ TEST(SeccompFilter, TrapsExecOnlyWhenAsked) {
   EXPECT_EQ(notified_calls(spec, exec_calls), (std::vector<int>{SYS_execve, SYS_execveat}));
 }
 
+// Each a socket() the kernel reads as its ints: the ones that make a TCP socket first (the last
+// with garbage in the registers' upper halves), then others, each closed again.
+void socket_creations() {
+  constexpr long kUpperHalf = 1L << 32;
+  const long calls[][3] = {
+      {AF_INET, SOCK_STREAM, 0},
+      {AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP},
+      {kUpperHalf | AF_INET, kUpperHalf | SOCK_STREAM, kUpperHalf},
+      {AF_INET, SOCK_DGRAM, 0},
+      {AF_UNIX, SOCK_STREAM, 0},
+      {AF_INET, SOCK_STREAM, 262},         // IPPROTO_MPTCP
+      {AF_INET, SOCK_STREAM | 0x4000, 0},  // a flag the kernel refuses (EINVAL)
+      {12345, SOCK_STREAM, 0},             // a family it does not know (EAFNOSUPPORT)
+  };
+  for (const auto& call : calls) {
+    const long fd = syscall(SYS_socket, call[0], call[1], call[2]);
+    if (fd >= 0) {
+      close(static_cast<int>(fd));
+    }
+  }
+}
+
+TEST(SeccompFilter, TrapsTcpSocketCreationOnlyWhenAsked) {
+  FilterSpec spec;
+  spec.connect = false;
+  spec.listen = false;
+  EXPECT_TRUE(notified_calls(spec, socket_creations).empty());
+  spec.tcp_sockets = true;
+  EXPECT_EQ(notified_calls(spec, socket_creations), (std::vector<int>{SYS_socket, SYS_socket, SYS_socket}));
+}
+
+void bind_call() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  (void)bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  close(fd);
+}
+
+TEST(SeccompFilter, TrapsBindOnlyWhenAsked) {
+  FilterSpec spec;
+  spec.connect = false;
+  spec.listen = false;
+  EXPECT_TRUE(notified_calls(spec, bind_call).empty());
+  spec.bind = true;
+  EXPECT_EQ(notified_calls(spec, bind_call), (std::vector<int>{SYS_bind}));
+  spec.tcp_sockets = true;
+  EXPECT_EQ(notified_calls(spec, bind_call), (std::vector<int>{SYS_socket, SYS_bind}));
+}
+
+// unshare and setns that change nothing (no flags; an invalid descriptor): each fails or does
+// nothing, after its notification.
+void namespace_calls() {
+  (void)syscall(SYS_unshare, 0);
+  (void)syscall(SYS_setns, -1, 0);
+}
+
+TEST(SeccompFilter, TrapsNamespaceChangesOnlyWhenAsked) {
+  FilterSpec spec;
+  EXPECT_TRUE(notified_calls(spec, namespace_calls).empty());
+  spec.namespace_changes = true;
+  EXPECT_EQ(notified_calls(spec, namespace_calls), (std::vector<int>{SYS_unshare, SYS_setns}));
+}
+
 TEST(SeccompFilter, NothingTrappedAllowsEverything) {
   FilterSpec spec;
   spec.connect = false;

@@ -1,0 +1,210 @@
+#include "yaml_outline.hpp"
+
+#include <yaml.h>
+
+#include <algorithm>
+#include <memory>
+
+namespace tcptune::cli {
+
+namespace {
+
+// libyaml's marks count characters (a CRLF counts two); the edits need bytes.
+class CharacterOffsets {
+ public:
+  CharacterOffsets(std::string_view text, std::size_t base) : base_(base) {
+    ascii_ = std::none_of(text.begin() + static_cast<std::ptrdiff_t>(base), text.end(),
+                          [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+    if (!ascii_) {
+      for (std::size_t i = base; i < text.size(); ++i) {
+        if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {  // not a continuation byte
+          offsets_.push_back(i);
+        }
+      }
+      offsets_.push_back(text.size());
+    }
+  }
+  std::size_t byte(std::size_t index) const {
+    if (ascii_) {
+      return base_ + index;
+    }
+    return offsets_.at(std::min(index, offsets_.size() - 1));
+  }
+
+ private:
+  std::size_t base_;
+  bool ascii_ = true;
+  std::vector<std::size_t> offsets_;
+};
+
+struct ParserDeleter {
+  void operator()(yaml_parser_t* parser) const {
+    yaml_parser_delete(parser);
+    delete parser;
+  }
+};
+
+struct Event {
+  yaml_event_t event{};
+  ~Event() { yaml_event_delete(&event); }
+};
+
+YamlNode::Style scalar_style(yaml_scalar_style_t style) {
+  switch (style) {
+    case YAML_SINGLE_QUOTED_SCALAR_STYLE: return YamlNode::Style::single_quoted;
+    case YAML_DOUBLE_QUOTED_SCALAR_STYLE: return YamlNode::Style::double_quoted;
+    case YAML_LITERAL_SCALAR_STYLE: return YamlNode::Style::literal;
+    case YAML_FOLDED_SCALAR_STYLE: return YamlNode::Style::folded;
+    default: return YamlNode::Style::plain;
+  }
+}
+
+std::string describe_problem(const yaml_parser_t& parser) {
+  std::string problem = parser.problem != nullptr ? parser.problem : "cannot be read as YAML";
+  if (parser.context != nullptr) {
+    problem += std::string(" ") + parser.context;
+  }
+  return problem;
+}
+
+}  // namespace
+
+ManifestError::ManifestError(std::size_t document, std::size_t line, std::size_t column, const std::string& problem)
+    : std::runtime_error("document " + std::to_string(document) + ", line " + std::to_string(line) + ", column " +
+                         std::to_string(column) + ": " + problem) {}
+
+int YamlDocument::key_of(int map, std::string_view key) const {
+  if (map < 0 || node(map).kind != YamlNode::Kind::mapping) {
+    return -1;
+  }
+  const std::vector<int>& children = node(map).children;
+  for (std::size_t i = 0; i + 1 < children.size(); i += 2) {
+    const YamlNode& candidate = node(children[i]);
+    if (candidate.kind == YamlNode::Kind::scalar && candidate.value == key) {
+      return children[i];
+    }
+  }
+  return -1;
+}
+
+int YamlDocument::value_of(int map, std::string_view key) const {
+  const int found = key_of(map, key);
+  if (found < 0) {
+    return -1;
+  }
+  const std::vector<int>& children = node(map).children;
+  const auto at = std::find(children.begin(), children.end(), found);
+  return *(at + 1);
+}
+
+std::string YamlDocument::scalar(int index) const {
+  if (index < 0 || node(index).kind != YamlNode::Kind::scalar) {
+    return {};
+  }
+  return node(index).value;
+}
+
+std::vector<YamlDocument> read_yaml_outline(std::string_view text) {
+  const auto bytes = [&](std::size_t count) { return text.substr(0, std::min(count, text.size())); };
+  if (bytes(2) == "\xFE\xFF" || bytes(2) == "\xFF\xFE") {
+    throw ManifestError(1, 1, 1, "UTF-16 text; only UTF-8 manifests are read");
+  }
+  const std::size_t base = bytes(3) == "\xEF\xBB\xBF" ? 3 : 0;  // libyaml skips a UTF-8 BOM
+  const CharacterOffsets offsets(text, base);
+
+  std::unique_ptr<yaml_parser_t, ParserDeleter> parser(new yaml_parser_t{});
+  if (yaml_parser_initialize(parser.get()) == 0) {
+    throw std::bad_alloc();
+  }
+  yaml_parser_set_input_string(parser.get(), reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  yaml_parser_set_encoding(parser.get(), YAML_UTF8_ENCODING);
+
+  std::vector<YamlDocument> documents;
+  std::vector<int> open;  // collections not yet closed, innermost last
+  bool in_document = false;
+  for (;;) {
+    Event event;
+    if (yaml_parser_parse(parser.get(), &event.event) == 0) {
+      const yaml_mark_t& mark = parser->problem_mark;
+      throw ManifestError(documents.size() + (in_document ? 0 : 1), mark.line + 1, mark.column + 1,
+                          describe_problem(*parser));
+    }
+    const yaml_event_t& e = event.event;
+    if (e.type == YAML_STREAM_END_EVENT) {
+      break;
+    }
+    if (e.type == YAML_DOCUMENT_START_EVENT) {
+      documents.emplace_back();
+      documents.back().number = documents.size();
+      in_document = true;
+      continue;
+    }
+    if (e.type == YAML_DOCUMENT_END_EVENT) {
+      in_document = false;
+      continue;
+    }
+    if (!in_document) {
+      continue;  // STREAM-START
+    }
+    YamlDocument& document = documents.back();
+    if (e.type == YAML_SEQUENCE_END_EVENT || e.type == YAML_MAPPING_END_EVENT) {
+      YamlNode& closed = document.nodes.at(static_cast<std::size_t>(open.back()));
+      if (closed.style == YamlNode::Style::flow) {
+        closed.end = offsets.byte(e.end_mark.index);
+      }
+      open.pop_back();
+      if (!open.empty()) {
+        YamlNode& parent = document.nodes.at(static_cast<std::size_t>(open.back()));
+        parent.end = std::max(parent.end, closed.end);
+      }
+      continue;
+    }
+    YamlNode node;
+    node.start = offsets.byte(e.start_mark.index);
+    node.end = node.start;
+    node.line = e.start_mark.line + 1;
+    node.column = e.start_mark.column + 1;
+    bool opens = false;
+    switch (e.type) {
+      case YAML_SCALAR_EVENT:
+        node.kind = YamlNode::Kind::scalar;
+        node.style = scalar_style(e.data.scalar.style);
+        node.value.assign(reinterpret_cast<const char*>(e.data.scalar.value), e.data.scalar.length);
+        node.end = offsets.byte(e.end_mark.index);
+        break;
+      case YAML_ALIAS_EVENT:
+        node.kind = YamlNode::Kind::alias;
+        node.end = offsets.byte(e.end_mark.index);
+        document.has_alias = true;
+        break;
+      case YAML_SEQUENCE_START_EVENT:
+        node.kind = YamlNode::Kind::sequence;
+        node.style =
+            e.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE ? YamlNode::Style::flow : YamlNode::Style::block;
+        opens = true;
+        break;
+      case YAML_MAPPING_START_EVENT:
+        node.kind = YamlNode::Kind::mapping;
+        node.style =
+            e.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE ? YamlNode::Style::flow : YamlNode::Style::block;
+        opens = true;
+        break;
+      default: continue;
+    }
+    const int index = static_cast<int>(document.nodes.size());
+    document.nodes.push_back(std::move(node));
+    if (open.empty()) {
+      document.root = index;
+    } else {
+      YamlNode& parent = document.nodes.at(static_cast<std::size_t>(open.back()));
+      parent.children.push_back(index);
+      parent.end = std::max(parent.end, document.nodes.back().end);
+    }
+    if (opens) {
+      open.push_back(index);
+    }
+  }
+  return documents;
+}
+
+}  // namespace tcptune::cli
