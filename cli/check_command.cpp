@@ -10,6 +10,7 @@
 #include "tcptune/config/heartbeat_reach.hpp"
 #include "tcptune/config/host_sysctl.hpp"
 #include "tcptune/config/keep_warm_presets.hpp"
+#include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/policy_loader.hpp"
 #include "tcptune/config/tuning_keys.hpp"
 #include "tcptune/config/units.hpp"
@@ -159,7 +160,11 @@ int check_command(const CheckOptions& options) {
   }
   std::printf("\n[defaults], for sockets no rule matches:\n");
   explain_tuning(policy.defaults, host);
-  if (!policy.log.path.empty()) {
+  if (config::is_stderr_log(policy.log.path)) {
+    std::printf(
+        "\nlog: each process's own standard error (one write per record, never blocking; records it "
+        "cannot take are dropped and counted)\n");
+  } else if (!policy.log.path.empty()) {
     std::printf("\nlog: %s ({program} and {pid} are replaced per process)\n", policy.log.path.c_str());
   }
   (void)std::fflush(stdout);  // the report first, then its warnings

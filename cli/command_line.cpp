@@ -52,10 +52,14 @@ void add_run(CLI::App& app, RunOptions& run) {
   CLI::App* command =
       app.add_subcommand("run", "run CMD with libtcptune.so preloaded; a jsonl log and a summary by default");
   command->add_option("--policy", run.policy, "policy file (validated first; exit 78 if invalid)")->option_text("FILE");
-  command->add_option("--log", run.log, "log file (default: tcptune-CMD-PID.jsonl, or TCPTUNE_LOG)")
+  command
+      ->add_option("--log", run.log,
+                   "log file, or 'stderr' for each process's own standard error (default: TCPTUNE_LOG, else the "
+                   "policy's [log] path, else CMD-TIME-PID.jsonl in $XDG_STATE_HOME/tcptune, /var/log/tcptune for "
+                   "root, ~/.local/state/tcptune for others; the path is printed after the program)")
       ->option_text("FILE");
-  command->add_flag("--no-log", run.no_log, "no log and no summary");
-  command->add_flag("-q,--quiet", run.quiet, "a log but no summary");
+  command->add_flag("--no-log", run.no_log, "no log at all (not the policy's [log] path either) and no summary");
+  command->add_flag("-q,--quiet", run.quiet, "a log, but nothing on stderr after the program (no summary, no path)");
   command->add_flag("-v,--verbose", run.verbose, "the shim logs at debug level");
   command->add_flag("--supervise", run.supervise,
                     "tune from outside through seccomp user notification, as for static and Go programs");

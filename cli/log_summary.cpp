@@ -1,9 +1,12 @@
 #include "log_summary.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -109,18 +112,29 @@ std::string key_of(const nlohmann::json& record, const std::string& by) {
 
 namespace {
 
-// fn(record) for every line of every file; nullptr for a line that is not a JSON object.
+// fn(record) for every line of every file; nullptr for a line that is not a JSON object. What
+// each file gave goes to `reads`.
 bool for_each_record(const std::vector<std::string>& files, const std::function<void(const nlohmann::json*)>& fn,
-                     std::string& error) {
+                     std::vector<FileRead>& reads, std::string& error) {
   for (const std::string& file : files) {
-    std::ifstream in(file);
-    if (!in) {
-      error = "cannot read " + file;
+    std::error_code code;
+    if (std::filesystem::is_directory(file, code)) {
+      error = "cannot read " + file + ": a directory, not a log";
       return false;
     }
+    errno = 0;
+    std::ifstream in(file);
+    if (!in) {
+      error = "cannot read " + file + (errno != 0 ? ": " + std::generic_category().message(errno) : std::string());
+      return false;
+    }
+    FileRead& read = reads.emplace_back();
+    read.path = file;
     std::string line;
     while (std::getline(in, line)) {
       const std::optional<nlohmann::json> record = parse_log_record(line);
+      ++read.lines;
+      read.records += record.has_value() ? 1 : 0;
       fn(record.has_value() ? &*record : nullptr);
     }
   }
@@ -158,7 +172,7 @@ bool summarize_logs(const std::vector<std::string>& files, const std::string& by
           out.groups[key_of(*record, by)].add(*record);
         }
       },
-      error);
+      out.files, error);
   for (const auto& [key, group] : out.groups) {
     out.total.merge(group);
   }
@@ -172,8 +186,18 @@ bool summarize_logs(const std::vector<std::string>& files, const std::string& by
   return read;
 }
 
+std::string why_no_records(const FileRead& read) {
+  if (read.lines == 0) {
+    return "empty: no process wrote a record to it (a program that opens no TCP socket writes at most its start "
+           "record; a level above info writes no connection)";
+  }
+  return std::to_string(read.lines) + " line" + (read.lines == 1 ? "" : "s") +
+         ", none a JSON record: a text log ([log] format = \"text\" or TCPTUNE_LOG_FORMAT=text)? tcptune report "
+         "reads jsonl, the default format";
+}
+
 bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::string, SlowWriteSite>& out,
-                           std::uint64_t& without_callsite, std::string& error) {
+                           std::uint64_t& without_callsite, std::vector<FileRead>& reads, std::string& error) {
   return for_each_record(
       files,
       [&](const nlohmann::json* record) {
@@ -196,7 +220,7 @@ bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::
         site.total_us += duration;
         site.max_us = std::max(site.max_us, duration);
       },
-      error);
+      reads, error);
 }
 
 namespace {

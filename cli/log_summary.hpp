@@ -46,7 +46,17 @@ struct ConnectionGroup {
   void merge(const ConnectionGroup& other);
 };
 
+// What one file gave: its lines, and those that were JSON records.
+struct FileRead {
+  std::string path;
+  std::uint64_t lines = 0;
+  std::uint64_t records = 0;
+};
+// Why a file gave no record, in words ("empty ...", "N lines, none a JSON record: a text log?").
+std::string why_no_records(const FileRead& read);
+
 struct LogSummary {
+  std::vector<FileRead> files;  // in the order given
   std::map<std::string, ConnectionGroup> groups;
   ConnectionGroup total;
   std::uint64_t records = 0;
@@ -67,7 +77,7 @@ struct SlowWriteSite {
   double max_us = 0;
 };
 bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::string, SlowWriteSite>& out,
-                           std::uint64_t& without_callsite, std::string& error);
+                           std::uint64_t& without_callsite, std::vector<FileRead>& reads, std::string& error);
 
 // One row per group and a total: connections, writes, bytes, write p50/p90/p99/max (us), idle
 // restarts; then a note for what the rows cannot show (connections without a record, dropped

@@ -15,13 +15,36 @@ namespace tcptune::cli {
 
 namespace {
 
+// A file without records is named, with why; no record in any of them is a failure (exit 1):
+// a text log, an empty or a wrong file must not pass for a run without connections.
+bool say_files_without_records(const std::vector<FileRead>& reads) {
+  std::uint64_t records = 0;
+  for (const FileRead& read : reads) {
+    records += read.records;
+  }
+  for (const FileRead& read : reads) {
+    if (read.records == 0) {
+      (void)std::fprintf(stderr, "tcptune report: %s%s: %s\n", records == 0 ? "" : "warning: ", read.path.c_str(),
+                         why_no_records(read).c_str());
+    }
+  }
+  if (records == 0) {
+    (void)std::fprintf(stderr, "tcptune report: no record read\n");
+  }
+  return records != 0;
+}
+
 // Slow writes by where the app made them, the costliest first.
 int report_callsites(const std::vector<std::string>& files, bool json) {
   std::map<std::string, SlowWriteSite> sites;
   std::uint64_t without = 0;
   std::string error;
-  if (!summarize_slow_writes(files, sites, without, error)) {
+  std::vector<FileRead> reads;
+  if (!summarize_slow_writes(files, sites, without, reads, error)) {
     (void)std::fprintf(stderr, "tcptune report: %s\n", error.c_str());
+    return 1;
+  }
+  if (!say_files_without_records(reads)) {
     return 1;
   }
   std::vector<std::pair<std::string, SlowWriteSite>> sorted(sites.begin(), sites.end());
@@ -55,6 +78,9 @@ int report_command(const ReportOptions& options) {
   std::string error;
   if (!summarize_logs(files, by, summary, error)) {
     (void)std::fprintf(stderr, "tcptune report: %s\n", error.c_str());
+    return 1;
+  }
+  if (!say_files_without_records(summary.files)) {
     return 1;
   }
   const std::uint64_t records = summary.records;

@@ -11,16 +11,19 @@
 #include <system_error>
 
 #include "commands.hpp"
+#include "default_log.hpp"
 #include "executable_inspector.hpp"
 #include "log_cut_notices.hpp"
 #include "log_summary.hpp"
 #include "program_exit.hpp"
 #include "program_launch.hpp"
 #include "run_policy.hpp"
+#include "stderr_stream.hpp"
 #include "supervised_run.hpp"
 #include "supervision.hpp"
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/log_cut_notice.hpp"
+#include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/policy_loader.hpp"
 
 namespace tcptune::cli {
@@ -29,31 +32,75 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void print_run_summary(const std::string& log, bool supervised, LogCutNotices& notices, int status) {
-  // The shim writes only to a regular file; reading a FIFO named here would wait for a writer.
-  std::error_code error_code;
-  if (!fs::is_regular_file(log, error_code)) {
+// Where the run's processes log, as they will resolve it (resolve_log_destination), and what
+// the table after the program can make of it.
+struct RunLog {
+  std::string pattern;   // as the processes have it; empty: no log
+  std::string file;      // the one file the table reads (absolute); empty: none
+  std::string no_table;  // why there is no table, when there is a log but no file to read
+};
+
+RunLog run_log(const config::Policy* policy) {
+  const config::LogDestination destination = config::resolve_log_destination(policy, true);
+  RunLog log;
+  log.pattern = destination.pattern;
+  if (log.pattern.empty() || destination.level == config::LogLevel::off) {
+    log.pattern.clear();
+  } else if (config::is_stderr_log(log.pattern)) {
+    log.no_table =
+        "the log went to stderr, with the program's own lines: no table (tcptune report reads a file: "
+        "--log FILE)";
+  } else if (log.pattern.find('{') != std::string::npos) {
+    log.no_table = "one log per process (" + log.pattern + "): no table (tcptune report FILE...)";
+  } else if (destination.format != config::LogFormat::jsonl) {
+    log.no_table = "a text log (" + log.pattern + "): no table (tcptune report reads jsonl, the default format)";
+  } else {
+    log.file = absolute(log.pattern);
+  }
+  return log;
+}
+
+// One line on stderr that never blocks: after a log on stderr, the pipe may be full and unread.
+void say_without_blocking(const std::string& line) {
+  telemetry::StderrStream stream;
+  if (stream.open(3) == nullptr) {
+    (void)stream.write(line);
+  }
+}
+
+void print_run_summary(const RunLog& log, bool supervised, LogCutNotices& notices, int status) {
+  if (!log.no_table.empty()) {
+    say_without_blocking("tcptune: " + config::escape_for_display(log.no_table, false) + "\n");
     return;
   }
+  // The shim writes only to a regular file; reading a FIFO named here would wait for a writer.
+  std::error_code error_code;
+  if (!fs::is_regular_file(log.file, error_code)) {
+    return;  // no process of the run wrote a record
+  }
+  const std::string shown = config::escape_for_display(log.file, false);
   LogSummary summary;
   std::string error;
   std::string cut;  // why the log was cut short, if it was
   for (const auto& [path, reason] : notices.take()) {
-    cut = path == log ? reason : cut;
+    cut = absolute(path) == log.file ? reason : cut;
   }
-  if (!summarize_logs({log}, "rule", summary, error)) {
+  if (!summarize_logs({log.file}, "rule", summary, error)) {
+    (void)std::fprintf(stderr, "tcptune: log %s: %s\n", shown.c_str(), error.c_str());
     return;
   }
   if (summary.total.connections == 0 && cut.empty()) {
     // A program killed by a signal writes no summaries; its conn_open records are all there is.
-    if (WIFSIGNALED(status) && fs::file_size(log, error_code) > 0 && !error_code) {
+    if (WIFSIGNALED(status) && fs::file_size(log.file, error_code) > 0 && !error_code) {
       (void)std::fprintf(stderr,
                          "\ntcptune: the program was killed by signal %d (%s) before the shim could write its "
                          "connections' summaries: the log has what was written before\n"
                          "tcptune: log %s\n",
-                         WTERMSIG(status), strsignal(WTERMSIG(status)), log.c_str());
+                         WTERMSIG(status), strsignal(WTERMSIG(status)), shown.c_str());
+      return;
     }
-    return;  // no TCP connection was measured: nothing to say
+    (void)std::fprintf(stderr, "tcptune: log %s (no TCP connection measured)\n", shown.c_str());
+    return;
   }
   if (summary.total.connections != 0) {
     (void)std::fputs(supervised ? "\ntcptune: connections tuned from outside (supervised mode)\n"
@@ -65,14 +112,33 @@ void print_run_summary(const std::string& log, bool supervised, LogCutNotices& n
     (void)std::fprintf(stderr, "tcptune: the log was cut short (%s): the records after its last line are lost%s\n",
                        cut.c_str(), summary.total.connections != 0 ? ", so the counts above are short" : "");
   }
-  (void)std::fprintf(stderr, "tcptune: log %s (tcptune report %s)\n", log.c_str(), log.c_str());
+  (void)std::fprintf(stderr, "tcptune: log %s (tcptune report %s)\n", shown.c_str(), shown.c_str());
+}
+
+// --log, else TCPTUNE_LOG, else the policy's [log] path, else a file in the default directory.
+void choose_log(const RunOptions& options, const config::Policy* policy) {
+  if (!options.log.empty()) {
+    setenv("TCPTUNE_LOG", config::is_stderr_log(options.log) ? options.log.c_str() : absolute(options.log).c_str(), 1);
+    return;
+  }
+  if (std::getenv("TCPTUNE_LOG") != nullptr || (policy != nullptr && !policy->log.path.empty())) {
+    return;  // the processes read it there themselves
+  }
+  std::string program = fs::path(options.command[0]).filename().string();
+  std::string problem;
+  const std::string path = default_log_path(program.empty() ? "program" : program, getpid(), problem);
+  if (path.empty()) {
+    (void)std::fprintf(stderr, "tcptune: warning: %s; no log (--log FILE names one)\n",
+                       config::escape_for_display(problem, false).c_str());
+    return;
+  }
+  setenv("TCPTUNE_LOG", path.c_str(), 1);
 }
 
 }  // namespace
 
 int run_command(const RunOptions& options) {
   const std::vector<std::string>& args = options.command;
-  std::string log = options.log;
   // Read once: every process of the run gets this text, whatever happens to the file meanwhile.
   // One from TCPTUNE_POLICY that does not load is reported by the program (fail-open), as without run.
   RunPolicy run_policy;
@@ -85,24 +151,18 @@ int run_command(const RunOptions& options) {
     (void)std::fprintf(stderr, "tcptune: warning: %s; programs started later read the file again\n",
                        copy_problem.c_str());
   }
-  // A log by default, in jsonl so the summary (and tcptune report) can read it.
-  std::string summary_log;
-  if (!options.no_log) {
-    if (log.empty() && std::getenv("TCPTUNE_LOG") == nullptr) {
-      log = "tcptune-" + fs::path(args[0]).filename().string() + "-" + std::to_string(getpid()) + ".jsonl";
-    }
-    if (!log.empty()) {
-      setenv("TCPTUNE_LOG", absolute(log).c_str(), 1);
-    }
-    const char* configured = std::getenv("TCPTUNE_LOG");
-    const std::string path = configured != nullptr ? configured : "";
-    if (!path.empty() && path.find('{') == std::string::npos) {  // a {pid} pattern names several files
-      summary_log = path;
-    }
-    setenv("TCPTUNE_LOG_FORMAT", "jsonl", 0);
-  }
   if (options.verbose) {
     setenv("TCPTUNE_LOG_LEVEL", "debug", 1);
+  }
+  // A log by default (jsonl, so the table and tcptune report can read it), where the policy
+  // puts it, or in the default directory (default_log.hpp).
+  const config::Policy* policy = loaded.ok() ? &loaded.policy() : nullptr;
+  RunLog log;
+  if (options.no_log) {
+    setenv("TCPTUNE_LOG", "", 1);  // an empty path: no log, whatever the policy says
+  } else {
+    choose_log(options, policy);
+    log = run_log(policy);
   }
   const std::string& command = args[0];
   bool found_not_executable = false;
@@ -156,7 +216,7 @@ int run_command(const RunOptions& options) {
   }
   // A log cut short (a full disk, `ulimit -f`) is heard of from the process that cut it.
   LogCutNotices notices;
-  if (!summary_log.empty() && !options.quiet && !notices.name().empty()) {
+  if (!log.file.empty() && !options.quiet && !notices.name().empty()) {
     setenv(config::kLogCutNoticeEnv, notices.name().c_str(), 1);
   }
   std::vector<char*> argv;
@@ -167,7 +227,7 @@ int run_command(const RunOptions& options) {
   argv.push_back(nullptr);
   // The table (and a private copy of the policy to remove) need tcptune after the program;
   // then it ends as the program did, by the same signal if one killed it.
-  const bool print_summary = !summary_log.empty() && !options.quiet;
+  const bool print_summary = !log.pattern.empty() && !options.quiet;
   if (!supervised && !print_summary && !run_policy.has_copy()) {
     return exec_command(resolved, command, argv);
   }
@@ -177,7 +237,7 @@ int run_command(const RunOptions& options) {
   // SIGPIPE that would replace the program's status with tcptune's.
   (void)std::signal(SIGPIPE, SIG_IGN);
   if (print_summary) {
-    print_run_summary(summary_log, supervised, notices, status);
+    print_run_summary(log, supervised, notices, status);
   }
   return end_as_program(status);
 }

@@ -110,6 +110,10 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv, const 
     if (served.records_dropped != 0) {
       summary.add("records_dropped", served.records_dropped);
     }
+    log.flush();  // what stderr could not take is known once the rest is written
+    if (log.on_stderr()) {
+      summary.add("log_records_dropped", log.drops().total());
+    }
     log.write(config::LogLevel::info, child, program, summary);
     log.flush();
     return served.child_status;

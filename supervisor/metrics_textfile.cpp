@@ -57,6 +57,8 @@ bool MetricsTextfile::write(const ConnectionWatch& watch, const CallRecords& rec
     context.source = telemetry::MetricsSource::supervisor;
     context.dropped_records = dropped_records;
     context.option_misses = records.option_misses();
+    context.log_on_stderr = log_.on_stderr();
+    context.log_drops = log_.drops();
     if (const std::string warning = telemetry::per_process_pattern_warning(policy_.log.prometheus_textfile);
         !warning.empty()) {
       report_once(pattern_reported_, warning);

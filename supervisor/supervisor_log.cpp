@@ -85,6 +85,17 @@ std::string SupervisorLog::open(const std::string& path, config::LogLevel level,
   if (path.empty() || level == config::LogLevel::off) {
     return {};
   }
+  if (config::is_stderr_log(path)) {
+    auto stream = std::make_unique<telemetry::StderrStream>();
+    if (const char* why = stream->open(3); why != nullptr) {
+      return std::string("cannot log to stderr: ") + why;
+    }
+    stderr_ = std::move(stream);
+    path_ = "stderr";
+    level_ = level;
+    format_ = format;
+    return {};
+  }
   // As the shim's log: O_NONBLOCK so that a FIFO without a reader fails (ENXIO) instead of
   // blocking the supervisor, and with it every call the program makes that it traps; only a
   // regular file is a log (a FIFO or a device would block the supervisor's writes).
@@ -108,7 +119,17 @@ std::string SupervisorLog::open(const std::string& path, config::LogLevel level,
 }
 
 bool SupervisorLog::enabled(config::LogLevel level) const noexcept {
-  return fd_ >= 0 && level >= level_ && level != config::LogLevel::off;
+  return (fd_ >= 0 || (stderr_ != nullptr && stderr_->is_open())) && level >= level_ && level != config::LogLevel::off;
+}
+
+std::string SupervisorLog::line_prefix(config::LogLevel level, pid_t pid, std::string_view program) const {
+  if (format_ != config::LogFormat::jsonl) {
+    return timestamp(false) + " " + level_word(level) + " tcptune[" + std::to_string(pid) + "] ";
+  }
+  std::string prefix = "{\"ts\":\"" + timestamp(true) + "\",\"level\":\"" + level_word(level) +
+                       "\",\"pid\":" + std::to_string(pid) + ",\"program\":";
+  telemetry::append_json_string(prefix, program);
+  return prefix + ",";
 }
 
 void SupervisorLog::write(config::LogLevel level, pid_t pid, std::string_view program,
@@ -116,21 +137,71 @@ void SupervisorLog::write(config::LogLevel level, pid_t pid, std::string_view pr
   if (!enabled(level)) {
     return;
   }
-  if (format_ == config::LogFormat::jsonl) {
-    pending_ += "{\"ts\":\"" + timestamp(true) + "\",\"level\":\"" + level_word(level) +
-                "\",\"pid\":" + std::to_string(pid) + ",\"program\":";
-    telemetry::append_json_string(pending_, program);
-    pending_ += "," + record.json_fields() + "}\n";
+  const std::string prefix = line_prefix(level, pid, program);
+  if (format_ != config::LogFormat::jsonl) {
+    pending_ += prefix + record.text() + "\n";
+  } else if (stderr_ == nullptr) {
+    pending_ += prefix + record.json_fields() + "}\n";
   } else {
-    pending_ +=
-        timestamp(false) + " " + level_word(level) + " tcptune[" + std::to_string(pid) + "] " + record.text() + "\n";
+    // One write of PIPE_BUF bytes at most: the longest fields are left out ("omitted").
+    const std::size_t envelope = prefix.size() + 2;
+    const std::string fields = envelope < telemetry::kStderrRecordLimit
+                                   ? record.json_fields_within(telemetry::kStderrRecordLimit - envelope)
+                                   : std::string();
+    if (fields.empty()) {
+      ++drops_.too_long;
+      return;
+    }
+    pending_ += prefix + fields + "}\n";
   }
   if (pending_.size() >= kBatchBytes) {
     flush();
   }
 }
 
+void SupervisorLog::write_lines_to_stderr() noexcept {
+  std::size_t start = 0;
+  while (start < pending_.size() && stderr_->is_open()) {
+    const std::size_t end = pending_.find('\n', start);
+    const std::size_t next = end == std::string::npos ? pending_.size() : end + 1;
+    switch (stderr_->write(std::string_view(pending_).substr(start, next - start))) {
+      case telemetry::StderrStream::Result::written: break;
+      case telemetry::StderrStream::Result::full: ++drops_.full; break;
+      case telemetry::StderrStream::Result::too_long: ++drops_.too_long; break;
+      case telemetry::StderrStream::Result::ended: stderr_->close(); break;  // its reader is gone
+    }
+    start = next;
+  }
+  pending_.clear();
+}
+
+void SupervisorLog::report_drops_on_stderr() noexcept {
+  if (drops_.total() == drops_reported_.total() || !stderr_->is_open()) {
+    return;
+  }
+  try {
+    telemetry::Record record("dropped");
+    record.add("records", drops_.total() - drops_reported_.total())
+        .add("stderr_full", drops_.full - drops_reported_.full)
+        .add("too_long", drops_.too_long - drops_reported_.too_long)
+        .add("reason",
+             "stderr could not take them: its pipe was full (its reader is behind or reads nothing), or a "
+             "record was longer than one write of PIPE_BUF bytes");
+    const std::string line = line_prefix(config::LogLevel::warn, getpid(), "tcptune") +
+                             (format_ == config::LogFormat::jsonl ? record.json_fields() + "}" : record.text()) + "\n";
+    if (stderr_->write(line) == telemetry::StderrStream::Result::written) {
+      drops_reported_ = drops_;
+    }
+  } catch (...) {
+  }
+}
+
 void SupervisorLog::flush() noexcept {
+  if (stderr_ != nullptr) {
+    write_lines_to_stderr();
+    report_drops_on_stderr();
+    return;
+  }
   if (fd_ >= 0 && !pending_.empty()) {
     const off_t before = lseek(fd_, 0, SEEK_END);
     const ssize_t written = ::write(fd_, pending_.data(), pending_.size());

@@ -5,10 +5,13 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "prometheus_textfile.hpp"
 #include "record.hpp"
+#include "stderr_stream.hpp"
 #include "tcptune/config/log_destination.hpp"
 
 namespace tcptune::supervisor {
@@ -20,7 +23,8 @@ class SupervisorLog {
   SupervisorLog(const SupervisorLog&) = delete;
   SupervisorLog& operator=(const SupervisorLog&) = delete;
 
-  // Opens `path` for appending (created 0644). Empty on success, else a one-line reason.
+  // Opens `path` for appending (created 0644), or tcptune's own stderr for "stderr"
+  // (config::is_stderr_log; stderr_stream.hpp). Empty on success, else a one-line reason.
   std::string open(const std::string& path, config::LogLevel level, config::LogFormat format);
   [[nodiscard]] bool enabled(config::LogLevel level) const noexcept;
   // One line, kept until flush or until a batch is full: a write(2) per record cost the
@@ -28,10 +32,20 @@ class SupervisorLog {
   void write(config::LogLevel level, pid_t pid, std::string_view program, const telemetry::Record& record);
   // The lines kept so far, in one write(2) of whole lines, so that lines from several writers
   // never interleave. The supervisor flushes at least every 100 ms, and at exit. A failed or
-  // short write ends the log, with one line on stderr.
+  // short write ends the log, with one line on stderr. On stderr, one write per line (at most
+  // PIPE_BUF bytes, never blocking), then a "dropped" record for those stderr could not take.
   void flush() noexcept;
+  [[nodiscard]] bool on_stderr() const noexcept { return stderr_ != nullptr; }
+  // Records stderr could not take so far.
+  [[nodiscard]] const telemetry::LogDrops& drops() const noexcept { return drops_; }
 
  private:
+  void write_lines_to_stderr() noexcept;
+  void report_drops_on_stderr() noexcept;
+  std::string line_prefix(config::LogLevel level, pid_t pid, std::string_view program) const;
+  std::unique_ptr<telemetry::StderrStream> stderr_;
+  telemetry::LogDrops drops_;
+  telemetry::LogDrops drops_reported_;
   std::string pending_;
   std::string path_;
   int fd_ = -1;

@@ -42,6 +42,10 @@ LogDestination resolve_log_destination(const Policy* policy, bool read_environme
   return destination;
 }
 
+bool is_stderr_log(std::string_view path) noexcept {
+  return path == "stderr" || path == "/dev/stderr" || path == "/dev/fd/2" || path == "/proc/self/fd/2";
+}
+
 std::string expand_log_path(std::string_view pattern, std::string_view program, long pid) {
   std::string out;
   for (std::size_t i = 0; i < pattern.size();) {

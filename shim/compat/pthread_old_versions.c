@@ -17,6 +17,7 @@ TCPTUNE_OLD_VERSION(pthread_once, "GLIBC_2.2.5");
 TCPTUNE_OLD_VERSION(__pthread_key_create, "GLIBC_2.2.5");
 TCPTUNE_OLD_VERSION(pthread_sigmask, "GLIBC_2.2.5");
 TCPTUNE_OLD_VERSION(pthread_setname_np, "GLIBC_2.12");
+TCPTUNE_OLD_VERSION(pthread_mutex_trylock, "GLIBC_2.2.5");
 
 TCPTUNE_WRAPPER int __wrap_pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
                                           void* arg) {
@@ -41,5 +42,8 @@ TCPTUNE_WRAPPER int __wrap_pthread_sigmask(int how, const sigset_t* set, sigset_
 
 TCPTUNE_WRAPPER int __wrap_pthread_setname_np(pthread_t thread, const char* name) {
   return tcptune_old_pthread_setname_np(thread, name);
+}
+TCPTUNE_WRAPPER int __wrap_pthread_mutex_trylock(pthread_mutex_t* mutex) {
+  return tcptune_old_pthread_mutex_trylock(mutex);
 }
 /* NOLINTEND(readability-identifier-naming) */

@@ -60,7 +60,7 @@ void open_configured_log(const config::Policy* policy, const std::string& progra
     set_log_cut_notice(notice);
   }
   if (!error.empty()) {
-    (void)std::fprintf(stderr, "tcptune: %s; logging disabled\n", error.c_str());
+    say_on_stderr("tcptune: " + error + "; logging disabled\n");
   }
 }
 
@@ -76,6 +76,7 @@ void after_fork_in_parent() noexcept {
 // operator expects one file per process.
 void after_fork_in_child() noexcept {
   g_owner_pid.store(getpid(), std::memory_order_relaxed);
+  renew_stderr_relay_in_child();  // still under the log's mutex, taken before the fork
   log_after_fork();
   telemetry_after_fork_in_child();
   keep_warm_after_fork_in_child();
@@ -137,7 +138,7 @@ void initialize() {
   }
   if (runtime->policy != nullptr) {
     start.add("policy", runtime->policy->source).add("rules", static_cast<std::int64_t>(runtime->policy->rules.size()));
-    log_record(config::LogLevel::info, start);
+    log_start_record(config::LogLevel::info, start);
   } else {
     start.add("policy_error", loaded.error().to_string()).add("running", "untuned");
     log_record(config::LogLevel::error, start);

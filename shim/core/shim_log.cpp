@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <memory>
@@ -17,11 +18,14 @@
 #include <set>
 #include <system_error>
 
+#include "held_signals.hpp"
 #include "next_symbols.hpp"
 #include "signal_context.hpp"
+#include "stderr_stream.hpp"
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/file_type.hpp"
 #include "tcptune/config/log_cut_notice.hpp"
+#include "tcptune/config/log_destination.hpp"
 
 namespace tcptune::shim {
 
@@ -40,6 +44,31 @@ std::mutex& log_mutex() {
 constexpr int kLogFdFloor = 900;
 std::atomic<int> g_log_fd{-1};
 std::atomic<bool> g_jsonl{false};
+
+// The log on the process's own stderr ([log] path = "stderr"), under the log's mutex. Its
+// descriptors (up to three) are published for the close hooks, which read them without the lock.
+telemetry::StderrStream* g_stderr = nullptr;  // never freed, like the logger
+std::atomic<int> g_stderr_relay_fds[2] = {-1, -1};
+// The app closed fd 2 (or put another file there) from a signal handler that interrupted a write
+// of the log: the writer lets it go after that write.
+std::atomic<bool> g_stderr_release_pending{false};
+// Records stderr could not take, and the room a record's fields have within PIPE_BUF.
+std::atomic<std::uint64_t> g_stderr_dropped_full{0};
+std::atomic<std::uint64_t> g_stderr_dropped_too_long{0};
+std::size_t g_stderr_field_budget = telemetry::kStderrRecordLimit;
+// The start record waits for the process's first other record on stderr: a shell, a health
+// check or a cron job that opens no TCP socket writes nothing to the app's stderr.
+std::atomic<std::string*> g_pending_start{nullptr};
+config::LogLevel g_pending_start_level = config::LogLevel::info;
+// The drop notice (a "dropped" record) is not counted when stderr cannot take it either.
+thread_local bool t_drop_notice = false;
+thread_local bool t_drop_notice_dropped = false;
+
+void publish_stderr_fds() noexcept {
+  g_log_fd.store(g_stderr->descriptor(0), std::memory_order_release);
+  g_stderr_relay_fds[0].store(g_stderr->descriptor(1), std::memory_order_release);
+  g_stderr_relay_fds[1].store(g_stderr->descriptor(2), std::memory_order_release);
+}
 
 // Rotation ([log] rotate_size, keep), all under the log's mutex: the file's path, its size so
 // far, and when to move it aside.
@@ -66,31 +95,11 @@ void rotate_log() {
 }
 
 // A write past RLIMIT_FSIZE (`ulimit -f`) raises SIGXFSZ at the writing thread, and its default
-// action kills the process. The app's disposition stays the app's, so the signal is blocked
-// around the log's write instead, and one this write raised is taken back before the mask is
-// restored (one the app already had pending is left to it).
+// action kills the process: held off around the log's write (held_signals.hpp).
 ssize_t write_holding_sigxfsz(int fd, const void* data, std::size_t size) noexcept {
-  sigset_t xfsz;
-  sigset_t previous;
-  sigemptyset(&xfsz);
-  sigaddset(&xfsz, SIGXFSZ);
-  if (pthread_sigmask(SIG_BLOCK, &xfsz, &previous) != 0) {
-    return next::write(fd, data, size);
-  }
-  const bool app_blocks = sigismember(&previous, SIGXFSZ) == 1;
-  sigset_t pending;
-  const bool pending_before = app_blocks && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) == 1;
+  telemetry::HeldSignals held;
   const ssize_t written = next::write(fd, data, size);
-  const int error = errno;
-  if (written < 0 && error == EFBIG && !pending_before && sigpending(&pending) == 0 &&
-      sigismember(&pending, SIGXFSZ) == 1) {
-    const timespec now{};
-    (void)sigtimedwait(&xfsz, nullptr, &now);  // this thread's own comes first: the one just raised
-  }
-  if (!app_blocks) {
-    (void)pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  }
-  errno = error;
+  held.take_back(written < 0 ? errno : 0);
   return written;
 }
 
@@ -101,13 +110,20 @@ std::string* g_program = nullptr;  // for the one line on stderr
 sockaddr_un g_cut_notice{};        // tcptune run's, when it listens (log_cut_notice.hpp)
 socklen_t g_cut_notice_length = 0;
 
-// The one line on stderr; not into a socket (an inetd-style program's stderr is its connection).
+}  // namespace
+
+// Never blocking, and not into a network socket (an inetd-style program's stderr is its connection).
 void say_on_stderr(const std::string& text) noexcept {
-  struct stat info {};
-  if (::fstat(STDERR_FILENO, &info) == 0 && !S_ISSOCK(info.st_mode)) {
-    (void)write_holding_sigxfsz(STDERR_FILENO, text.data(), text.size());
+  try {
+    const auto stream = std::make_unique<telemetry::StderrStream>();
+    if (stream->open(3) == nullptr) {
+      (void)stream->write(text);
+    }
+  } catch (...) {
   }
 }
+
+namespace {
 
 void send_cut_notice(const std::string& path, const std::string& reason) noexcept {
   if (g_cut_notice_length == 0) {
@@ -146,8 +162,45 @@ void end_log(int fd, std::size_t partial, int error) noexcept {
   }
 }
 
+// Under the log's mutex: the app let its stderr go (closed fd 2, or put another file there), so
+// the log lets it go too: a pipe's reader sees its end, and the records never follow fd 2's number
+// to whatever the app opens next.
+void release_stderr_locked() noexcept {
+  g_stderr_release_pending.store(false, std::memory_order_relaxed);
+  g_stderr->close();
+  publish_stderr_fds();
+  g_log_ended.store(true, std::memory_order_release);
+}
+
+void write_to_stderr(std::string_view line) noexcept {
+  if (g_stderr_release_pending.load(std::memory_order_acquire)) {
+    release_stderr_locked();
+    return;
+  }
+  switch (g_stderr->write(line)) {
+    case telemetry::StderrStream::Result::written: break;
+    case telemetry::StderrStream::Result::full:
+      if (t_drop_notice) {
+        t_drop_notice_dropped = true;
+      } else {
+        g_stderr_dropped_full.fetch_add(1, std::memory_order_relaxed);
+      }
+      break;
+    case telemetry::StderrStream::Result::too_long:
+      g_stderr_dropped_too_long.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case telemetry::StderrStream::Result::ended:
+      // Its reader is gone (EPIPE) or the descriptor failed: nobody would see a message either.
+      release_stderr_locked();
+      break;
+  }
+  if (g_stderr_release_pending.load(std::memory_order_acquire)) {
+    release_stderr_locked();
+  }
+}
+
 // Writes formatted lines to g_log_fd through the next write(), never through our own hook,
-// each line in one write(2).
+// each line in one write(2); or to stderr (write_to_stderr).
 class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
  protected:
   void sink_it_(const spdlog::details::log_msg& message) override {
@@ -156,6 +209,10 @@ class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex
     }
     spdlog::memory_buf_t line;
     formatter_->format(message, line);
+    if (g_stderr != nullptr) {
+      write_to_stderr(std::string_view(line.data(), line.size()));
+      return;
+    }
     const int fd = g_log_fd.load(std::memory_order_relaxed);
     ssize_t written = 0;
     do {
@@ -253,11 +310,22 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
     return {};
   }
   std::string error;
-  const int fd = open_log_fd(path, error);
-  if (fd < 0) {
-    return error;
+  if (config::is_stderr_log(path)) {
+    auto* stream = new telemetry::StderrStream;  // never freed, like the logger
+    if (const char* why = stream->open(kLogFdFloor); why != nullptr) {
+      delete stream;
+      return std::string("cannot log to stderr: ") + why;
+    }
+    g_stderr = stream;
+    publish_stderr_fds();
+    g_log_path = new std::string("stderr");
+  } else {
+    const int fd = open_log_fd(path, error);
+    if (fd < 0) {
+      return error;
+    }
+    g_log_fd.store(fd, std::memory_order_release);
   }
-  g_log_fd.store(fd, std::memory_order_release);
   try {
     g_program = new std::string(program);  // never freed, like the logger
     auto* logger = new spdlog::logger("tcptune", std::make_shared<FdSink>());
@@ -270,6 +338,11 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
       }
       logger->set_pattern(R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","pid":%P,"program":)" + escaped + ",%v}",
                           spdlog::pattern_time_type::utc);
+      // The envelope around a record's fields: the time (27), "warning", a pid of up to 10
+      // digits, the program, the keys and punctuation (under 60).
+      constexpr std::size_t kEnvelope = 27 + 7 + 10 + 60;
+      const std::size_t envelope = kEnvelope + program_json.size();
+      g_stderr_field_budget = envelope < telemetry::kStderrRecordLimit ? telemetry::kStderrRecordLimit - envelope : 0;
     } else {
       logger->set_pattern("%Y-%m-%dT%H:%M:%S.%f%z %l tcptune[%P] %v");
     }
@@ -286,7 +359,7 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
 }
 
 std::string switch_log_file(const std::string& path) {
-  if (g_logger == nullptr) {
+  if (g_logger == nullptr || g_stderr != nullptr) {
     return {};
   }
   std::string error;
@@ -310,7 +383,7 @@ void set_log_cut_notice(std::string_view name) noexcept {
 
 void set_log_rotation(std::uint64_t rotate_size, int keep) {
   const std::lock_guard lock(log_mutex());
-  g_rotate_size = keep > 0 ? rotate_size : 0;
+  g_rotate_size = keep > 0 && g_stderr == nullptr ? rotate_size : 0;  // stderr is not a file to rotate
   g_keep = keep;
 }
 
@@ -326,6 +399,12 @@ thread_local bool t_log_worker = false;
 void write_line(config::LogLevel level, std::string_view line) noexcept {
   if (t_in_logger || g_log_ended.load(std::memory_order_acquire)) {
     return;
+  }
+  if (g_pending_start.load(std::memory_order_relaxed) != nullptr) {
+    if (std::string* start = g_pending_start.exchange(nullptr, std::memory_order_acq_rel); start != nullptr) {
+      write_line(g_pending_start_level, *start);
+      delete start;
+    }
   }
   // While the telemetry worker runs, the app's threads hand their lines to it, so one thread
   // writes the log, in the order the ring gives; if it cannot take one, the line goes direct.
@@ -374,21 +453,96 @@ void log_message(config::LogLevel level, std::string_view message) noexcept {
     write_line(level, message);
     return;
   }
+  telemetry::Record record(level >= config::LogLevel::warn ? "warning" : "log");
   try {
-    telemetry::Record record(level >= config::LogLevel::warn ? "warning" : "log");
     record.add("message", message);
-    write_line(level, record.json_fields());
   } catch (...) {
+    return;
   }
+  log_record(level, record);
 }
+
+namespace {
+
+// The record as the log writes it: on stderr, a JSON record too long for one write of PIPE_BUF
+// bytes leaves its longest fields out (named in "omitted"); empty when even that is too long.
+std::string record_line(const telemetry::Record& record) {
+  if (!g_jsonl.load(std::memory_order_acquire)) {
+    return record.text();
+  }
+  return g_stderr != nullptr ? record.json_fields_within(g_stderr_field_budget) : record.json_fields();
+}
+
+}  // namespace
 
 void log_record(config::LogLevel level, const telemetry::Record& record) noexcept {
   if (!log_enabled(level) || g_log_ended.load(std::memory_order_acquire)) {
     return;
   }
   try {
-    write_line(level, g_jsonl.load(std::memory_order_acquire) ? record.json_fields() : record.text());
+    const std::string line = record_line(record);
+    if (line.empty()) {
+      g_stderr_dropped_too_long.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    write_line(level, line);
   } catch (...) {
+  }
+}
+
+void log_start_record(config::LogLevel level, const telemetry::Record& record) noexcept {
+  if (g_stderr == nullptr || level >= config::LogLevel::warn || !log_enabled(level)) {
+    log_record(level, record);
+    return;
+  }
+  try {
+    g_pending_start_level = level;
+    delete g_pending_start.exchange(new std::string(record_line(record)), std::memory_order_acq_rel);
+  } catch (...) {
+  }
+}
+
+bool log_drop_notice(config::LogLevel level, const telemetry::Record& record) noexcept {
+  t_drop_notice = true;
+  t_drop_notice_dropped = false;
+  log_record(level, record);
+  t_drop_notice = false;
+  return !t_drop_notice_dropped && !g_log_ended.load(std::memory_order_acquire);
+}
+
+bool log_on_stderr() noexcept {
+  return g_stderr != nullptr;
+}
+
+telemetry::LogDrops log_drops() noexcept {
+  return {g_stderr_dropped_full.load(std::memory_order_relaxed),
+          g_stderr_dropped_too_long.load(std::memory_order_relaxed)};
+}
+
+void app_releases_stderr() noexcept {
+  if (g_stderr == nullptr) {
+    return;
+  }
+  // From a signal handler the lock may be held by the thread it interrupted (inside the logger,
+  // or forking): the writer then lets stderr go after its write.
+  std::unique_lock lock(log_mutex(), std::defer_lock);
+  if (!in_signal_handler()) {
+    lock.lock();
+  } else if (t_in_logger || !lock.try_lock()) {
+    g_stderr_release_pending.store(true, std::memory_order_release);
+    return;
+  }
+  if (g_stderr->is_open()) {
+    release_stderr_locked();
+  }
+}
+
+void renew_stderr_relay_in_child() noexcept {
+  if (g_stderr != nullptr) {
+    g_stderr->renew_relay_in_child();
+    publish_stderr_fds();
+    g_stderr_dropped_full.store(0, std::memory_order_relaxed);  // the parent's are the parent's
+    g_stderr_dropped_too_long.store(0, std::memory_order_relaxed);
   }
 }
 
@@ -399,12 +553,22 @@ bool log_first_time(const std::string& key) {
   return seen->insert(key).second;
 }
 
-int log_fd() noexcept {
-  return g_log_fd.load(std::memory_order_acquire);
+int log_fds(int (&fds)[kMaxLogFds]) noexcept {
+  int count = 0;
+  for (const int fd : {g_log_fd.load(std::memory_order_acquire), g_stderr_relay_fds[0].load(std::memory_order_acquire),
+                       g_stderr_relay_fds[1].load(std::memory_order_acquire)}) {
+    if (fd >= 0) {
+      fds[count++] = fd;
+    }
+  }
+  std::sort(fds, fds + count);
+  return count;
 }
 
 bool is_log_fd(int fd) noexcept {
-  return fd >= 0 && fd == g_log_fd.load(std::memory_order_acquire);
+  return fd >= 0 && (fd == g_log_fd.load(std::memory_order_acquire) ||
+                     fd == g_stderr_relay_fds[0].load(std::memory_order_acquire) ||
+                     fd == g_stderr_relay_fds[1].load(std::memory_order_acquire));
 }
 
 void move_log_fd_away_from(int fd) noexcept {
@@ -417,6 +581,11 @@ void move_log_fd_away_from(int fd) noexcept {
   std::unique_lock lock(log_mutex(), std::defer_lock);
   if (!(t_in_logger && in_signal_handler())) {
     lock.lock();
+  }
+  if (g_stderr != nullptr) {
+    g_stderr->move_away_from(fd);
+    publish_stderr_fds();
+    return;
   }
   const int moved = next::fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
   if (moved >= 0) {

@@ -6,13 +6,15 @@
 #include <string>
 #include <string_view>
 
+#include "prometheus_textfile.hpp"
 #include "record.hpp"
 #include "tcptune/config/policy.hpp"
 
 namespace tcptune::shim {
 
-// Opens (appending) the log at `path`; an empty path disables logging. Returns an error
-// message on failure, empty on success. In jsonl format every line is one JSON object:
+// Opens (appending) the log at `path`; an empty path disables logging; "stderr"
+// (config::is_stderr_log) is the process's own standard error (stderr_stream.hpp). Returns an
+// error message on failure, empty on success. In jsonl format every line is one JSON object:
 // {"ts","level","pid","program", then the record's fields}.
 std::string open_log(const std::string& path, config::LogLevel level, config::LogFormat format,
                      std::string_view program);
@@ -40,17 +42,36 @@ using LineDeferrer = bool (*)(config::LogLevel level, std::string&& line);
 void set_line_deferrer(LineDeferrer deferrer) noexcept;
 void mark_log_worker_thread() noexcept;
 void write_deferred_line(config::LogLevel level, std::string_view line) noexcept;
-// A structured record (conn_open, conn_close, summary, ...), in the log's format.
+// A structured record (conn_open, conn_close, summary, ...), in the log's format. On stderr a
+// JSON record longer than one write of PIPE_BUF bytes leaves its longest fields out, named in
+// "omitted" (Record::json_fields_within).
 void log_record(config::LogLevel level, const telemetry::Record& record) noexcept;
+// The process's start record: on stderr (below warn) it waits for the first other record, so a
+// process with nothing to report writes nothing into the app's stderr.
+void log_start_record(config::LogLevel level, const telemetry::Record& record) noexcept;
+// A "dropped" record about records stderr could not take: true when it was written (its own
+// failure is not counted as a drop).
+bool log_drop_notice(config::LogLevel level, const telemetry::Record& record) noexcept;
+bool log_on_stderr() noexcept;
+// Records the log on stderr could not take so far (a full pipe, a record too long).
+telemetry::LogDrops log_drops() noexcept;
+// One line on the process's stderr, never blocking, never into a network socket.
+void say_on_stderr(const std::string& text) noexcept;
+// The app closed fd 2 or is putting another file on it: the log on stderr ends there, its
+// descriptors closed (a pipe's reader sees the end). Not in a vfork child.
+void app_releases_stderr() noexcept;
+// A forked child's log on stderr gets a relay pipe of its own.
+void renew_stderr_relay_in_child() noexcept;
 
 // True the first time `key` is seen in this process, for "logged once" messages. The set is
 // guarded by the log's mutex, which the fork handlers hold, so a child never inherits it locked.
 bool log_first_time(const std::string& key);
 
-// The log's own descriptor is not the app's to close: close() of it is a no-op, and before the
-// app dup2()s over it, it moves to another number.
+// The log's own descriptors (one for a file, up to three on stderr) are not the app's to close:
+// close() of one is a no-op, and before the app dup2()s over one, it moves to another number.
 bool is_log_fd(int fd) noexcept;
-int log_fd() noexcept;  // -1 when there is no log
+inline constexpr int kMaxLogFds = 3;
+int log_fds(int (&fds)[kMaxLogFds]) noexcept;  // how many, in ascending order
 void move_log_fd_away_from(int fd) noexcept;
 
 // Fork safety: no thread may be inside the logger while the process forks.

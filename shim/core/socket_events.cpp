@@ -559,15 +559,24 @@ bool before_close(int fd) noexcept {
   if (closing_in_vfork_child(fd)) {
     return true;
   }
+  if (fd == STDERR_FILENO) {
+    app_releases_stderr();
+  }
   end_connection_if_tcp(fd);
   fd_table().retire(fd);
   return true;
 }
 
-int shim_fd_in_range(unsigned int first, unsigned int last) noexcept {
-  const int fd = log_fd();
-  const bool inside = fd >= 0 && static_cast<unsigned int>(fd) >= first && static_cast<unsigned int>(fd) <= last;
-  return inside ? fd : -1;
+int shim_fds_in_range(unsigned int first, unsigned int last, int (&fds)[kMaxLogFds]) noexcept {
+  int own[kMaxLogFds];
+  const int count = log_fds(own);
+  int inside = 0;
+  for (int i = 0; i < count; ++i) {
+    if (static_cast<unsigned int>(own[i]) >= first && static_cast<unsigned int>(own[i]) <= last) {
+      fds[inside++] = own[i];
+    }
+  }
+  return inside;
 }
 
 void before_dup_onto(int from, int target) noexcept {
@@ -579,12 +588,18 @@ void before_dup_onto(int from, int target) noexcept {
     return;
   }
   move_log_fd_away_from(target);
+  if (target == STDERR_FILENO) {
+    app_releases_stderr();
+  }
   end_connection_if_tcp(target);  // dup2 closes what `target` named
 }
 
 void before_close_range(unsigned int first, unsigned int last, int flags) noexcept {
   const bool valid = first <= last && (flags & ~(CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE)) == 0;
   if (valid && (flags & CLOSE_RANGE_CLOEXEC) == 0 && !in_vfork_child()) {  // EINVAL closes nothing
+    if (first <= STDERR_FILENO && last >= STDERR_FILENO) {
+      app_releases_stderr();
+    }
     fd_table().for_each_tcp([&](int fd, SocketSlot& slot) {
       if (static_cast<unsigned int>(fd) >= first && static_cast<unsigned int>(fd) <= last) {
         end_connection(fd, slot);

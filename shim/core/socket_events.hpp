@@ -18,6 +18,7 @@
 #include "fd_table.hpp"
 #include "idle_restart.hpp"
 #include "monotonic_clock.hpp"
+#include "shim_log.hpp"
 #include "socket_slot.hpp"
 #include "telemetry_worker.hpp"
 #include "wait_push.hpp"
@@ -81,11 +82,13 @@ void size_sndbuf_from_measured_rtt(SocketSlot& slot, int fd) noexcept;
 // Read path: re-arms TCP_QUICKACK where the rule asks for it.
 void after_read(SocketSlot& slot, int fd, ssize_t result) noexcept;
 
-// False when fd is the shim's own log: the close must not happen (and reports success).
+// False when fd is the shim's own log: the close must not happen (and reports success). Closing
+// fd 2 ends a log on stderr (shim_log.hpp, app_releases_stderr), as does a range holding it.
 bool before_close(int fd) noexcept;
 void before_close_range(unsigned int first, unsigned int last, int flags) noexcept;
-// The shim's own descriptor inside [first, last], or -1: close_range must go around it.
-int shim_fd_in_range(unsigned int first, unsigned int last) noexcept;
+// The shim's own descriptors inside [first, last], in ascending order: close_range must go
+// around them. Returns how many.
+int shim_fds_in_range(unsigned int first, unsigned int last, int (&fds)[kMaxLogFds]) noexcept;
 // dup2/dup3 of `from` onto `target`: the shim's own descriptor moves out of the way first, and
 // the connection `target` names ends, unless the call will fail or close nothing (`from` is
 // `target`, or not open).

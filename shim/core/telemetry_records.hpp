@@ -40,6 +40,8 @@ struct SummaryContext {
   std::uint64_t dropped_records = 0;
   unsigned long untuned_in_signal_handlers = 0;
   bool write_clock_tsc = false;
+  bool log_on_stderr = false;
+  std::uint64_t log_records_dropped = 0;  // by stderr, before the summary (shim_log.hpp)
 };
 telemetry::Record summary_record(const ConnectionTotals& totals, const config::Policy& policy,
                                  const SummaryContext& context);

@@ -106,6 +106,29 @@ void report_drops() {
   }
 }
 
+// Records stderr could not take (shim_log.hpp): said in a "dropped" record once it takes one again.
+telemetry::LogDrops g_log_drops_reported;
+
+void report_log_drops() {
+  if (!log_on_stderr()) {
+    return;
+  }
+  const telemetry::LogDrops now = log_drops();
+  if (now.total() == g_log_drops_reported.total()) {
+    return;
+  }
+  telemetry::Record record("dropped");
+  record.add("records", now.total() - g_log_drops_reported.total())
+      .add("stderr_full", now.full - g_log_drops_reported.full)
+      .add("too_long", now.too_long - g_log_drops_reported.too_long)
+      .add("reason",
+           "stderr could not take them: its pipe was full (its reader is behind or reads nothing), or a "
+           "record was longer than one write of PIPE_BUF bytes");
+  if (log_drop_notice(LogLevel::warn, record)) {
+    g_log_drops_reported = now;
+  }
+}
+
 void drain(const Runtime& runtime) {
   TelemetryEvent event{};
   while (g_ring.try_pop(event)) {
@@ -128,6 +151,7 @@ void drain(const Runtime& runtime) {
   }
   g_totals->absorb_unrecorded();
   report_drops();
+  report_log_drops();
 }
 
 // The textfile's reads and writes through libc's next definitions, past the shim's own hooks.
@@ -192,6 +216,8 @@ bool write_prometheus_textfile(const Runtime& runtime, bool leaving, std::chrono
   context.dropped_records = g_dropped_total;
   context.keep_warm_rules = keep_warm_rules(*runtime.policy);
   context.option_misses = option_misses(*runtime.policy);
+  context.log_on_stderr = log_on_stderr();
+  context.log_drops = log_drops();
   if (g_textfile == nullptr) {
     g_textfile = new telemetry::MergedTextfile(kNextFileCalls);
   }
@@ -258,7 +284,8 @@ std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
 }
 
 SummaryContext summary_context() {
-  return {g_dropped_total, untuned_in_signal_handlers(), g_write_clock.uses_tsc()};
+  return {g_dropped_total, untuned_in_signal_handlers(), g_write_clock.uses_tsc(), log_on_stderr(),
+          log_drops().total()};
 }
 
 }  // namespace
@@ -423,6 +450,7 @@ void telemetry_after_fork_in_child() noexcept {
   g_pool.reset_in_child();
   g_pool_exhausted.store(0, std::memory_order_relaxed);
   g_dropped_total = 0;
+  g_log_drops_reported = log_drops();  // the parent's drops are the parent's to report
   option_misses_after_fork_in_child();
   if (g_textfile != nullptr) {
     // Forked while the parent's worker merged: the child shares that lock through its copy of

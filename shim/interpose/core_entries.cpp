@@ -247,22 +247,32 @@ int close(int fd) {
   return next::close(fd);
 }
 
-int close_range(unsigned int first, unsigned int last, int flags) {
-  core::before_close_range(first, last, flags);
-  const int own = core::shim_fd_in_range(first, last);
-  if (own < 0 || (flags & CLOSE_RANGE_CLOEXEC) != 0) {
+namespace {
+// close_range over [first, last] around the shim's own descriptors (daemons close everything
+// above stderr). Returns the first failure, or 0.
+int close_range_around_own(unsigned int first, unsigned int last, int flags) {
+  int own[core::kMaxLogFds];
+  const int count = core::shim_fds_in_range(first, last, own);
+  if (count == 0 || (flags & CLOSE_RANGE_CLOEXEC) != 0) {
     return next::close_range(first, last, flags);
   }
-  // Around the shim's own descriptor (daemons close everything above stderr).
-  const auto own_number = static_cast<unsigned int>(own);
-  int result = 0;
-  if (own_number > first) {
-    result = next::close_range(first, own_number - 1, flags);
+  unsigned int from = first;
+  for (int i = 0; i < count; ++i) {
+    const auto skipped = static_cast<unsigned int>(own[i]);
+    if (skipped > from) {
+      if (const int result = next::close_range(from, skipped - 1, flags); result != 0) {
+        return result;
+      }
+    }
+    from = skipped + 1;
   }
-  if (result == 0 && own_number < last) {
-    result = next::close_range(own_number + 1, last, flags);
-  }
-  return result;
+  return from != 0 && from <= last ? next::close_range(from, last, flags) : 0;
+}
+}  // namespace
+
+int close_range(unsigned int first, unsigned int last, int flags) {
+  core::before_close_range(first, last, flags);
+  return close_range_around_own(first, last, flags);
 }
 
 void closefrom(int lowest) {
@@ -271,15 +281,19 @@ void closefrom(int lowest) {
     return;
   }
   core::before_close_range(static_cast<unsigned int>(lowest), ~0U, 0);
-  const int own = core::shim_fd_in_range(static_cast<unsigned int>(lowest), ~0U);
-  if (own < 0) {
+  int own[core::kMaxLogFds];
+  const int count = core::shim_fds_in_range(static_cast<unsigned int>(lowest), ~0U, own);
+  if (count == 0) {
     next::closefrom(lowest);
     return;
   }
-  if (own > lowest) {
-    (void)next::close_range(static_cast<unsigned int>(lowest), static_cast<unsigned int>(own - 1), 0);
+  // Below the highest: around each; above it, closefrom itself (which falls back where
+  // close_range is missing).
+  const int highest = own[count - 1];
+  if (highest > lowest) {
+    (void)close_range_around_own(static_cast<unsigned int>(lowest), static_cast<unsigned int>(highest - 1), 0);
   }
-  next::closefrom(own + 1);
+  next::closefrom(highest + 1);
 }
 
 int dup(int fd) {

@@ -23,6 +23,8 @@ class JsonObject {
   JsonObject& raw(std::string_view name, std::string_view json);
   // The finished object, "{...}".
   [[nodiscard]] std::string str() const { return body_ + "}"; }
+  // The object so far, without its closing brace: "{" then the fields, comma-separated.
+  [[nodiscard]] const std::string& open_body() const { return body_; }
 
  private:
   void key(std::string_view name);

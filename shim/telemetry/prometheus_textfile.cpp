@@ -128,6 +128,15 @@ std::string render_prometheus(const std::vector<MetricsRow>& rows, const Metrics
          supervised ? "Records lost because the supervisor's records thread fell behind."
                     : "Records lost because the telemetry worker fell behind.");
   out += "tcptune_dropped_records_total{" + program_label + "} " + std::to_string(context.dropped_records) + "\n";
+  if (context.log_on_stderr) {
+    header(out, "tcptune_log_records_dropped_total", "counter",
+           "Log records stderr could not take: its pipe was full (its reader is behind or reads nothing), or "
+           "one was too long for a single write of PIPE_BUF bytes.");
+    out += "tcptune_log_records_dropped_total{" + program_label + ",reason=\"stderr_full\"} " +
+           std::to_string(context.log_drops.full) + "\n";
+    out += "tcptune_log_records_dropped_total{" + program_label + ",reason=\"too_long\"} " +
+           std::to_string(context.log_drops.too_long) + "\n";
+  }
   return out;
 }
 

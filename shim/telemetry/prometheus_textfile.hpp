@@ -40,6 +40,14 @@ struct OptionMiss {
   std::uint64_t count = 0;
 };
 
+// Records a log on stderr could not take (stderr_stream.hpp): its pipe was full, or one was longer
+// than one write of PIPE_BUF bytes may be.
+struct LogDrops {
+  std::uint64_t full = 0;
+  std::uint64_t too_long = 0;
+  [[nodiscard]] std::uint64_t total() const { return full + too_long; }
+};
+
 // What the file says beyond the rows.
 struct MetricsContext {
   std::string program;
@@ -47,6 +55,9 @@ struct MetricsContext {
   std::uint64_t dropped_records = 0;
   std::vector<std::string> keep_warm_rules;  // the rules (names) whose connections are kept warm
   std::vector<OptionMiss> option_misses;
+  // The log is on stderr: tcptune_log_records_dropped_total{program,reason="stderr_full"|"too_long"}.
+  bool log_on_stderr = false;
+  LogDrops log_drops;
 };
 
 // Histogram buckets at every power of two from 2^10 ns (about 1 us) to 2^35 ns (about 34 s):

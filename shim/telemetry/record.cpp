@@ -1,11 +1,21 @@
 #include "record.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <numeric>
 
 namespace tcptune::telemetry {
 
 Record::Record(std::string_view event) : event_(event), text_(event) {
-  json_.field("event", event);
+  add_json_field("event", [&] { json_.field("event", event); });
+}
+
+void Record::add_json_field(std::string_view key, const std::function<void()>& add) {
+  const std::size_t before = json_.open_body().size();
+  add();
+  const std::size_t begin = before + (before > 1 ? 1 : 0);  // past the comma
+  spans_.push_back({std::string(key), begin, json_.open_body().size()});
 }
 
 void Record::add_text(std::string_view key, std::string_view value, bool quote) {
@@ -22,19 +32,19 @@ void Record::add_text(std::string_view key, std::string_view value, bool quote) 
 
 Record& Record::add(std::string_view key, std::string_view value) {
   add_text(key, value, true);
-  json_.field(key, value);
+  add_json_field(key, [&] { json_.field(key, value); });
   return *this;
 }
 
 Record& Record::add(std::string_view key, std::int64_t value) {
   add_text(key, std::to_string(value), false);
-  json_.field(key, value);
+  add_json_field(key, [&] { json_.field(key, value); });
   return *this;
 }
 
 Record& Record::add(std::string_view key, std::uint64_t value) {
   add_text(key, std::to_string(value), false);
-  json_.field(key, value);
+  add_json_field(key, [&] { json_.field(key, value); });
   return *this;
 }
 
@@ -42,19 +52,19 @@ Record& Record::add(std::string_view key, double value) {
   char number[32];
   (void)std::snprintf(number, sizeof number, "%.6g", value);
   add_text(key, number, false);
-  json_.field(key, value);
+  add_json_field(key, [&] { json_.field(key, value); });
   return *this;
 }
 
 Record& Record::add(std::string_view key, bool value) {
   add_text(key, value ? "true" : "false", false);
-  json_.field(key, value);
+  add_json_field(key, [&] { json_.field(key, value); });
   return *this;
 }
 
 Record& Record::add_json(std::string_view key, std::string_view json, std::string_view text) {
   add_text(key, text, false);
-  json_.raw(key, json);
+  add_json_field(key, [&] { json_.raw(key, json); });
   return *this;
 }
 
@@ -63,8 +73,45 @@ Record& Record::add_json_section(std::string_view key, std::string_view json, st
     text_ += " |";
     text_ += text;
   }
-  json_.raw(key, json);
+  add_json_field(key, [&] { json_.raw(key, json); });
   return *this;
+}
+
+std::string Record::json_fields_within(std::size_t limit) const {
+  std::string all = json_fields();
+  if (all.size() <= limit) {
+    return all;
+  }
+  const std::string& body = json_.open_body();
+  std::vector<bool> kept(spans_.size(), true);
+  // Longest first; the event (the first field) stays.
+  std::vector<std::size_t> order(spans_.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return spans_[a].end - spans_[a].begin > spans_[b].end - spans_[b].begin;
+  });
+  for (const std::size_t next : order) {
+    if (next == 0) {
+      continue;
+    }
+    kept[next] = false;
+    std::string fields;
+    JsonArray omitted;
+    for (std::size_t i = 0; i < spans_.size(); ++i) {
+      if (kept[i]) {
+        fields += (fields.empty() ? "" : ",") + body.substr(spans_[i].begin, spans_[i].end - spans_[i].begin);
+      } else {
+        std::string name;
+        append_json_string(name, spans_[i].key);
+        omitted.add_raw(name);
+      }
+    }
+    fields += ",\"omitted\":" + omitted.str();
+    if (fields.size() <= limit) {
+      return fields;
+    }
+  }
+  return {};
 }
 
 std::string Record::json_fields() const {

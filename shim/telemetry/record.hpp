@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "json_writer.hpp"
 
@@ -31,12 +33,24 @@ class Record {
   [[nodiscard]] const std::string& text() const { return text_; }
   // "\"event\":\"conn_close\",\"fd\":7,..." without the braces.
   [[nodiscard]] std::string json_fields() const;
+  // The same within `limit` bytes, for a log whose lines have a size limit (stderr, PIPE_BUF):
+  // the longest fields are left out, longest first, and named in an "omitted" array, so the
+  // line stays whole JSON with the rest of its fields; empty when not even the event fits.
+  [[nodiscard]] std::string json_fields_within(std::size_t limit) const;
 
  private:
   void add_text(std::string_view key, std::string_view value, bool quote);
+  // Adds one field to json_ through `add`, noting where it starts and ends.
+  void add_json_field(std::string_view key, const std::function<void()>& add);
+  struct FieldSpan {
+    std::string key;
+    std::size_t begin;
+    std::size_t end;
+  };
   std::string event_;
   std::string text_;
   JsonObject json_;
+  std::vector<FieldSpan> spans_;
 };
 
 }  // namespace tcptune::telemetry

@@ -20,8 +20,12 @@ def check(ok, what):
     passed, failed = passed + bool(ok), failed + (not ok)
 
 
+STATE = os.path.join(args.work_dir, "state")  # run's default log directory: $XDG_STATE_HOME/tcptune
+
+
 def tcptune(*argv, env=None):
     e = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
+    e["XDG_STATE_HOME"] = STATE
     e.update(env or {})
     return subprocess.run([args.tcptune, *argv], capture_output=True, text=True, env=e, timeout=60)
 
@@ -135,7 +139,8 @@ shutil.copy("/bin/true", suid)
 os.chmod(suid, 0o4755)
 r = tcptune("run", "--", suid)
 # setuid to the caller itself raises nothing: an ordinary program, preloaded.
-check(r.returncode == 0 and r.stderr == "", f"run is silent for a binary setuid to its caller ({r.stderr.strip()})")
+check(r.returncode == 0 and r.stderr.startswith("tcptune: log ") and r.stderr.count("\n") == 1,
+      f"run says only where it logged for a binary setuid to its caller ({r.stderr.strip()})")
 if os.geteuid() == 0:
     os.chown(suid, 65534, 65534)
     os.chmod(suid, 0o4755)  # chown clears the bit
@@ -150,7 +155,9 @@ os.chmod(go, 0o755)
 r = tcptune("run", "--", go)
 check("Go program" in r.stderr, f"run warns for a Go binary ({r.stderr.strip()})")
 r = tcptune("run", "--", "/bin/true")
-check(r.returncode == 0 and r.stderr == "", "run is silent for an ordinary program")
+check(r.returncode == 0 and r.stderr.startswith(f"tcptune: log {STATE}/tcptune/true-") and r.stderr.count("\n") == 1
+      and r.stderr.endswith(".jsonl (no TCP connection measured)\n"),
+      f"run says only where it logged for an ordinary program ({r.stderr.strip()})")
 
 # Install-tree lookup: bin/tcptune finds lib/libtcptune.so.
 tree = os.path.join(args.work_dir, "tree")
@@ -161,7 +168,8 @@ open(os.path.join(tree, "lib", "libtcptune.so"), "w").close()
 r = subprocess.run([os.path.join(tree, "bin", "tcptune"), "run", "--", "/bin/sh", "-c", 'echo "$LD_PRELOAD"'],
                    capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
 check(r.stdout.strip() == os.path.realpath(os.path.join(tree, "lib", "libtcptune.so")), "run finds ../lib/libtcptune.so")
-# run writes a jsonl log by default and, after the program, a summary on stderr.
+# run writes a jsonl log by default (in $XDG_STATE_HOME/tcptune, never the working directory) and,
+# after the program, a summary on stderr.
 APP = ("import socket\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
        "c = socket.create_connection(s.getsockname()); a, _ = s.accept()\n"
        "for i in range(50): c.send(b'x' * 100)\n"
@@ -169,20 +177,24 @@ APP = ("import socket\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()
 run_dir = os.path.join(args.work_dir, "run-default-log")
 shutil.rmtree(run_dir, ignore_errors=True)
 os.makedirs(run_dir)
+state_dir = os.path.join(run_dir, "state")
 e = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
+e["XDG_STATE_HOME"] = state_dir
 r = subprocess.run([args.tcptune, "run", "--", sys.executable, "-c", APP], capture_output=True, text=True,
                    env=e, cwd=run_dir, timeout=60)
-logs = [name for name in os.listdir(run_dir) if name.startswith("tcptune-python") and name.endswith(".jsonl")]
+log_dir = os.path.join(state_dir, "tcptune")
+logs = sorted(os.listdir(log_dir)) if os.path.isdir(log_dir) else []
 check(r.returncode == 0 and r.stdout == "app output\n", f"run leaves the app's stdout alone ({r.stdout!r})")
-check(len(logs) == 1, f"run writes a jsonl log in the current directory by default ({logs})")
-check("(defaults)" in r.stderr and " 50 " in r.stderr and logs and logs[0] in r.stderr,
+check(len(logs) == 1 and logs[0].startswith("python") and logs[0].endswith(".jsonl") and os.listdir(run_dir) == ["state"],
+      f"run writes a jsonl log in $XDG_STATE_HOME/tcptune by default, nothing in the working directory ({logs})")
+check("(defaults)" in r.stderr and " 50 " in r.stderr and logs and os.path.join(log_dir, logs[0]) in r.stderr,
       f"run prints a summary naming the log ({r.stderr.strip()[-300:]})")
 r = subprocess.run([args.tcptune, "run", "-q", "--", sys.executable, "-c", APP], capture_output=True, text=True,
                    env=e, cwd=run_dir, timeout=60)
-check(r.returncode == 0 and r.stderr == "" and len(os.listdir(run_dir)) == 2, "run -q: a log but no summary")
+check(r.returncode == 0 and r.stderr == "" and len(os.listdir(log_dir)) == 2, "run -q: a log but nothing on stderr")
 r = subprocess.run([args.tcptune, "run", "--no-log", "--", sys.executable, "-c", APP], capture_output=True,
                    text=True, env=e, cwd=run_dir, timeout=60)
-check(r.returncode == 0 and r.stderr == "" and len(os.listdir(run_dir)) == 2, "run --no-log: neither")
+check(r.returncode == 0 and r.stderr == "" and len(os.listdir(log_dir)) == 2, "run --no-log: neither")
 r = tcptune("run", "--", "/bin/sh", "-c", "exit 3")
 check(r.returncode == 3, f"run returns the program's exit status ({r.returncode})")
 r = tcptune("run", "--", "/bin/sh", "-c", "kill -TERM $$")

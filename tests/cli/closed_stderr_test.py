@@ -38,7 +38,7 @@ for mode in ([], ["--supervise"]):
             os.unlink(path)
     read_end, write_end = os.pipe()
     proc = subprocess.Popen([args.tcptune, "run", *mode, "--", sys.executable, "-c", PROGRAM], cwd=args.work_dir,
-                            env=clean_env(TCPTUNE_SHIM=args.shim), stdin=subprocess.DEVNULL,
+                            env=clean_env(TCPTUNE_SHIM=args.shim, XDG_STATE_HOME=args.work_dir), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=write_end)
     os.close(write_end)
     deadline = time.monotonic() + 20

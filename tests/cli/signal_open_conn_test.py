@@ -36,7 +36,8 @@ PROGRAM = ("import os, signal, socket\n"
 
 for sig in ("TERM", "SEGV"):
     r = subprocess.run([args.tcptune, "run", "--", sys.executable, "-c", PROGRAM.format(sig=sig)],
-                       cwd=args.work_dir, env=clean_env(TCPTUNE_SHIM=args.shim), stdin=subprocess.DEVNULL,
+                       cwd=args.work_dir, env=clean_env(TCPTUNE_SHIM=args.shim, XDG_STATE_HOME=args.work_dir),
+                       stdin=subprocess.DEVNULL,
                        capture_output=True, text=True, timeout=30, check=False)
     expected = -getattr(__import__("signal"), "SIG" + sig)
     checks.check(r.returncode == expected, f"SIG{sig}: tcptune died by the program's signal ({r.returncode})")

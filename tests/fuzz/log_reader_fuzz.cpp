@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "log_record.hpp"
 #include "log_summary.hpp"
@@ -53,7 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)std::fputs(to_json_line(summary_json(summary, by)).c_str(), log.table_out);
   std::map<std::string, SlowWriteSite> sites;
   std::uint64_t without_callsite = 0;
-  if (!summarize_slow_writes({log.path}, sites, without_callsite, error)) {
+  std::vector<FileRead> reads;
+  if (!summarize_slow_writes({log.path}, sites, without_callsite, reads, error)) {
     std::abort();
   }
   return 0;

@@ -29,7 +29,7 @@ def main():
     for old in glob.glob(os.path.join(log_dir, "*.log")):
         os.remove(old)
     env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=os.path.join(log_dir, "{program}.{pid}.log"),
-                    TCPTUNE_LOG_LEVEL="debug")
+                    TCPTUNE_LOG_LEVEL="debug", TCPTUNE_LOG_FORMAT="text")
     done = run([sys.executable, "-c", CHILD_CONNECTS], env)
     checks.check(done.returncode == 0, f"python forked and connected ({done.stderr.strip()[-200:]})")
     child = done.stdout.strip()

@@ -60,7 +60,8 @@ def ss_line(local_port):
 
 def python_pair(args, checks, policy_path):
     env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy_path,
-                    TCPTUNE_LOG=os.path.join(args.work_dir, "python.log"), TCPTUNE_LOG_LEVEL="debug")
+                    TCPTUNE_LOG=os.path.join(args.work_dir, "python.log"), TCPTUNE_LOG_LEVEL="debug",
+                    TCPTUNE_LOG_FORMAT="text")
     server = subprocess.Popen([sys.executable, "-c", SERVER, "3"], env=env, stdout=subprocess.PIPE, text=True)
     port = int(server.stdout.readline())
     client = subprocess.Popen([sys.executable, "-c", CLIENT, str(port), "2"], env=env, stdout=subprocess.PIPE,
@@ -106,7 +107,8 @@ def curl(args, checks, policy_path):
     log = os.path.join(args.work_dir, "curl.log")
     if os.path.exists(log):
         os.remove(log)
-    env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy_path, TCPTUNE_LOG=log, TCPTUNE_LOG_LEVEL="debug")
+    env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy_path, TCPTUNE_LOG=log, TCPTUNE_LOG_LEVEL="debug",
+                    TCPTUNE_LOG_FORMAT="text")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

@@ -118,7 +118,7 @@ TEST(ReportCommand, CallSitesCostliestFirst) {
 TEST(ReportCommand, AMissingLogIsExitOne) {
   CaptureStderr();
   EXPECT_EQ(report_command({{"/nonexistent.jsonl"}, "rule", false}), 1);
-  EXPECT_EQ(GetCapturedStderr(), "tcptune report: cannot read /nonexistent.jsonl\n");
+  EXPECT_EQ(GetCapturedStderr(), "tcptune report: cannot read /nonexistent.jsonl: No such file or directory\n");
 }
 
 }  // namespace

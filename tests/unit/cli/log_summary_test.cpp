@@ -64,6 +64,27 @@ TEST(LogSummary, GoodAndBadLines) {
   EXPECT_EQ(by_program.groups["wget"].counters.writes, 6U);
 }
 
+// What each file gave, for report's exit 1 and its reason when no record was read.
+TEST(LogSummary, FilesWithoutRecordsAndWhy) {
+  const TempLog text("2026-12-02T11:26:13.281047+00:00 info tcptune[7172] start program=curl\nsecond line\n");
+  const TempLog empty("");
+  const TempLog json(R"({"event":"start","pid":1})"
+                     "\n");
+  LogSummary summary;
+  std::string error;
+  ASSERT_TRUE(summarize_logs({text.path(), empty.path(), json.path()}, "rule", summary, error)) << error;
+  ASSERT_EQ(summary.files.size(), 3U);
+  EXPECT_EQ(summary.files[0].lines, 2U);
+  EXPECT_EQ(summary.files[0].records, 0U);
+  EXPECT_EQ(summary.files[1].lines, 0U);
+  EXPECT_EQ(summary.files[2].records, 1U);
+  EXPECT_EQ(why_no_records(summary.files[0]).rfind("2 lines, none a JSON record: a text log", 0), 0U);
+  EXPECT_EQ(why_no_records(summary.files[1]).rfind("empty: ", 0), 0U);
+  LogSummary missing;
+  EXPECT_FALSE(summarize_logs({text.path() + ".missing"}, "rule", missing, error));
+  EXPECT_EQ(error, "cannot read " + text.path() + ".missing: No such file or directory");
+}
+
 TEST(LogSummary, SupervisedConnectionsAreCountedAsUnmeasured) {
   const TempLog log(R"({"event":"conn_close","rule":"web","supervised":true,"writes_measured":false})"
                     "\n"
@@ -206,7 +227,7 @@ TEST(LogSummary, AMissingFileIsAnError) {
   LogSummary summary;
   std::string error;
   EXPECT_FALSE(summarize_logs({"/nonexistent/x.jsonl"}, "rule", summary, error));
-  EXPECT_EQ(error, "cannot read /nonexistent/x.jsonl");
+  EXPECT_EQ(error, "cannot read /nonexistent/x.jsonl: No such file or directory");
 }
 
 TEST(LogSummary, PercentilesMergeTheBuckets) {
@@ -244,7 +265,8 @@ TEST(LogSummary, SlowWritesByCallSite) {
   std::map<std::string, SlowWriteSite> sites;
   std::uint64_t without = 0;
   std::string error;
-  ASSERT_TRUE(summarize_slow_writes({log.path()}, sites, without, error));
+  std::vector<FileRead> reads;
+  ASSERT_TRUE(summarize_slow_writes({log.path()}, sites, without, reads, error));
   EXPECT_EQ(without, 2U);
   ASSERT_EQ(sites.size(), 2U);
   const SlowWriteSite& site = sites["a+0x1 < b+0x2 < c+0x3"];  // the first three frames

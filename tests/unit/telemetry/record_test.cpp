@@ -29,5 +29,17 @@ TEST(Record, NestedValueWithItsTextForm) {
   EXPECT_EQ(record.json_fields(), R"("event":"conn_close","write_latency_us":{"p50":12.5})");
 }
 
+// For a log whose lines have a size limit (stderr, PIPE_BUF): the longest fields go first, named.
+TEST(Record, WithinALimitTheLongestFieldsAreLeftOut) {
+  Record record("conn_close");
+  record.add("fd", 7).add("rule", std::string(300, 'r')).add_json("hist", "[" + std::string(200, '1') + "]", "");
+  const std::string all = record.json_fields();
+  EXPECT_EQ(record.json_fields_within(all.size()), all);
+  EXPECT_EQ(record.json_fields_within(260),
+            R"("event":"conn_close","fd":7,"hist":[)" + std::string(200, '1') + R"(],"omitted":["rule"])");
+  EXPECT_EQ(record.json_fields_within(60), R"("event":"conn_close","fd":7,"omitted":["rule","hist"])");
+  EXPECT_EQ(record.json_fields_within(20), "");  // not even the event and the names fit
+}
+
 }  // namespace
 }  // namespace tcptune::telemetry

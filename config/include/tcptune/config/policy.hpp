@@ -142,9 +142,9 @@ enum class LogLevel { trace, debug, info, warn, error, off };
 enum class LogFormat { text, jsonl };
 
 struct LogSettings {
-  std::string path;  // may contain {pid} and {program}; empty: no log file
+  std::string path;  // may contain {pid} and {program}; "stderr": the process's own; empty: no log
   LogLevel level = LogLevel::info;
-  LogFormat format = LogFormat::text;
+  LogFormat format = LogFormat::jsonl;
   std::string prometheus_textfile;               // may contain {pid} and {program}; empty: none
   Duration interval = std::chrono::seconds(10);  // how often the textfile is rewritten
   std::optional<Duration> slow_write;            // a slow_write record for writes at least this long
