@@ -75,10 +75,16 @@ void print_run_summary(const RunLog& log, bool supervised, LogCutNotices& notice
   }
   // The shim writes only to a regular file; reading a FIFO named here would wait for a writer.
   std::error_code error_code;
-  if (!fs::is_regular_file(log.file, error_code)) {
-    return;  // no process of the run wrote a record
-  }
   const std::string shown = config::escape_for_display(log.file, false);
+  if (!fs::is_regular_file(log.file, error_code)) {
+    // The shim loads its core, which opens the log, at a process's first TCP socket.
+    if (!log.file.empty() && !fs::exists(fs::symlink_status(log.file, error_code))) {
+      (void)std::fprintf(stderr,
+                         "tcptune: no TCP connection measured: no process of the run opened one, so none wrote %s\n",
+                         shown.c_str());
+    }
+    return;
+  }
   LogSummary summary;
   std::string error;
   std::string cut;  // why the log was cut short, if it was
