@@ -533,6 +533,11 @@ def main():
         sides = (("client", "client"), ("server", "server")) if args.program == "go" else (("client", "client"),)
         for side, role in sides:
             closes = [r for r in records(logs[side]) if r.get("event") == "conn_close" and r.get("role") == role]
+            if role == "server" and args.container_profile and not closes:
+                # Hand-over path: an accepted socket is found by a dump made within 20 ms of its
+                # trapped setsockopt; a connection closed before that dump has no conn_close (README).
+                print(f"note log {side}: no conn_close role=server (closed before the hand-over path's dump)")
+                continue
             checks.check(len(closes) == 1 and closes[0].get("rule") == RULE and closes[0].get("supervised") is True
                          and closes[0].get("writes_measured") is False,
                          f"log {side}: one conn_close role={role} naming rule {RULE}, supervised, writes not measured "
