@@ -3,10 +3,46 @@ import argparse
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import threading
 
 SKIP = 77
+
+
+def skip(why):
+    print(f"skipped: {why}", flush=True)
+    sys.exit(SKIP)
+
+
+class Listener:
+    """A loopback listener that accepts and holds every connection until closed."""
+
+    def __init__(self):
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(64)
+        self.socket.settimeout(0.2)
+        self.port = self.socket.getsockname()[1]
+        self.accepted = []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.accept_all, daemon=True)
+        self.thread.start()
+
+    def accept_all(self):
+        while not self.stopped.is_set():
+            try:
+                self.accepted.append(self.socket.accept()[0])
+            except (socket.timeout, OSError):
+                continue
+
+    def close(self):
+        self.stopped.set()
+        self.thread.join(timeout=5)
+        for s in self.accepted:
+            s.close()
+        self.socket.close()
 
 
 def parse_args():

@@ -16,13 +16,11 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
-from testlib import SKIP, Checks, clean_env, records, seccomp_listener_available  # noqa: E402
+from testlib import Checks, Listener, clean_env, records, seccomp_listener_available, skip  # noqa: E402
 
 RULE = "chroot-rule"
 BOUND_S = 30  # any single command; ctest's TIMEOUT bounds the whole test
@@ -30,40 +28,6 @@ LOG = "/tcptune.jsonl"
 # Files tcptune looks for and runs without: the system policy, the time zone (UTC without it).
 OPTIONAL_LOOKUPS = {"/etc/tcptune/policy.toml", "/etc/localtime"}
 FILE_CALL = re.compile(r'^\d+\s+(?:<\.\.\. )?(\w+)\((?:[^"]*?)"((?:[^"\\]|\\.)*)"')
-
-
-def skip(why):
-    print(f"skipped: {why}", flush=True)
-    sys.exit(SKIP)
-
-
-class Listener:
-    """A loopback listener that accepts and holds every connection until closed."""
-
-    def __init__(self):
-        self.socket = socket.socket()
-        self.socket.bind(("127.0.0.1", 0))
-        self.socket.listen(8)
-        self.socket.settimeout(0.2)
-        self.port = self.socket.getsockname()[1]
-        self.accepted = []
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self.accept_all, daemon=True)
-        self.thread.start()
-
-    def accept_all(self):
-        while not self.stopped.is_set():
-            try:
-                self.accepted.append(self.socket.accept()[0])
-            except (socket.timeout, OSError):
-                continue
-
-    def close(self):
-        self.stopped.set()
-        self.thread.join(timeout=5)
-        for s in self.accepted:
-            s.close()
-        self.socket.close()
 
 
 def has_interpreter(data):

@@ -12,54 +12,18 @@ reported once on stderr and once as a supervisor_warning record."""
 import argparse
 import os
 import select
-import socket
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
-from testlib import SKIP, Checks, clean_env, parse_exposition, records, seccomp_listener_available, value  # noqa: E402
+from testlib import Checks, Listener, clean_env, parse_exposition, records, seccomp_listener_available, skip, value  # noqa: E402
 
 RULE = "prom-rule"
 COUNTS = {RULE: 4, "(defaults)": 3}  # connections made by the probe under each rule
 WRITE_FAMILIES = ("tcptune_writes_total", "tcptune_write_bytes_total", "tcptune_heartbeats_total",
                   "tcptune_write_latency_seconds", "tcptune_ack_latency_seconds")
 BOUND_S = 20  # any single wait; ctest's TIMEOUT bounds the whole test
-
-
-def skip(why):
-    print(f"skipped: {why}", flush=True)
-    sys.exit(SKIP)
-
-
-class Listener:
-    """A loopback listener that accepts and holds every connection until closed."""
-
-    def __init__(self):
-        self.socket = socket.socket()
-        self.socket.bind(("127.0.0.1", 0))
-        self.socket.listen(64)
-        self.socket.settimeout(0.2)
-        self.port = self.socket.getsockname()[1]
-        self.accepted = []
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self.accept_all, daemon=True)
-        self.thread.start()
-
-    def accept_all(self):
-        while not self.stopped.is_set():
-            try:
-                self.accepted.append(self.socket.accept()[0])
-            except (socket.timeout, OSError):
-                continue
-
-    def close(self):
-        self.stopped.set()
-        self.thread.join(timeout=5)
-        for s in self.accepted:
-            s.close()
-        self.socket.close()
 
 
 def read_line(stream, timeout_s):
