@@ -180,13 +180,7 @@ void SupervisorLog::report_drops_on_stderr() noexcept {
     return;
   }
   try {
-    telemetry::Record record("dropped");
-    record.add("records", drops_.total() - drops_reported_.total())
-        .add("stderr_full", drops_.full - drops_reported_.full)
-        .add("too_long", drops_.too_long - drops_reported_.too_long)
-        .add("reason",
-             "stderr could not take them: its pipe was full (its reader is behind or reads nothing), or a "
-             "record was longer than one write of PIPE_BUF bytes");
+    const telemetry::Record record = telemetry::log_drops_record(drops_, drops_reported_);
     const std::string line = line_prefix(config::LogLevel::warn, getpid(), "tcptune") +
                              (format_ == config::LogFormat::jsonl ? record.json_fields() + "}" : record.text()) + "\n";
     if (stderr_->write(line) == telemetry::StderrStream::Result::written) {

@@ -117,13 +117,7 @@ void report_log_drops() {
   if (now.total() == g_log_drops_reported.total()) {
     return;
   }
-  telemetry::Record record("dropped");
-  record.add("records", now.total() - g_log_drops_reported.total())
-      .add("stderr_full", now.full - g_log_drops_reported.full)
-      .add("too_long", now.too_long - g_log_drops_reported.too_long)
-      .add("reason",
-           "stderr could not take them: its pipe was full (its reader is behind or reads nothing), or a "
-           "record was longer than one write of PIPE_BUF bytes");
+  const telemetry::Record record = telemetry::log_drops_record(now, g_log_drops_reported);
   if (log_drop_notice(LogLevel::warn, record)) {
     g_log_drops_reported = now;
   }

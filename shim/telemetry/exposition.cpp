@@ -30,21 +30,6 @@ bool valid_metric_name(std::string_view name) {
   return !name.empty() && is_name_start(name[0]) && std::all_of(name.begin(), name.end(), is_name_char);
 }
 
-std::string escape_label_value(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 using LabelPairs = std::vector<std::pair<std::string, std::string>>;
 
 std::string serialize(const LabelPairs& pairs) {
@@ -227,6 +212,21 @@ std::optional<LiveEntry> parse_live(std::string_view rest, std::string& why) {
 }
 
 }  // namespace
+
+std::string escape_label_value(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 SampleValue& SampleValue::operator+=(const SampleValue& other) noexcept {
   whole += other.whole;

@@ -28,6 +28,8 @@ SampleValue sample_value_from_ns(std::uint64_t ns) noexcept;
 // nullopt.
 std::optional<SampleValue> parse_sample_value(std::string_view text);
 std::string format_sample_value(const SampleValue& value);
+// A label's value as the format writes it between quotes (\\, \" and \n escaped).
+std::string escape_label_value(std::string_view text);
 
 // Who wrote a live entry: the pid, its start time (clock ticks since boot, from
 // /proc/PID/stat, so that a reused pid is not taken for the writer) and its pid namespace

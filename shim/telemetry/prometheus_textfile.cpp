@@ -16,21 +16,6 @@ namespace {
 constexpr int kFirstBucketOctave = 10;
 constexpr int kLastBucketOctave = 35;
 
-std::string label_value(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string number(double value) {
   char text[40];
   (void)std::snprintf(text, sizeof text, "%.9g", value);
@@ -67,8 +52,10 @@ void histogram(std::string& out, const std::string& name, const std::string& lab
 std::string render_prometheus(const std::vector<MetricsRow>& rows, const MetricsContext& context) {
   const bool supervised = context.source == MetricsSource::supervisor;
   std::string out;
-  const std::string program_label = "program=\"" + label_value(context.program) + "\"";
-  auto rule_labels = [&](const std::string& rule) { return program_label + ",rule=\"" + label_value(rule) + "\""; };
+  const std::string program_label = "program=\"" + escape_label_value(context.program) + "\"";
+  auto rule_labels = [&](const std::string& rule) {
+    return program_label + ",rule=\"" + escape_label_value(rule) + "\"";
+  };
   auto labels = [&](const MetricsRow& row) { return rule_labels(row.rule); };
   header(out, "tcptune_processes", "gauge",
          "Live processes of the program writing this file: each preloaded process once it measures a connection, "
@@ -121,7 +108,7 @@ std::string render_prometheus(const std::vector<MetricsRow>& rows, const Metrics
          "unavailable (not in this kernel) or capped (by a sysctl).");
   for (const OptionMiss& miss : context.option_misses) {
     out += "tcptune_options_not_as_requested_total{" + rule_labels(miss.rule) + ",option=\"" +
-           label_value(miss.option) + "\",outcome=\"" + label_value(miss.outcome) + "\"} " +
+           escape_label_value(miss.option) + "\",outcome=\"" + escape_label_value(miss.outcome) + "\"} " +
            std::to_string(miss.count) + "\n";
   }
   header(out, "tcptune_dropped_records_total", "counter",

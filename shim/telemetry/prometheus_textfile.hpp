@@ -16,6 +16,7 @@
 #include "connection_counters.hpp"
 #include "file_calls.hpp"
 #include "latency_histogram.hpp"
+#include "log_drops.hpp"
 
 namespace tcptune::telemetry {
 
@@ -38,14 +39,6 @@ struct OptionMiss {
   std::string option;   // as in the conn_open record's options: nodelay, rcvbuf, congestion, ...
   std::string outcome;  // refused, not_permitted, unavailable, capped
   std::uint64_t count = 0;
-};
-
-// Records a log on stderr could not take (stderr_stream.hpp): its pipe was full, or one was longer
-// than one write of PIPE_BUF bytes may be.
-struct LogDrops {
-  std::uint64_t full = 0;
-  std::uint64_t too_long = 0;
-  [[nodiscard]] std::uint64_t total() const { return full + too_long; }
 };
 
 // What the file says beyond the rows.
