@@ -51,7 +51,7 @@ TEST(UnitFileSyntax, BackslashContinuesTheLineAndSkipsCommentsInBetween) {
       "[Service]\nExecStart=/bin/x \\\n  --one \\\n# a comment inside\n; another\n  --two\nKey=a\\\\\nNext=b\n");
   ASSERT_TRUE(parsed.error.empty()) << parsed.error;
   ASSERT_EQ(parsed.assignments.size(), 3U);
-  EXPECT_EQ(parsed.assignments[0].value, "/bin/x    --one     --two");
+  EXPECT_EQ(parsed.assignments[0].value, "/bin/x    --one    --two");
   EXPECT_EQ(parsed.assignments[0].line, 2);
   // An escaped backslash at the end does not continue the line.
   EXPECT_EQ(parsed.assignments[1].value, "a\\\\");
@@ -205,7 +205,8 @@ TEST_F(UnitLookup, DropinsOfEveryKindInSystemdsOrder) {
   write("/usr/lib/systemd/system/a-b@.service.d/50-masked.conf", "");
   write("/etc/systemd/system/a-b@i.service.d/20-instance.conf", "");
   write("/etc/systemd/system/a-@.service.d/05-prefix.conf", "");
-  write("/etc/systemd/system/a-.service.d/06-not-for-instances.conf", "");
+  write("/etc/systemd/system/a-.service.d/06-template-prefix.conf", "");
+  write("/etc/systemd/system/a-b.service.d/07-other-unit.conf", "");
   write("/run/systemd/system/service.d/01-all.conf", "");
   write("/usr/lib/systemd/system/a-b@i.service.d/20-instance.conf", "shadowed by /etc's");
   fs::create_directories(root_ / "etc/systemd/system/a-b@.service.d");
@@ -219,6 +220,8 @@ TEST_F(UnitLookup, DropinsOfEveryKindInSystemdsOrder) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"run/systemd/system/service.d/01-all.conf",
                                              "etc/systemd/system/a-@.service.d/05-prefix.conf",
+                                             // The template's prefix ("a-b@.service": "a-.service"), as systemd does.
+                                             "etc/systemd/system/a-.service.d/06-template-prefix.conf",
                                              "usr/lib/systemd/system/a-b@.service.d/10-vendor.conf",
                                              "etc/systemd/system/a-b@i.service.d/20-instance.conf"}));
 }
