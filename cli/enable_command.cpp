@@ -76,7 +76,8 @@ bool read_settings(const UnitFiles& files, const std::string& own_dropin, Servic
     std::string error;
     const std::optional<std::string> text = read_text_file(source, error);
     if (!text.has_value()) {
-      problem = "cannot read " + source + ": " + error;
+      problem = "cannot read " + source;
+      problem += ": " + error;
       return false;
     }
     const UnitFileText parsed = parse_unit_file(*text);
@@ -130,7 +131,8 @@ std::vector<std::string> check_environment_files(const std::string& root, const 
     const std::optional<std::string> text = read_text_file(resolve_in_root(root, path), error);
     if (!text.has_value()) {
       if (!(optional && error == std::generic_category().message(ENOENT))) {
-        findings.warnings.push_back(unknown + " (" + error + ")");
+        findings.warnings.push_back(unknown);
+        findings.warnings.back() += " (" + error + ")";
       }
       continue;
     }

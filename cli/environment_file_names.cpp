@@ -46,7 +46,9 @@ std::vector<std::string> environment_file_names(std::string_view text) {
       if (c == '\\' && quote != '\'') {
         ++at;  // whatever follows, a newline included, is part of the value
       } else if (quote != 0) {
-        quote = c == quote ? 0 : quote;
+        if (c == quote) {
+          quote = 0;
+        }
       } else if (c == '\'' || c == '"') {
         quote = c;
       } else if (c == '\n') {

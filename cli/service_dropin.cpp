@@ -149,10 +149,11 @@ bool plan_wrap(const DropinRequest& request, const std::vector<std::string>& rea
     plan.notes.push_back(reason);
   }
   comments.push_back("# ExecStart= is wrapped in tcptune run, which tunes the program from outside where the loader");
-  comments.push_back("# cannot preload the shim. tcptune run is the main process ($MAINPID): it passes");
+  comments.push_back("# cannot preload the shim. Supervising, tcptune run is the main process ($MAINPID): it passes");
   comments.push_back(std::string("# ") + kForwardedSignals + " to the program.");
   plan.notes.push_back("ExecStart= wrapped in tcptune run (supervised mode where the loader cannot preload the shim)");
-  plan.notes.push_back(std::string("$MAINPID is tcptune run, which passes ") + kForwardedSignals + " to the program");
+  plan.notes.push_back(std::string("$MAINPID is tcptune run while it supervises the program, and it passes ") +
+                       kForwardedSignals + " on (a program it preloads into replaces it: exec)");
   lines.emplace_back("ExecStart=");
   for (const ExecCommand& command : request.commands) {
     lines.push_back("ExecStart=" + wrapped_command(request, command));

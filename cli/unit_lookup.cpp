@@ -105,7 +105,7 @@ UnitFiles find_unit_files(const std::string& root, const ServiceUnitName& unit) 
   }
   for (const std::string& name : names) {
     for (const std::string& dir : system_unit_paths()) {
-      if (!exists(under_root(root, dir + "/" + name))) {
+      if (!exists(under_root(root, std::string(dir).append("/").append(name)))) {
         continue;
       }
       const Found found = look_in(root, dir, name);

@@ -308,7 +308,7 @@ check(len(execs) == 1 and shlex.split(execs[0])[:5] == ["-" + tcptune, "run", "-
 check(env.get("@NotifyAccess") == "all" and env.get("@KillMode") == "mixed",
       "Type=notify: NotifyAccess=all (the program notifies as a child); KillMode=mixed (one SIGTERM, passed on)")
 check("LD_PRELOAD" not in env, "no LD_PRELOAD for a program that ignores it")
-check("$MAINPID is tcptune run" in r.stdout, "enable says what $MAINPID now is")
+check("$MAINPID is tcptune run while it supervises" in r.stdout, "enable says what $MAINPID now is")
 (status, out, err), = start(root, "app.service")
 check(status == 0 and "hello" in out and "supervised mode" in err,
       f"the wrapped command runs the program, supervised ({status}; {err.strip()!r})")
