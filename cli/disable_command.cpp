@@ -33,19 +33,20 @@ int disable_command(const DisableOptions& options) {
     (void)std::fprintf(stderr, "tcptune disable: %s\n", shown(problem).c_str());
     return 1;
   }
+  const std::string root = options.root == "/" ? std::string() : options.root;
   std::error_code error;
-  if (!options.root.empty() && !fs::is_directory(options.root, error)) {
+  if (!root.empty() && !fs::is_directory(root, error)) {
     (void)std::fprintf(stderr, "tcptune disable: --root %s is not a directory\n", shown(options.root).c_str());
     return 1;
   }
   // enable wrote an alias's drop-in under the name it is an alias of.
   ServiceUnitName unit = *given;
-  if (const UnitFiles files = find_unit_files(options.root, *given); !files.real_name.empty()) {
+  if (const UnitFiles files = find_unit_files(root, *given); !files.real_name.empty()) {
     if (std::optional<ServiceUnitName> real = parse_service_unit_name(files.real_name, problem)) {
       unit = std::move(*real);
     }
   }
-  const std::string directory = under_root(options.root, std::string(kAdminUnitPath) + "/" + unit.name + ".d");
+  const std::string directory = under_root(root, std::string(kAdminUnitPath) + "/" + unit.name + ".d");
   const std::string path = directory + "/" + kDropinFileName;
   std::string read_error;
   const std::optional<std::string> text = read_text_file(path, read_error);
@@ -76,7 +77,7 @@ int disable_command(const DisableOptions& options) {
                         shown(directory).c_str());
     }
   }
-  print_systemctl_steps(stdout, unit, options.root);
+  print_systemctl_steps(stdout, unit, root);
   return 0;
 }
 

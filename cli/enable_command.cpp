@@ -63,8 +63,10 @@ bool read_settings(const UnitFiles& files, const std::string& own_dropin, Servic
                    std::vector<std::string>& later, std::string& problem) {
   std::vector<std::string> sources{files.unit_file};
   for (const std::string& dropin : files.dropins) {
+    // tcptune's drop-in masks any other of its name (a template's, when its instance is enabled
+    // too), as a drop-in in a more specific directory does.
     std::error_code error;
-    if (fs::equivalent(dropin, own_dropin, error)) {
+    if (fs::equivalent(dropin, own_dropin, error) || fs::path(dropin).filename() == kDropinFileName) {
       continue;
     }
     sources.push_back(dropin);
@@ -226,7 +228,7 @@ int enable_command(const EnableOptions& options) {
     (void)std::fprintf(stderr, "tcptune enable: %s\n", shown(problem).c_str());
     return 1;
   }
-  const std::string& root = options.root;
+  const std::string root = options.root == "/" ? std::string() : options.root;
   std::error_code error;
   if (!root.empty() && !fs::is_directory(root, error)) {
     (void)std::fprintf(stderr, "tcptune enable: --root %s is not a directory\n", shown(root).c_str());
@@ -293,7 +295,9 @@ int enable_command(const EnableOptions& options) {
     }
   }
   request.preload_files = check_environment_files(root, unit, settings, findings);
-  if (!choose_policy(options, settings, request.policy, findings)) {
+  EnableOptions rooted = options;
+  rooted.root = root;
+  if (!choose_policy(rooted, settings, request.policy, findings)) {
     return kExitConfig;
   }
   request.tcptune = fs::read_symlink("/proc/self/exe", error).string();

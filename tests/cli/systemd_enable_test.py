@@ -376,6 +376,15 @@ check(r.returncode == 0 and os.path.exists(dropin_path(root, "web@one.service"))
 (status, maps, _), = start(root, "web@one.service")
 check(shim in maps and "libmarker-dropin.so" in maps, "the instance's program has both mapped")
 
+# A static template enabled, then one of its instances: the instance's drop-in (same name, more
+# specific) masks the template's, so it wraps the program itself, not the template's wrapper.
+write(root, "/usr/lib/systemd/system/job@.service", UNIT_HEAD + "ExecStart=/usr/bin/static-app %i\n")
+tool("enable", "job@.service", "--root", root)
+r = tool("enable", "job@two.service", "--root", root)
+_, execs = effective(root, "job@two.service")
+check(r.returncode == 0 and len(execs) == 1 and shlex.split(execs[0])[3:] == ["--", "/usr/bin/static-app", "%i"],
+      f"template and instance both enabled: the instance wraps the program once ({execs})")
+
 write(root, "/etc/tcptune/web.toml", "version = 1\n[defaults]\nnodelay = \"on\"\n")
 write(root, "/usr/lib/systemd/system/pol.service", UNIT_HEAD + "ExecStart=/usr/bin/dyn-app\n")
 r = tool("enable", "pol", "--root", root, "--policy", "/etc/tcptune/web.toml")
