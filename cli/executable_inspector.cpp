@@ -14,6 +14,8 @@
 #include <fstream>
 #include <system_error>
 
+#include "rooted_path.hpp"
+
 namespace tcptune::cli {
 
 namespace {
@@ -111,10 +113,13 @@ bool is_glibc_loader_name(const std::string& name) {
 
 }  // namespace
 
-LoaderKind classify_loader(const std::string& interpreter) {
+LoaderKind classify_loader(const std::string& interpreter, const std::string& root) {
   const std::string name = std::filesystem::path(interpreter).filename().string();
   std::error_code error;
-  const std::string target = std::filesystem::canonical(interpreter, error).filename().string();
+  const std::string target =
+      std::filesystem::canonical(root.empty() ? interpreter : resolve_in_root(root, interpreter), error)
+          .filename()
+          .string();
   if (name.starts_with("ld-musl-") || (!error && target.starts_with("ld-musl-"))) {
     return LoaderKind::musl;
   }
@@ -145,7 +150,7 @@ std::string script_interpreter(const std::string& path) {
 
 }  // namespace
 
-PreloadObstacles preload_obstacles(const std::string& path) {
+PreloadObstacles preload_obstacles(const std::string& path, const std::string& root) {
   PreloadObstacles obstacles;
   std::vector<std::string>& reasons = obstacles.reasons;
   struct stat info {};
@@ -167,8 +172,10 @@ PreloadObstacles preload_obstacles(const std::string& path) {
   }
   const ElfFacts elf = inspect_elf(path);
   if (!elf.is_elf) {
-    if (const std::string interpreter = script_interpreter(path); !interpreter.empty() && interpreter != path) {
-      PreloadObstacles of_interpreter = preload_obstacles(interpreter);
+    const std::string interpreter = script_interpreter(path);
+    const std::string located = root.empty() || interpreter.empty() ? interpreter : resolve_in_root(root, interpreter);
+    if (!located.empty() && located != path) {
+      PreloadObstacles of_interpreter = preload_obstacles(located, root);
       for (std::string& reason : of_interpreter.reasons) {
         reasons.push_back("its interpreter " + reason);
       }
@@ -184,7 +191,7 @@ PreloadObstacles preload_obstacles(const std::string& path) {
   } else if (!elf.has_interpreter) {
     reasons.push_back(path + " is statically linked: there is no dynamic loader to preload the shim");
     obstacles.bypasses_loader = true;
-  } else if (const LoaderKind loader = classify_loader(elf.interpreter); loader != LoaderKind::glibc) {
+  } else if (const LoaderKind loader = classify_loader(elf.interpreter, root); loader != LoaderKind::glibc) {
     // An unreadable PT_INTERP (empty) counts as another loader: the shim is not risked.
     reasons.push_back(path + (loader == LoaderKind::musl ? " is linked against musl" : " is not linked against glibc") +
                       " (program interpreter " + (elf.interpreter.empty() ? "unreadable" : elf.interpreter) +
