@@ -2,8 +2,13 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,8 +48,38 @@ static long monotonic_ns(void) {
   return now.tv_sec * 1000000000L + now.tv_nsec;
 }
 
+/* Whether fd 2 takes a line of tcptune's now, as the core's log on stderr judges it
+   (shim/telemetry/stderr_stream.hpp): never into a network socket or an accepted unix
+   connection (an inetd-style program's stderr is its connection, where the line would corrupt
+   what it sends), and never blocking (a full pipe nobody reads would stop the program at its
+   first TCP socket), nor into a pipe whose reader is gone (SIGPIPE). */
+static bool stderr_takes_a_line(void) {
+  struct stat info;
+  if (syscall(SYS_fstat, 2, &info) != 0) {
+    return false;
+  }
+  if (S_ISSOCK(info.st_mode)) {
+    int domain = 0;
+    socklen_t length = sizeof domain;
+    struct sockaddr_un own;
+    socklen_t own_length = sizeof own;
+    if (syscall(SYS_getsockopt, 2, SOL_SOCKET, SO_DOMAIN, &domain, &length) != 0 || domain != AF_UNIX ||
+        syscall(SYS_getsockname, 2, &own, &own_length) != 0 || own_length > offsetof(struct sockaddr_un, sun_path)) {
+      return false;
+    }
+  }
+  struct pollfd writable = {2, POLLOUT, 0};
+  /* POLLERR: a pipe whose reader is gone, where the write would raise SIGPIPE. */
+  return syscall(SYS_poll, &writable, 1UL, 0) == 1 && (writable.revents & (POLLOUT | POLLERR)) == POLLOUT;
+}
+
 /* One line on stderr, in one write: "tcptune: <parts>; running untuned". */
 static void say(const char* first, const char* second) {
+  const int saved_errno = errno;
+  if (!stderr_takes_a_line()) {
+    errno = saved_errno;
+    return;
+  }
   static const char prefix[] = "tcptune: ";
   static const char suffix[] = "; running untuned\n";
   char line[1024];
@@ -62,6 +97,7 @@ static void say(const char* first, const char* second) {
   memcpy(line + used, suffix, sizeof suffix - 1);
   used += sizeof suffix - 1;
   (void)syscall(SYS_write, 2, line, used);
+  errno = saved_errno;
 }
 
 /* The core is named after the first stage, beside it: DIR/libtcptune.so -> DIR/libtcptune-core.so. */
