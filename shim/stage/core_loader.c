@@ -21,8 +21,8 @@ enum libc_kind { libc_unknown, libc_glibc, libc_other };
 static int g_state = core_unloaded;
 static int g_libc = libc_unknown;
 static const struct tcptune_core_entries* g_entries;
-/* Who is loading it: a hook that this load calls itself goes on to libc; a child forked
-   meanwhile does not wait for a thread it does not have. */
+/* Who loads it (0: nobody yet; the process id is the claim): a hook that this load calls
+   itself goes on to libc; a child forked meanwhile does not wait for a thread it does not have. */
 static long g_loader_process;
 static long g_loader_thread;
 
@@ -157,29 +157,34 @@ static void finish_load(const struct tcptune_core_entries* entries) {
   }
 }
 
-static const struct tcptune_core_entries* wait_for_loader(void) {
-  if (__atomic_load_n(&g_loader_process, __ATOMIC_ACQUIRE) == this_process() &&
-      __atomic_load_n(&g_loader_thread, __ATOMIC_ACQUIRE) == this_thread()) {
+/* `loader` claimed the load. A thread of another process (this one forked while a thread of
+   the parent was loading it, even before that thread said which it was) never finishes it
+   here: the core stays unloaded in this process. */
+static const struct tcptune_core_entries* wait_for_loader(long loader) {
+  if (loader != this_process()) {
+    int state = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+    while (state == core_unloaded || state == core_loading) {
+      if (__atomic_compare_exchange_n(&g_state, &state, core_unavailable, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        stage_route_triggers_to_next();
+        break;
+      }
+    }
+    return stage_core_if_attached();
+  }
+  if (__atomic_load_n(&g_loader_thread, __ATOMIC_ACQUIRE) == this_thread()) {
     return NULL; /* called from inside the load */
   }
   const long deadline = monotonic_ns() + kLongestWaitNs;
-  while (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == core_loading) {
-    const long loader = __atomic_load_n(&g_loader_process, __ATOMIC_ACQUIRE);
-    if (loader != 0 && loader != this_process()) {
-      /* Forked while a thread of the parent was loading it: half loaded here, never finished. */
-      int expected = core_loading;
-      if (__atomic_compare_exchange_n(&g_state, &expected, core_unavailable, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        stage_route_triggers_to_next();
-      }
-      return NULL;
+  for (;;) {
+    const int state = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+    if (state == core_attached) {
+      return __atomic_load_n(&g_entries, __ATOMIC_ACQUIRE);
     }
-    if (monotonic_ns() > deadline) {
+    if (state == core_unavailable || monotonic_ns() > deadline) {
       return NULL;
     }
     (void)syscall(SYS_sched_yield);
   }
-  return __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == core_attached ? __atomic_load_n(&g_entries, __ATOMIC_ACQUIRE)
-                                                                      : NULL;
 }
 
 bool stage_running_on_glibc(void) {
@@ -218,15 +223,15 @@ static const struct tcptune_core_entries* load_or_wait(void) {
   if (!stage_core_possible() || stage_in_signal_handler()) {
     return NULL;
   }
-  int expected = core_unloaded;
-  if (!__atomic_compare_exchange_n(&g_state, &expected, core_loading, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-    if (expected == core_attached) {
-      return __atomic_load_n(&g_entries, __ATOMIC_ACQUIRE);
-    }
-    return expected == core_loading ? wait_for_loader() : NULL;
+  /* The load is claimed with the loader's process id in one step: a child forked at any point
+     of it knows the load is not its own. */
+  long claimant = 0;
+  if (!__atomic_compare_exchange_n(&g_loader_process, &claimant, this_process(), 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    return wait_for_loader(claimant);
   }
   __atomic_store_n(&g_loader_thread, this_thread(), __ATOMIC_RELEASE);
-  __atomic_store_n(&g_loader_process, this_process(), __ATOMIC_RELEASE);
+  __atomic_store_n(&g_state, core_loading, __ATOMIC_RELEASE);
   const struct tcptune_core_entries* entries = load_and_attach();
   finish_load(entries);
   return entries;
