@@ -199,6 +199,31 @@ bool stage_running_on_glibc(void) {
   return libc == libc_glibc;
 }
 
+/* Another copy of libtcptune.so, at another path, comes first in LD_PRELOAD (an image's own and
+   an injected one, or `tcptune run`'s and an inherited one): that copy and its core tune the
+   process, this one passes every call on (two cores would tune, log and count each connection
+   twice). Its hooks are the first definitions in the global scope. */
+static bool another_stage_comes_first(void) {
+  static int answer = -1; /* asked once: -1 not yet, else 0 or 1 */
+  const int known = __atomic_load_n(&answer, __ATOMIC_ACQUIRE);
+  if (known >= 0) {
+    return known != 0;
+  }
+  const int saved_errno = errno;
+  Dl_info first;
+  Dl_info self;
+  void* const first_socket = dlsym(RTLD_DEFAULT, "socket");
+  bool other = first_socket != NULL && dladdr(first_socket, &first) != 0 && dladdr(&g_state, &self) != 0 &&
+               first.dli_fbase != self.dli_fbase && first.dli_fname != NULL;
+  if (other) {
+    const char* const slash = strrchr(first.dli_fname, '/');
+    other = strcmp(slash != NULL ? slash + 1 : first.dli_fname, "libtcptune.so") == 0;
+  }
+  errno = saved_errno;
+  __atomic_store_n(&answer, other ? 1 : 0, __ATOMIC_RELEASE);
+  return other;
+}
+
 bool stage_core_possible(void) {
   const int state = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
   if (state == core_attached) {
@@ -207,7 +232,7 @@ bool stage_core_possible(void) {
   if (state == core_unavailable) {
     return false;
   }
-  if (!stage_running_on_glibc()) {
+  if (!stage_running_on_glibc() || another_stage_comes_first()) {
     int expected = core_unloaded;
     if (__atomic_compare_exchange_n(&g_state, &expected, core_unavailable, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
       stage_route_triggers_to_next();
