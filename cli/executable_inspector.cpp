@@ -195,7 +195,7 @@ PreloadObstacles preload_obstacles(const std::string& path, const std::string& r
     // An unreadable PT_INTERP (empty) counts as another loader: the shim is not risked.
     reasons.push_back(path + (loader == LoaderKind::musl ? " is linked against musl" : " is not linked against glibc") +
                       " (program interpreter " + (elf.interpreter.empty() ? "unreadable" : elf.interpreter) +
-                      "): the shim, built for glibc, would stop it before main");
+                      "): the shim's tuning core runs under glibc only, so preloaded it would run untuned");
     obstacles.bypasses_loader = true;
     obstacles.foreign_loader = true;
   }

@@ -171,6 +171,11 @@ class PodInjection {
       if (document_.node(container).kind != YamlNode::Kind::mapping) {
         throw ManifestError(document_, document_.node(container), "a container that is not a mapping");
       }
+      if (document_.node(container).children.empty()) {
+        // Two entries added to an empty flow mapping would need a separator between them.
+        throw ManifestError(document_, document_.node(container),
+                            "a container with nothing in it ({}), not even a name");
+      }
       const std::string name = document_.scalar(document_.value_of(container, "name"));
       seen.insert(name);
       inject_container(container, name, edits);

@@ -76,7 +76,7 @@ void after_fork_in_parent() noexcept {
 // operator expects one file per process.
 void after_fork_in_child() noexcept {
   g_owner_pid.store(getpid(), std::memory_order_relaxed);
-  renew_stderr_relay_in_child();  // still under the log's mutex, taken before the fork
+  detach_stderr_in_child();  // still under the log's mutex, taken before the fork
   log_after_fork();
   telemetry_after_fork_in_child();
   keep_warm_after_fork_in_child();

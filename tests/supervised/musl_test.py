@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A program linked against musl (option_probe.c built by Debian's musl-tools, `musl-gcc`: its
-program interpreter is /lib/ld-musl-x86_64.so.1), which the shim, built for glibc, would stop
-before main. Each case connects to a loopback listener under a rule with nodelay = "force";
+program interpreter is /lib/ld-musl-x86_64.so.1), where the shim's tuning core, built for
+glibc, never runs. Each case connects to a loopback listener under a rule with nodelay = "force";
 the same program alone has TCP_NODELAY off.
 
   --case run: plain `tcptune run` (no --supervise) picks supervised mode, says why in one line

@@ -127,7 +127,7 @@ TEST(ExecutableInspector, AMuslProgramIsSupervised) {
   ASSERT_EQ(obstacles.reasons.size(), 1U);
   EXPECT_EQ(obstacles.reasons[0], musl.path() +
                                       " is linked against musl (program interpreter /lib/ld-musl-x86_64.so.1): the "
-                                      "shim, built for glibc, would stop it before main");
+                                      "shim's tuning core runs under glibc only, so preloaded it would run untuned");
   EXPECT_TRUE(obstacles.bypasses_loader);
   EXPECT_TRUE(obstacles.foreign_loader);
   const TempLog other(elf_with_interpreter("/system/bin/linker64"));
