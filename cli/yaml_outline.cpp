@@ -116,7 +116,9 @@ std::vector<YamlDocument> read_yaml_outline(std::string_view text) {
   if (yaml_parser_initialize(parser.get()) == 0) {
     throw std::bad_alloc();
   }
-  yaml_parser_set_input_string(parser.get(), reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  // libyaml asserts a non-null input, which an empty string_view need not have.
+  const char* const input = text.data() != nullptr ? text.data() : "";
+  yaml_parser_set_input_string(parser.get(), reinterpret_cast<const unsigned char*>(input), text.size());
   yaml_parser_set_encoding(parser.get(), YAML_UTF8_ENCODING);
 
   std::vector<YamlDocument> documents;

@@ -33,7 +33,8 @@ std::optional<std::string> meaning(std::string_view text) {
   if (yaml_parser_initialize(&parser) == 0) {
     std::abort();
   }
-  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  const char* const input = text.data() != nullptr ? text.data() : "";  // libyaml asserts non-null
+  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(input), text.size());
   yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
   std::string out;
   const auto text_of = [](const yaml_char_t* value) {
