@@ -43,7 +43,7 @@ struct KubeInjectOptions {
   std::string output = "-";  // "-": stdout
   bool uninject = false;
   bool quiet = false;  // no notes on stderr, errors only
-  std::string image;  // the init container's image (default: tcptune-init:VERSION)
+  std::string image;   // the init container's image (default: tcptune-init:VERSION)
   std::string policy_configmap;
   std::string policy_key = "policy.toml";
 };

@@ -24,11 +24,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
-#include <stddef.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,9 +200,11 @@ static int mode_binds(int count, int port) {
     memset(&local, 0, sizeof local);
     local.sun_family = AF_UNIX;
     /* An abstract name (no file left behind), unique to this process and call. */
-    const int length = snprintf(local.sun_path + 1, sizeof local.sun_path - 1, "hand_over_probe.%d.%d", (int)getpid(), i);
+    const int length =
+        snprintf(local.sun_path + 1, sizeof local.sun_path - 1, "hand_over_probe.%d.%d", (int)getpid(), i);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    unix_local += bind(fd, (const struct sockaddr*)&local, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + length)) == 0;
+    unix_local +=
+        bind(fd, (const struct sockaddr*)&local, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + length)) == 0;
     close(fd);
     struct sockaddr_nl kernel_link;
     memset(&kernel_link, 0, sizeof kernel_link);

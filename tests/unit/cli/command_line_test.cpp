@@ -146,8 +146,8 @@ TEST(CommandLine, KubeInjectAndInstall) {
   EXPECT_FALSE(plain.kube_inject.quiet);
   EXPECT_EQ(plain.kube_inject.image.rfind("tcptune-init:", 0), 0U) << plain.kube_inject.image;
   EXPECT_EQ(plain.kube_inject.policy_key, "policy.toml");
-  const CommandLine full = parse_command_line({"kube-inject", "-f", "in.yaml", "-o", "out.yaml", "--uninject", "--image",
-                                               "reg/tcptune-init:1", "--policy-configmap", "tcptune.policy",
+  const CommandLine full = parse_command_line({"kube-inject", "-f", "in.yaml", "-o", "out.yaml", "--uninject",
+                                               "--image", "reg/tcptune-init:1", "--policy-configmap", "tcptune.policy",
                                                "--policy-key", "p.toml", "--quiet"});
   ASSERT_EQ(full.subcommand, Subcommand::kube_inject);
   EXPECT_TRUE(full.kube_inject.quiet);
