@@ -4,12 +4,13 @@
 // bound (Go binds and closes a socket to probe for IPv6), so each is dropped as soon as the
 // program no longer has it at the descriptor it was given (closed, or moved to another number:
 // then it is not tuned): looked at every kSweepEvery, and, for those holding a port, at each
-// TCP socket() a supervised process makes, before the kernel runs it. Only a TCP socket's bind
-// can find a TCP port taken, and a socket made after the close is made through that trap, so
-// bind, close, socket, bind finds the port free as without tcptune. (bind itself is not trapped:
-// the filter cannot tell a TCP socket's bind from any other's. A TCP socket made before the
-// close that binds the port within kSweepEvery of it may find it taken.) Identity is the
-// socket's inode: a descriptor number the program reuses for another socket never finds this one.
+// trapped TCP socket() of a supervised process, before its socket is made. Only a TCP socket's
+// bind can find a TCP port taken, and a TCP socket made after the close passes that trap, so
+// bind, close, socket, bind finds the port free as without tcptune. bind itself is not trapped
+// (the filter cannot tell a TCP socket's bind from a UDP, unix or netlink one's): a TCP socket
+// made before the close that binds the port within kSweepEvery after it may find it taken.
+// Identity is the socket's inode: a descriptor number the program reuses for another socket
+// never finds this one.
 #pragma once
 
 #include <sys/types.h>
