@@ -122,8 +122,9 @@ std::vector<YamlDocument> read_yaml_outline(std::string_view text) {
   if (yaml_parser_initialize(parser.get()) == 0) {
     throw std::bad_alloc();
   }
-  yaml_parser_set_input_string(parser.get(), reinterpret_cast<const unsigned char*>(text.data() + base),
-                               text.size() - base);
+  // libyaml asserts a non-null input, which an empty string_view need not have.
+  const char* const input = text.data() != nullptr ? text.data() + base : "";
+  yaml_parser_set_input_string(parser.get(), reinterpret_cast<const unsigned char*>(input), text.size() - base);
   yaml_parser_set_encoding(parser.get(), YAML_UTF8_ENCODING);
 
   std::vector<YamlDocument> documents;
