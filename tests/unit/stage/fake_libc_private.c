@@ -5,19 +5,22 @@
 #include <limits.h>
 #include <string.h>
 
-/* NOLINTBEGIN(readability-identifier-naming): glibc's names */
-char fake_libc_private_opened[256];
-int fake_libc_private_mode;
-int fake_libc_private_lookups;
+/* The project builds with hidden visibility by default; these are what the object exports. */
+#define FAKE_EXPORT __attribute__((visibility("default")))
 
-void* __libc_dlopen_mode(const char* name, int mode) {
+/* NOLINTBEGIN(readability-identifier-naming): glibc's names */
+FAKE_EXPORT char fake_libc_private_opened[256];
+FAKE_EXPORT int fake_libc_private_mode;
+FAKE_EXPORT int fake_libc_private_lookups;
+
+FAKE_EXPORT void* __libc_dlopen_mode(const char* name, int mode) {
   strncpy(fake_libc_private_opened, name, sizeof fake_libc_private_opened - 1);
   fake_libc_private_mode = mode;
   /* glibc's internal __RTLD_DLOPEN, which public dlopen does not take. */
   return dlopen(name, mode & ~INT_MIN);
 }
 
-void* __libc_dlsym(void* map, const char* name) {
+FAKE_EXPORT void* __libc_dlsym(void* map, const char* name) {
   ++fake_libc_private_lookups;
   return dlsym(map, name);
 }

@@ -5,18 +5,20 @@
 #define LOOKUP_NAME(style, name) LOOKUP_JOIN(style, name)
 #define LOOKUP_TEXT(text) #text
 #define LOOKUP_STRING(text) LOOKUP_TEXT(text)
+/* The project builds with hidden visibility by default; these are what the object exports. */
+#define LOOKUP_EXPORT __attribute__((visibility("default")))
 
-int LOOKUP_NAME(LOOKUP_STYLE, variable) = 7;
+LOOKUP_EXPORT int LOOKUP_NAME(LOOKUP_STYLE, variable) = 7;
 
-int LOOKUP_NAME(LOOKUP_STYLE, answer)(void) {
+LOOKUP_EXPORT int LOOKUP_NAME(LOOKUP_STYLE, answer)(void) {
   return 42;
 }
 
-int lookup_versioned_old(void) {
+LOOKUP_EXPORT int lookup_versioned_old(void) {
   return 1;
 }
 
-int lookup_versioned_new(void) {
+LOOKUP_EXPORT int lookup_versioned_new(void) {
   return 2;
 }
 

@@ -38,13 +38,13 @@ HashTables hash_tables_of(void* function) {
   } search{reinterpret_cast<ElfW(Addr)>(function), {}};
   dl_iterate_phdr(
       [](dl_phdr_info* object, size_t, void* data) {
-        auto* search = static_cast<Search*>(data);
+        auto* wanted = static_cast<Search*>(data);
         bool contains = false;
         const ElfW(Dyn)* dynamic = nullptr;
         for (ElfW(Half) i = 0; i < object->dlpi_phnum; ++i) {
           const ElfW(Phdr)& header = object->dlpi_phdr[i];
           const ElfW(Addr) start = object->dlpi_addr + header.p_vaddr;
-          if (header.p_type == PT_LOAD && search->address >= start && search->address < start + header.p_memsz) {
+          if (header.p_type == PT_LOAD && wanted->address >= start && wanted->address < start + header.p_memsz) {
             contains = true;
           }
           if (header.p_type == PT_DYNAMIC) {
@@ -55,8 +55,8 @@ HashTables hash_tables_of(void* function) {
           return 0;
         }
         for (const ElfW(Dyn)* entry = dynamic; entry->d_tag != DT_NULL; ++entry) {
-          search->found.gnu = search->found.gnu || entry->d_tag == DT_GNU_HASH;
-          search->found.sysv = search->found.sysv || entry->d_tag == DT_HASH;
+          wanted->found.gnu = wanted->found.gnu || entry->d_tag == DT_GNU_HASH;
+          wanted->found.sysv = wanted->found.sysv || entry->d_tag == DT_HASH;
         }
         return 1;
       },
