@@ -11,12 +11,12 @@ enum { kHiddenVersion = 0x8000 };
 
 /* What one object's dynamic section points at. */
 struct symbol_tables {
-  const ElfW(Sym)* symbols;
+  const ElfW(Sym) * symbols;
   const char* strings;
   size_t strings_size;
   const uint32_t* gnu_hash;
   const uint32_t* sysv_hash;
-  const ElfW(Versym)* versions;
+  const ElfW(Versym) * versions;
 };
 
 struct search {
@@ -49,13 +49,14 @@ static uint32_t sysv_hash_of(const char* name) {
    writable); musl's and the vDSO's keep them relative to the load address. A relative one is
    below the load address. */
 static const void* dynamic_address(const struct dl_phdr_info* object, ElfW(Addr) value) {
+  /* NOLINTNEXTLINE(performance-no-int-to-ptr): an address the dynamic section holds */
   return (const void*)(value < object->dlpi_addr ? object->dlpi_addr + value : value);
 }
 
-static const ElfW(Sym)* matching(const struct symbol_tables* tables, uint32_t index, const char* name) {
+static const ElfW(Sym) * matching(const struct symbol_tables* tables, uint32_t index, const char* name) {
   const ElfW(Sym)* symbol = &tables->symbols[index];
-  if (symbol->st_shndx == SHN_UNDEF || /* ELF32's is the same */ ELF64_ST_TYPE(symbol->st_info) != STT_FUNC || symbol->st_value == 0 ||
-      symbol->st_name >= tables->strings_size) {
+  if (symbol->st_shndx == SHN_UNDEF || /* ELF32's is the same */ ELF64_ST_TYPE(symbol->st_info) != STT_FUNC ||
+      symbol->st_value == 0 || symbol->st_name >= tables->strings_size) {
     return NULL;
   }
   if (tables->versions != NULL && (tables->versions[index] & kHiddenVersion) != 0) {
@@ -67,7 +68,7 @@ static const ElfW(Sym)* matching(const struct symbol_tables* tables, uint32_t in
 /* DT_GNU_HASH: nbuckets, symoffset, bloom_size, bloom_shift, the Bloom filter (words of the
    address size), the buckets, then one chain word per symbol from symoffset on, whose low bit
    ends a chain. The filter is only a shortcut, and is not read. */
-static const ElfW(Sym)* gnu_lookup(const struct symbol_tables* tables, const struct search* search) {
+static const ElfW(Sym) * gnu_lookup(const struct symbol_tables* tables, const struct search* search) {
   const uint32_t* header = tables->gnu_hash;
   const uint32_t buckets_count = header[0];
   const uint32_t first_hashed = header[1];
@@ -96,7 +97,7 @@ static const ElfW(Sym)* gnu_lookup(const struct symbol_tables* tables, const str
 }
 
 /* DT_HASH: nbucket, nchain, the buckets, the chains (32-bit words on x86-64). */
-static const ElfW(Sym)* sysv_lookup(const struct symbol_tables* tables, const struct search* search) {
+static const ElfW(Sym) * sysv_lookup(const struct symbol_tables* tables, const struct search* search) {
   const uint32_t* header = tables->sysv_hash;
   const uint32_t buckets_count = header[0];
   const uint32_t chain_count = header[1];
@@ -123,14 +124,14 @@ static int search_object(struct dl_phdr_info* object, size_t size, void* data) {
   const ElfW(Dyn)* dynamic = NULL;
   for (ElfW(Half) i = 0; i < object->dlpi_phnum; ++i) {
     if (object->dlpi_phdr[i].p_type == PT_DYNAMIC) {
+      /* NOLINTNEXTLINE(performance-no-int-to-ptr): the object's load address plus an offset */
       dynamic = (const ElfW(Dyn)*)(object->dlpi_addr + object->dlpi_phdr[i].p_vaddr);
     }
   }
   if (dynamic == NULL) {
     return 0;
   }
-  struct symbol_tables tables;
-  memset(&tables, 0, sizeof tables);
+  struct symbol_tables tables = {NULL, NULL, 0, NULL, NULL, NULL};
   for (const ElfW(Dyn)* entry = dynamic; entry->d_tag != DT_NULL; ++entry) {
     switch (entry->d_tag) {
       case DT_SYMTAB: tables.symbols = dynamic_address(object, entry->d_un.d_ptr); break;
@@ -154,6 +155,7 @@ static int search_object(struct dl_phdr_info* object, size_t size, void* data) {
   if (symbol == NULL) {
     return 0;
   }
+  /* NOLINTNEXTLINE(performance-no-int-to-ptr): the object's load address plus the symbol's value */
   search->found = (void*)(object->dlpi_addr + symbol->st_value);
   return 1;
 }
