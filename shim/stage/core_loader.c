@@ -1,6 +1,5 @@
 #include "core_loader.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <stddef.h>
@@ -12,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dl_functions.h"
+#include "loaded_symbols.h"
 #include "routes.h"
 #include "signal_guard.h"
 
@@ -101,9 +102,9 @@ static void say(const char* first, const char* second) {
 }
 
 /* The core is named after the first stage, beside it: DIR/libtcptune.so -> DIR/libtcptune-core.so. */
-static bool core_path(char* path, size_t size) {
+static bool core_path(const struct stage_dl_functions* dl, char* path, size_t size) {
   Dl_info info;
-  if (dladdr(&g_state, &info) == 0 || info.dli_fname == NULL) {
+  if (dl->dladdr(&g_state, &info) == 0 || info.dli_fname == NULL) {
     return false;
   }
   static const char core_suffix[] = "-core.so";
@@ -121,20 +122,25 @@ static bool core_path(char* path, size_t size) {
 }
 
 static const struct tcptune_core_entries* load_and_attach(void) {
+  const struct stage_dl_functions* dl = stage_dl();
+  if (dl == NULL) {
+    say("cannot load the tuning core: the dynamic loader's dlopen was not found", NULL);
+    return NULL;
+  }
   char path[4096];
-  if (!core_path(path, sizeof path)) {
+  if (!core_path(dl, path, sizeof path)) {
     say("cannot tell where libtcptune.so was loaded from, to load the tuning core beside it", NULL);
     return NULL;
   }
-  void* core = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  void* core = dl->dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (core == NULL) {
-    say("cannot load the tuning core: ", dlerror());
+    say("cannot load the tuning core: ", dl->dlerror());
     return NULL;
   }
   tcptune_core_attach_function* attach =
-      __extension__(tcptune_core_attach_function*) dlsym(core, TCPTUNE_CORE_ATTACH_SYMBOL);
+      __extension__(tcptune_core_attach_function*) dl->dlsym(core, TCPTUNE_CORE_ATTACH_SYMBOL);
   if (attach == NULL) {
-    say("cannot attach the tuning core: ", dlerror());
+    say("cannot attach the tuning core: ", dl->dlerror());
     return NULL;
   }
   const struct tcptune_core_entries* entries = attach(&services);
@@ -192,7 +198,7 @@ bool stage_running_on_glibc(void) {
   if (libc == libc_unknown) {
     /* A name only glibc defines. The core is built against glibc and never runs on another. */
     const int saved_errno = errno;
-    libc = dlsym(RTLD_DEFAULT, "gnu_get_libc_version") != NULL ? libc_glibc : libc_other;
+    libc = stage_loaded_function("gnu_get_libc_version") != NULL ? libc_glibc : libc_other;
     errno = saved_errno;
     __atomic_store_n(&g_libc, libc, __ATOMIC_RELEASE);
   }
