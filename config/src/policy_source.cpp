@@ -121,27 +121,41 @@ PolicySource discover_policy_source(bool secure_execution, const char* system_pa
   return {PolicySource::Kind::builtin, {}, {}};
 }
 
-LoadResult load_discovered(const PolicySource& source) {
+std::variant<PolicyText, PolicyError> read_discovered(const PolicySource& source) {
+  using Result = std::variant<PolicyText, PolicyError>;
   switch (source.kind) {
-    case PolicySource::Kind::system_file: return load_policy_file(source.path_or_text);
+    case PolicySource::Kind::system_file:
     case PolicySource::Kind::env_path: {
       // An error reading names the file read; one in the text names the policy by its name.
       std::variant<std::string, PolicyError> read = read_policy_file(source.path_or_text);
       if (read.index() == 1) {
-        return failed(std::get<1>(std::move(read)));
+        return Result(std::in_place_index<1>, std::get<1>(std::move(read)));
       }
-      return load_policy_text(std::get<0>(read), source.name.empty() ? source.path_or_text : source.name);
+      const bool named = source.kind == PolicySource::Kind::env_path && !source.name.empty();
+      return PolicyText{named ? source.name : source.path_or_text, std::get<0>(std::move(read))};
     }
     case PolicySource::Kind::env_inline: {
-      const std::string name = source.name.empty() ? "TCPTUNE_POLICY_TOML" : source.name;
+      std::string name = source.name.empty() ? "TCPTUNE_POLICY_TOML" : source.name;
       if (source.path_or_text.size() > kMaxPolicyBytes) {
-        return failed(file_error(name, too_large(source.path_or_text.size())));
+        return Result(std::in_place_index<1>, file_error(name, too_large(source.path_or_text.size())));
       }
-      return load_policy_text(source.path_or_text, name);
+      return PolicyText{std::move(name), source.path_or_text};
     }
     case PolicySource::Kind::builtin: break;
   }
-  return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<0>, builtin_default_policy())};
+  return PolicyText{};
+}
+
+LoadResult load_discovered(const PolicySource& source) {
+  if (source.kind == PolicySource::Kind::builtin) {
+    return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<0>, builtin_default_policy())};
+  }
+  std::variant<PolicyText, PolicyError> read = read_discovered(source);
+  if (read.index() == 1) {
+    return failed(std::get<1>(std::move(read)));
+  }
+  const PolicyText& policy = std::get<0>(read);
+  return load_policy_text(policy.text, policy.name);
 }
 
 }  // namespace tcptune::config
