@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <system_error>
@@ -74,9 +75,15 @@ std::variant<std::string, PolicyError> read_policy_file(const std::string& path)
   }
   // Read to the end rather than st_size bytes (a /proc file says 0, a file may grow meanwhile),
   // but never past the bound: one byte more than it is enough to know the file is too large.
-  std::string text(kMaxPolicyBytes + 1, '\0');
+  // The buffer starts at the size the file says and grows as it must: one of the bound's size,
+  // zeroed, cost every process 256 page faults for a policy of a few lines.
+  constexpr std::size_t kLimit = kMaxPolicyBytes + 1;
+  std::string text(std::min<std::size_t>(static_cast<std::size_t>(info.st_size) + 1, kLimit), '\0');
   std::size_t length = 0;
-  while (length < text.size()) {
+  while (length < kLimit) {
+    if (length == text.size()) {
+      text.resize(std::min<std::size_t>(std::max<std::size_t>(text.size() * 2, 4096), kLimit));
+    }
     const ssize_t got = ::read(fd, text.data() + length, text.size() - length);
     if (got < 0 && errno == EINTR) {
       continue;
