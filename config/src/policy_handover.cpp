@@ -51,8 +51,8 @@ HandedOverPolicy load_handed_over(const PolicySource& source, std::string_view b
     return out;
   }
   if (!found.refused.empty()) {
-    out.complaint = "ignoring the compiled policy " + store.file_for(key) + ": " + found.refused + "; parsing " +
-                    text.name;
+    out.complaint =
+        "ignoring the compiled policy " + store.file_for(key) + ": " + found.refused + "; parsing " + text.name;
     out.note = "refused " + store.file_for(key) + ": " + found.refused;
   }
   out.loaded = load_policy_text(text.text, text.name);

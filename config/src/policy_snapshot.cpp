@@ -40,19 +40,22 @@ concept Is = std::same_as<std::remove_const_t<T>, U>;
 
 // The largest value of each enum the policy holds: a reader refuses anything past it.
 template <class E>
-constexpr E last_of();
+constexpr E kLast = [] {
+  static_assert(sizeof(E) == 0, "an enum of the policy without its last value here");
+  return E{};
+}();
 template <>
-constexpr NodelayMode last_of<NodelayMode>() { return NodelayMode::on_wait; }
+constexpr NodelayMode kLast<NodelayMode> = NodelayMode::on_wait;
 template <>
-constexpr Role last_of<Role>() { return Role::server; }
+constexpr Role kLast<Role> = Role::server;
 template <>
-constexpr HeartbeatSide last_of<HeartbeatSide>() { return HeartbeatSide::server; }
+constexpr HeartbeatSide kLast<HeartbeatSide> = HeartbeatSide::server;
 template <>
-constexpr Framing last_of<Framing>() { return Framing::amqp091; }
+constexpr Framing kLast<Framing> = Framing::amqp091;
 template <>
-constexpr LogLevel last_of<LogLevel>() { return LogLevel::off; }
+constexpr LogLevel kLast<LogLevel> = LogLevel::off;
 template <>
-constexpr LogFormat last_of<LogFormat>() { return LogFormat::jsonl; }
+constexpr LogFormat kLast<LogFormat> = LogFormat::jsonl;
 
 template <class V>
 void describe(V& v, Is<SourcePos> auto& p) {
@@ -210,7 +213,7 @@ class Reader {
       value = raw == 1;
     } else if constexpr (std::is_enum_v<T>) {
       const std::uint64_t raw = unsigned_bytes(1);
-      if (raw > static_cast<std::uint64_t>(last_of<T>())) {
+      if (raw > static_cast<std::uint64_t>(kLast<T>)) {
         fail("a setting out of range");
       }
       value = static_cast<T>(raw);

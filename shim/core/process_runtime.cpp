@@ -116,8 +116,10 @@ config::HandedOverPolicy load_policy(const config::PolicySource& source, bool se
     const bool builtin = source.kind == config::PolicySource::Kind::builtin;
     return config::HandedOverPolicy{
         config::load_discovered(source),
-        builtin ? config::HandedOverPolicy::From::builtin : config::HandedOverPolicy::From::text, {},
-        "no snapshots in secure execution", {}};
+        builtin ? config::HandedOverPolicy::From::builtin : config::HandedOverPolicy::From::text,
+        {},
+        "no snapshots in secure execution",
+        {}};
   }
   config::SnapshotStorePlace place;
   place.setting = env("TCPTUNE_POLICY_CACHE", secure);

@@ -172,9 +172,9 @@ TEST_F(PolicyHandover, AForeignOwnedSnapshotOrDirectoryIsRefused) {
   const HandedOverPolicy dir_refused = load();
   EXPECT_EQ(dir_refused.from, HandedOverPolicy::From::text);
   EXPECT_EQ(dir_refused.snapshot, "");
-  EXPECT_EQ(dir_refused.complaint, "not using " + store_dir() +
-                                       " for compiled policies: owned by uid 65534, not by this user (uid 0); parsing " +
-                                       policy_file_);
+  EXPECT_EQ(dir_refused.complaint,
+            "not using " + store_dir() +
+                " for compiled policies: owned by uid 65534, not by this user (uid 0); parsing " + policy_file_);
 }
 
 TEST_F(PolicyHandover, ADirectoryOthersMayWriteIsRefused) {
@@ -232,7 +232,8 @@ TEST_F(PolicyHandover, ABadPolicyIsNeverKept) {
   const HandedOverPolicy bad = load();
   ASSERT_FALSE(bad.loaded.ok());
   EXPECT_EQ(bad.snapshot, "");
-  EXPECT_EQ(bad.loaded.error().to_string(), policy_file_ + ":2:1: unknown key 'nodelya' in [defaults]; did you mean 'nodelay'?");
+  EXPECT_EQ(bad.loaded.error().to_string(),
+            policy_file_ + ":2:1: unknown key 'nodelya' in [defaults]; did you mean 'nodelay'?");
   EXPECT_TRUE(fs::is_empty(store_dir()));
 }
 

@@ -58,7 +58,8 @@ class PolicySnapshotStore {
   [[nodiscard]] std::string file_for(const SnapshotKey& key) const;
 
  private:
-  PolicySnapshotStore(std::string directory, int fd, uid_t euid) : directory_(std::move(directory)), fd_(fd), euid_(euid) {}
+  PolicySnapshotStore(std::string directory, int fd, uid_t euid)
+      : directory_(std::move(directory)), fd_(fd), euid_(euid) {}
   [[nodiscard]] static std::string name_for(const SnapshotKey& key);
 
   std::string directory_;
