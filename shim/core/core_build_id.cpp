@@ -36,7 +36,9 @@ std::string build_id_of(const dl_phdr_info& object) {
     if (header.p_type != PT_NOTE || header.p_align > 4) {
       continue;
     }
-    const auto* at = reinterpret_cast<const unsigned char*>(object.dlpi_addr + header.p_vaddr);
+    // The loader gives the segment as an address: there is no pointer to derive it from.
+    const auto* at = reinterpret_cast<const unsigned char*>(  // NOLINT(performance-no-int-to-ptr)
+        object.dlpi_addr + header.p_vaddr);
     const unsigned char* end = at + header.p_memsz;
     while (static_cast<std::size_t>(end - at) >= sizeof(ElfW(Nhdr))) {
       ElfW(Nhdr) note;
