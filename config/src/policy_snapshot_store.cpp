@@ -118,6 +118,9 @@ OpenedSnapshotStore open_snapshot_store(const SnapshotStorePlace& place) {
     opened.why = "cannot use " + directory + " for compiled policies: " + errno_text(error);
     return opened;
   }
+  if (mkdir_error == 0 && (info.st_mode & 07777) != 0700 && ::fchmod(fd, 0700) == 0) {
+    info.st_mode = (info.st_mode & ~07777U) | 0700;  // made here under an odd umask: the owner needs all of it
+  }
   if (const std::string problem = not_own(info, place.euid); !problem.empty()) {
     (void)::close(fd);
     opened.why = "not using " + directory + " for compiled policies: " + problem;
