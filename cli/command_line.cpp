@@ -85,8 +85,8 @@ CLI::Option* add_program(CLI::App& command, std::vector<std::string>& program) {
 void add_run(CLI::App& app, RunOptions& run) {
   CLI::App* command =
       app.add_subcommand("run", "run CMD with libtcptune.so preloaded; a jsonl log and a summary by default");
-  CLI::Option* policy =
-      command->add_option("--policy", run.policy, "policy file (validated first; exit 78 if invalid)")->option_text("FILE");
+  CLI::Option* policy = command->add_option("--policy", run.policy, "policy file (validated first; exit 78 if invalid)")
+                            ->option_text("FILE");
   add_preset(*command, run.policy, "instead of --policy FILE")->excludes(policy);
   command
       ->add_option("--log", run.log,
@@ -104,8 +104,8 @@ void add_run(CLI::App& app, RunOptions& run) {
 
 void add_check(CLI::App& app, CheckOptions& check) {
   CLI::App* command = app.add_subcommand("check", "validate a policy and explain it for this host");
-  CLI::Option* file =
-      command->add_option("FILE", check.policy_file, "the policy file (none: the built-in default, used without a policy)");
+  CLI::Option* file = command->add_option("FILE", check.policy_file,
+                                          "the policy file (none: the built-in default, used without a policy)");
   add_preset(*command, check.policy_file, "instead of FILE")->excludes(file);
 }
 
@@ -123,8 +123,9 @@ void add_ab(CLI::App& app, AbOptions& ab) {
   command->add_option("--runs", ab.runs, "runs per arm, 1 to 1000 (default: 3)")
       ->option_text("N")
       ->check(whole_number(1, 1000));
-  CLI::Option* policy = command->add_option("--policy", ab.policy, "the tuned arm's policy (default: the built-in default)")
-                            ->option_text("FILE");
+  CLI::Option* policy =
+      command->add_option("--policy", ab.policy, "the tuned arm's policy (default: the built-in default)")
+          ->option_text("FILE");
   add_preset(*command, ab.policy, "instead of --policy FILE")->excludes(policy);
   command->add_option("--out", ab.out, "directory for logs, summary and plot (default: tcptune-ab)")
       ->option_text("DIR");
@@ -190,7 +191,8 @@ constexpr std::array<CommandExample, 9> kExamples{{
     {"enable", "tcptune enable nginx.service --policy /etc/tcptune/policy.toml"},
     {"disable", "tcptune disable nginx.service"},
 }};
-constexpr std::string_view kManual = "Manual: man tcptune (commands), man tcptune-policy (the policy), man libtcptune (the shim)";
+constexpr std::string_view kManual =
+    "Manual: man tcptune (commands), man tcptune-policy (the policy), man libtcptune (the shim)";
 
 void add_footers(CLI::App& app) {
   for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
@@ -202,8 +204,7 @@ void add_footers(CLI::App& app) {
     }
     command->footer(footer + (footer.empty() ? "" : "\n") + std::string(kManual));
   }
-  app.footer("Example: tcptune run --policy /etc/tcptune/policy.toml -- ./legacy_app args\n" +
-             std::string(kManual));
+  app.footer("Example: tcptune run --policy /etc/tcptune/policy.toml -- ./legacy_app args\n" + std::string(kManual));
 }
 
 CommandLine ended(int status, std::string message, bool to_stderr) {

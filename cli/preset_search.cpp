@@ -62,12 +62,15 @@ PresetLookup find_preset(const std::string& directory, const std::string& name) 
     return {file.string(), {}};
   }
   if (!fs::is_directory(directory, error)) {
-    return {{}, "no presets directory " + directory + " (tcptune looks in PREFIX/share/tcptune/presets beside "
+    return {{},
+            "no presets directory " + directory +
+                " (tcptune looks in PREFIX/share/tcptune/presets beside "
                 "PREFIX/bin/tcptune); give the file with --policy FILE"};
   }
   const std::vector<std::string> names = preset_names(directory);
-  return {{}, "no preset '" + base + "' in " + directory + " (" +
-                  (names.empty() ? std::string("it has none") : "the presets: " + joined(names)) + ")"};
+  return {{},
+          "no preset '" + base + "' in " + directory + " (" +
+              (names.empty() ? std::string("it has none") : "the presets: " + joined(names)) + ")"};
 }
 
 }  // namespace tcptune::cli

@@ -44,7 +44,7 @@ OptionReference describe_option(const CLI::Option& option) {
     out.names.push_back(name);
     out.value_name = name;
     out.repeats = option.get_items_expected_max() > 1;
-    out.kind = name == "CMD"                    ? ValueKind::program
+    out.kind = name == "CMD"                     ? ValueKind::program
                : name == "FILE" || name == "LOG" ? ValueKind::file
                : name == "DIR"                   ? ValueKind::directory
                                                  : ValueKind::none;

@@ -36,7 +36,7 @@ struct CommandReference {
 };
 
 struct CommandLineReference {
-  CommandReference top;                   // tcptune's own options (--help, --version)
+  CommandReference top;                    // tcptune's own options (--help, --version)
   std::vector<CommandReference> commands;  // in the order of the help
 };
 

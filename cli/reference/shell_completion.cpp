@@ -236,8 +236,9 @@ std::string positional_specs(const CommandReference& command) {
       out += "            " + quoted("(-)1:program:" + zsh_action(positional.kind, {})) + " \\\n";
       out += "            " + quoted("*::argument:_normal") + " \\\n";
     } else {
-      out += "            " + quoted(std::string(positional.repeats ? "*" : "") + ":" + positional.value_name + ":" +
-                                     zsh_action(positional.kind, {})) +
+      out += "            " +
+             quoted(std::string(positional.repeats ? "*" : "") + ":" + positional.value_name + ":" +
+                    zsh_action(positional.kind, {})) +
              " \\\n";
     }
   }

@@ -7,9 +7,9 @@ namespace {
 constexpr std::string_view kTopLevelKeys[] = {"version", "defaults", "log", "rule"};
 constexpr std::string_view kRuleOwnKeys[] = {"name", "match"};
 constexpr std::string_view kMatchKeys[] = {"peer", "port", "role", "program"};
-constexpr std::string_view kLogKeys[] = {"path",       "level",        "format",      "prometheus_textfile",
-                                         "interval",   "slow_write",   "trace_writes", "rotate_size",
-                                         "keep",       "callsite",     "summary"};
+constexpr std::string_view kLogKeys[] = {"path",     "level",      "format",       "prometheus_textfile",
+                                         "interval", "slow_write", "trace_writes", "rotate_size",
+                                         "keep",     "callsite",   "summary"};
 
 }  // namespace
 

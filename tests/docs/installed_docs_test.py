@@ -1,7 +1,7 @@
-"""`cmake --install` into a fresh prefix puts the man pages, the bash completion and the presets
-where man(1), bash-completion and --preset look: MANPATH=PREFIX/share/man finds each page,
-PREFIX/bin/tcptune --preset finds PREFIX/share/tcptune/presets, and the installed completion
-offers those presets."""
+"""`cmake --install` into a fresh prefix puts the man pages, the bash and zsh completion and the
+presets where man(1), bash-completion, zsh and --preset look: MANPATH=PREFIX/share/man finds each
+page, PREFIX/bin/tcptune --preset finds PREFIX/share/tcptune/presets, and the installed completion
+offers those presets. The shim is where the man pages tell users to preload it from."""
 import argparse
 import os
 import shlex
@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 p = argparse.ArgumentParser()
-for a in ("--build-dir", "--source-dir", "--work-dir"):
+for a in ("--build-dir", "--source-dir", "--work-dir", "--configured-prefix"):
     p.add_argument(a, required=True)
 args = p.parse_args()
 failures = []
@@ -55,6 +55,22 @@ script = (f"source {shlex.quote(completion)} || exit 3\n"
 r = subprocess.run(["bash", "--norc", "--noprofile", "-c", script], capture_output=True, text=True, timeout=30)
 check(sorted(w for w in r.stdout.split("\n") if w) == presets,
       f"the installed completion offers the installed presets: {r.stdout.split()} {r.stderr.strip()}")
+
+zsh_completion = os.path.join(prefix, "share", "zsh", "vendor-completions", "_tcptune")
+check(os.path.isfile(zsh_completion), f"{zsh_completion} installed")
+
+# The shim's path as the pages give it (made for the configured prefix), under this prefix.
+if shutil.which("man"):
+    page = os.path.join(prefix, "share", "man", "man7", "libtcptune.7")
+    text = subprocess.run(["man", "-l", page], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, MANWIDTH="400")).stdout
+    named = sorted({w for w in text.split() if w.endswith("/libtcptune.so") and w.startswith(args.configured_prefix)})
+    check(len(named) == 1, f"libtcptune(7) names one path for libtcptune.so under {args.configured_prefix}: {named}")
+    for path in named:
+        installed_shim = os.path.join(prefix, os.path.relpath(path, args.configured_prefix))
+        check(os.path.isfile(installed_shim) and os.path.isfile(os.path.join(os.path.dirname(installed_shim),
+                                                                               "libtcptune-core.so")),
+              f"the shim and its core are installed where the pages say, {path}")
 
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

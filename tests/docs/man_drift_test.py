@@ -76,12 +76,13 @@ NAME = re.compile(r"[-\w]+")
 
 
 def entry_names(lines):
-    """The names an entry's term line starts with: "-q, --quiet" gives -q and --quiet, "--policy
-    FILE" --policy, "CMD [ARGS...]" CMD, "nodelay = ..." nodelay."""
+    """The names entries start with. An entry is a term line at the section's indent followed by
+    its indented body (a paragraph is followed by a blank line): "-q, --quiet" gives -q and
+    --quiet, "--policy FILE" --policy, "CMD [ARGS...]" CMD, "nodelay = ..." nodelay."""
     names = set()
-    for line in lines:
+    for line, following in zip(lines, lines[1:] + [""]):
         m = ENTRY.match(line)
-        if not m:
+        if not m or not re.match(r"^ {8,}\S", following):
             continue
         for part in m.group(1).split(", "):
             word = NAME.match(part)
