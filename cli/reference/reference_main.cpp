@@ -7,8 +7,10 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -68,38 +70,50 @@ json policy_json() {
           {"keep_warm_protocols", presets}};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const std::string_view mode = argc == 2 || argc == 3 ? argv[1] : "";
+// The text for `mode`, or nothing for a mode it does not know.
+std::optional<std::string> reference_text(std::string_view mode) {
   tcptune::cli::CommandLine line;
   CLI::App app;
   tcptune::cli::define_command_line(app, line);
   const tcptune::cli::CommandLineReference reference = tcptune::cli::describe_command_line(app);
-  std::string out;
   if (mode == "json") {
     json commands = json::array();
     for (const CommandReference& command : reference.commands) {
       commands.push_back(command_json(command));
     }
-    out = json{{"top", command_json(reference.top)}, {"commands", commands}, {"policy", policy_json()}}.dump(2) + "\n";
-  } else if (mode == "bash") {
-    out = tcptune::cli::bash_completion(reference);
-  } else if (mode == "zsh") {
-    out = tcptune::cli::zsh_completion(reference);
-  } else {
-    (void)std::fputs("usage: tcptune_cli_reference json|bash|zsh [OUTPUT]\n", stderr);
-    return 2;
+    return json{{"top", command_json(reference.top)}, {"commands", commands}, {"policy", policy_json()}}.dump(2) + "\n";
   }
-  if (argc == 3) {
-    std::ofstream file(argv[2], std::ios::binary | std::ios::trunc);
-    file << out;
-    file.close();
-    if (!file) {
-      (void)std::fprintf(stderr, "tcptune_cli_reference: cannot write %s\n", argv[2]);
-      return 1;
+  if (mode == "bash") {
+    return tcptune::cli::bash_completion(reference);
+  }
+  if (mode == "zsh") {
+    return tcptune::cli::zsh_completion(reference);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::optional<std::string> out = reference_text(argc == 2 || argc == 3 ? argv[1] : "");
+    if (!out.has_value()) {
+      (void)std::fputs("usage: tcptune_cli_reference json|bash|zsh [OUTPUT]\n", stderr);
+      return 2;
     }
-    return 0;
+    if (argc == 3) {
+      std::ofstream file(argv[2], std::ios::binary | std::ios::trunc);
+      file << *out;
+      file.close();
+      if (!file) {
+        (void)std::fprintf(stderr, "tcptune_cli_reference: cannot write %s\n", argv[2]);
+        return 1;
+      }
+      return 0;
+    }
+    return std::fputs(out->c_str(), stdout) < 0 ? 1 : 0;
+  } catch (const std::exception& error) {
+    (void)std::fprintf(stderr, "tcptune_cli_reference: %s\n", error.what());
+    return 1;
   }
-  return std::fputs(out.c_str(), stdout) < 0 ? 1 : 0;
 }
