@@ -1,6 +1,6 @@
 // The conn_close records of jsonl logs, grouped by rule, peer address or program, with
 // write-latency percentiles merged exactly from each connection's histogram buckets. Read
-// through the records' documented JSON (README), as every reader outside the shim must.
+// through the records' documented JSON (docs/records-and-metrics.md), as every reader outside the shim must.
 #pragma once
 
 #include <cstdint>

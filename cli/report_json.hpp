@@ -1,4 +1,5 @@
-// `tcptune report --json`: the summary as one JSON object, keys in the order the README lists them.
+// `tcptune report --json`: the summary as one JSON object, keys in the order docs/records-and-metrics.md
+// lists them.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A/B runner for the field stories of shared/background.md.
+"""A/B runner for the field stories of docs/field-stories.md.
 
 For each scenario and link setting it runs three arms, interleaved, N runs each:
   off        the legacy app as it is, no shim;

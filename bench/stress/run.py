@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Longer stress runs than ctest's stress.mixed, and the scale figures, for the README.
+"""Longer stress runs than ctest's stress.mixed, and the scale figures, for docs/robustness.md.
 
     bench/stress/run.py                                   # 16 threads x 50 connections, 60 s per variant
     bench/stress/run.py --threads 8 --connections 20 --seconds 300 --variants on

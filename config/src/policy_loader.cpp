@@ -1,4 +1,4 @@
-// TOML policy loader: the walk over the document's tables. Keys (see README "The policy"):
+// TOML policy loader: the walk over the document's tables. Keys (see docs/policy.md):
 //   version = 1
 //   [defaults] and every [[rule]]: the tuning keys of tuning_keys.cpp's table
 //   [[rule]] also: name, match {peer, port, role, program}

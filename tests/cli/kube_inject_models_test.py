@@ -3,7 +3,7 @@
 examples/kubernetes, read into its Kubernetes API model and written back, offline, with Debian's
 python3-kubernetes (for /usr/bin/python3; exit 77 without it): nothing may be lost or changed. A
 field the models do not know, or a value of the wrong type, does not survive that round trip. The
-models are those of Kubernetes 1.22 (python3-kubernetes 22): newer fields cannot be judged (README).
+models are those of Kubernetes 1.22 (python3-kubernetes 22): newer fields cannot be judged (docs/kubernetes.md).
 The inputs are checked the same way, so that a failure is the injection's, not the fixture's."""
 import argparse
 import json

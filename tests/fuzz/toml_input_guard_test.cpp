@@ -1,4 +1,4 @@
-// Regression test of the toml++ 3.3 failures the fuzzer found (README "Fuzzing"): each input
+// Regression test of the toml++ 3.3 failures the fuzzer found (docs/architecture.md): each input
 // that makes toml++ assert or reach __builtin_unreachable() is refused by the guard with its
 // position, through load_policy_text; valid TOML, non-ASCII text in strings and comments
 // included, still reaches toml++ and loads.

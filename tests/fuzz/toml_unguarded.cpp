@@ -1,4 +1,4 @@
-// toml++ 3.3 alone, without the guard in front of it (README "Fuzzing"), to see what toml++
+// toml++ 3.3 alone, without the guard in front of it (docs/architecture.md), to see what toml++
 // itself does with an input. As a libFuzzer target (fuzz_toml_unguarded) it finds toml++'s
 // asserts and undefined behaviour again within seconds; as a program (toml_unguarded FILE...) it
 // prints toml++'s verdict on each file in the build at hand. Neither runs in CI: on the

@@ -9,7 +9,7 @@ counts folded into the summary) *before* the real call, whatever the call then d
  - dup3(fd, fd, 0): EINVAL; dup2(12345, fd): EBADF; dup3(0, fd, 0x1234): EINVAL — fd untouched;
  - close_range(fd, fd, 0x40): EINVAL (unknown flag) — nothing closed.
 The C helper (compiled here) connects to loopback, writes 100 bytes, makes one of those calls,
-writes 100 bytes twice more, closes. Correct (README "What the shim logs": "connections
+writes 100 bytes twice more, closes. Correct (docs/records-and-metrics.md "What the shim logs": "connections
 measured (exact...)"): every variant gives one connection, 3 writes, 300 bytes, one conn_close
 record (3 writes, 300 bytes), exactly like the variant without the extra call. Found: the
 dup variants report 2 connections, 4 writes, 400 bytes and two conn_close records (the first

@@ -2,7 +2,7 @@
 """A kept-warm socket shared with a fork()ed child that does not exec gets heartbeats inside
 the child's messages, because the socket has FD_CLOEXEC.
 
-The README: "Shared descriptors are not kept warm ... nor, after fork(), a socket without
+docs/keep-warm.md: "Shared descriptors are not kept warm ... nor, after fork(), a socket without
 FD_CLOEXEC". But FD_CLOEXEC only matters at exec(): a child that does not exec (a prefork
 worker, multiprocessing 'fork', a daemon's helper) shares every descriptor, close-on-exec or
 not. Python creates every socket with SOCK_CLOEXEC, so every Python socket is affected.

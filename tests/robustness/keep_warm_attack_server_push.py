@@ -5,7 +5,7 @@ heartbeats between the server's messages, never inside one.
 The server is a Python program under the shim (reno, 10 ms newline heartbeat); the client is
 this script, not preloaded, which keeps every byte. Cases:
   cork           the server corks its messages: TCP_CORK=1 on the accepted socket, or no cork
-                 (the sanity arm: the README's documented limit puts heartbeats in the pause, so
+                 (the sanity arm: the documented limit (docs/keep-warm.md) puts heartbeats in the pause, so
                  heartbeats do reach it). After a burst: "<HEAD>", a 600 ms pause, "<BODY>",
                  TCP_CORK=0. Corked, nothing may arrive between <HEAD> and <BODY>.
   cork_listener  the same with TCP_CORK=1 set on the listening socket before accept(): Linux

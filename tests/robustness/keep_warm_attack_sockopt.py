@@ -13,7 +13,7 @@ preloaded) checks the stream: the burst, then "<HEAD>" messages and "<SIGNAL>" w
 heartbeats only between messages.
 
 Case "force_signal": under nodelay = "force" the shim keeps TCP_CORK=1 from the kernel (the
-README); the same call made from a signal handler must be kept from it too.
+docs/keep-warm.md); the same call made from a signal handler must be kept from it too.
 """
 import json
 import os

@@ -7,7 +7,7 @@ script, not preloaded) must get the burst, perhaps heartbeats between messages, 
 "<HEAD><BODY>" with nothing inside. Under nodelay = "force" the shim swallows TCP_CORK=1 (the
 kernel never corks), so only the keep-warm gate can know that a message is open; with the
 cork set before connect() the rule was not chosen yet when the app corked. The uncorked
-variant, where the README documents a heartbeat in the pause, shows that heartbeats flow here,
+variant, where docs/keep-warm.md documents a heartbeat in the pause, shows that heartbeats flow here,
 so a clean stream means something.
 """
 from robustlib import (Checks, StreamReceiver, clean_env, fresh, parse_args, program, records,
@@ -54,7 +54,7 @@ def main():
         ok, beats, what = split_stream(receiver.data)
         return ok, beats, what
 
-    # The sanity arm: without a cork the pause inside the message gets heartbeats (the README's
+    # The sanity arm: without a cork the pause inside the message gets heartbeats (docs/keep-warm.md's
     # documented limit), so the setup does produce them.
     for nodelay in ("on", "force"):
         ok, beats, what = run_variant(nodelay, "none")

@@ -3,7 +3,7 @@
 stack believes it is still inside the handler: the socket is left untuned, unmeasured, and
 the summary record is missing.
 
-README ("Respecting the app"): "A handler left by siglongjmp is noticed from the stack
+docs/policy.md ("Respecting the app"): "A handler left by siglongjmp is noticed from the stack
 pointer." signal_context.cpp decides "still inside" when the hook's frame is *below* the
 trampoline's frame. After siglongjmp the program often runs deeper than the handler did: the
 classic alarm()+siglongjmp timeout around a blocking call, then a connect() from a function

@@ -2,7 +2,7 @@
 """splice() into a kept-warm socket bypasses the keep-warm gate: a heartbeat lands inside a
 message whose first part went out with SPLICE_F_MORE.
 
-splice(2) is not hooked (nor is it in the README's "Not covered" list, which names raw system
+splice(2) is not hooked (nor is it in docs/keep-warm.md's "Not covered" list, which names raw system
 calls, io_uring, vfork, system/popen). SPLICE_F_MORE is splice's MSG_MORE ("more data will be
 coming in a subsequent splice"), the way proxies and file servers (haproxy, a splice-based
 sendfile) send a header then a body. The gate never learns that a message is open, so once the

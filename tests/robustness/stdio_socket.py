@@ -3,7 +3,7 @@
 calls its internal write, not the interposable write(). The shim cannot gate them against
 heartbeats, so a socket wrapped in a FILE is not kept warm: a message flushed in two parts with
 a pause between (longer than the heartbeat interval) must arrive whole. (Such writes are not
-measured either; the README says so.)"""
+measured either; docs/robustness.md says so.)"""
 import os
 import socket
 import sys

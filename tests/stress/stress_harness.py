@@ -1,7 +1,7 @@
 """Runs tcptune_stress (sender, receiver, scale) with and without the shim and checks the
 results against each other: the receiver's view of every stream, what the sender says it did,
 and what the shim's jsonl log and Prometheus textfile say. Used by stress_test.py (ctest
-stress.mixed, bounded) and bench/stress/run.py (longer runs, the README's figures)."""
+stress.mixed, bounded) and bench/stress/run.py (longer runs, the figures in docs/robustness.md)."""
 import glob
 import json
 import os

@@ -140,7 +140,7 @@ def pick_congestion(privileged):
 
 
 def expected_buffer(requested, core_max, autotune_max, privileged):
-    """What SO_RCVBUF/SO_SNDBUF reports after the policy pins `requested` (README, Buffers):
+    """What SO_RCVBUF/SO_SNDBUF reports after the policy pins `requested` (docs/policy.md, Buffers):
     the kernel doubles the value it is given; None when the plan leaves autotuning on."""
     if requested <= core_max or privileged:
         return 2 * requested
@@ -535,7 +535,7 @@ def main():
             closes = [r for r in records(logs[side]) if r.get("event") == "conn_close" and r.get("role") == role]
             if role == "server" and args.container_profile and not closes:
                 # Hand-over path: an accepted socket is found by a dump made within 20 ms of its
-                # trapped setsockopt; a connection closed before that dump has no conn_close (README).
+                # trapped setsockopt; a connection closed before that dump has no conn_close (docs/supervised.md).
                 print(f"note log {side}: no conn_close role=server (closed before the hand-over path's dump)")
                 continue
             checks.check(len(closes) == 1 and closes[0].get("rule") == RULE and closes[0].get("supervised") is True

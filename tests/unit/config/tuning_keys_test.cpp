@@ -1,5 +1,5 @@
 // The table of tuning keys is the one list: the loader's accepted keys, overlay() and the
-// README's key table all follow it.
+// key table of docs/policy.md all follow it.
 #include "tcptune/config/tuning_keys.hpp"
 
 #include <gtest/gtest.h>
@@ -28,16 +28,17 @@ std::string load_error(const std::string& text) {
   return result.ok() ? "(loaded)" : result.error().to_string();
 }
 
-// The README's "### Keys" table: the first column's `name` of each row; the [log] ones are
+// docs/policy.md's "## Keys" table: the first column's `name` of each row; the [log] ones are
 // "[log] name".
-std::set<std::string> readme_keys(bool log_keys) {
-  std::ifstream in(std::string(TCPTUNE_SOURCE_DIR) + "/README.md");
+std::set<std::string> documented_keys(bool log_keys) {
+  std::ifstream in(std::string(TCPTUNE_SOURCE_DIR) + "/docs/policy.md");
+  EXPECT_TRUE(in.is_open()) << "docs/policy.md";
   std::string line;
   bool in_keys = false;
   std::set<std::string> keys;
   while (std::getline(in, line)) {
-    if (line.rfind("### ", 0) == 0) {
-      in_keys = line == "### Keys";
+    if (line.rfind("#", 0) == 0) {
+      in_keys = line == "## Keys";
       continue;
     }
     if (in_keys && line.rfind("| `", 0) == 0) {
@@ -64,14 +65,14 @@ TEST(TuningKeys, NamesAreUniqueAndComplete) {
   }
 }
 
-TEST(TuningKeys, ReadmeKeyTableMatchesTheCode) {
-  EXPECT_EQ(readme_keys(false), table_names());
+TEST(TuningKeys, DocumentedKeyTableMatchesTheCode) {
+  EXPECT_EQ(documented_keys(false), table_names());
 }
 
-// Every [log] key the README lists is one the loader knows: a wrong value gets a message about
+// Every [log] key docs/policy.md lists is one the loader knows: a wrong value gets a message about
 // the value, not "unknown key".
-TEST(TuningKeys, ReadmeLogKeysAreKnown) {
-  const std::set<std::string> keys = readme_keys(true);
+TEST(TuningKeys, DocumentedLogKeysAreKnown) {
+  const std::set<std::string> keys = documented_keys(true);
   EXPECT_GE(keys.size(), 11U);
   for (const std::string& key : keys) {
     const std::string error = load_error("[log]\n" + key + " = {}\n");

@@ -20,7 +20,7 @@ struct KeepWarmPreset {
   std::string_view source;    // where the protocol lets the receiver skip these bytes
 };
 
-// Every preset, in the order the README's table lists them.
+// Every preset, in the order the table of docs/keep-warm.md lists them.
 std::span<const KeepWarmPreset> keep_warm_presets();
 
 // The preset called `name`, or nullptr.
