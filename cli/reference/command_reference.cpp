@@ -47,6 +47,7 @@ OptionReference describe_option(const CLI::Option& option) {
     out.kind = name == "CMD"                     ? ValueKind::program
                : name == "FILE" || name == "LOG" ? ValueKind::file
                : name == "DIR"                   ? ValueKind::directory
+               : name == "UNIT"                  ? ValueKind::service
                                                  : ValueKind::none;
     return out;
   }

@@ -13,9 +13,9 @@ class App;
 
 namespace tcptune::cli {
 
-// What a value is, for completion: a file, a directory, a program to run, a preset's name, one
-// of fixed choices, or free text.
-enum class ValueKind { none, file, directory, program, preset, choices };
+// What a value is, for completion: a file, a directory, a program to run, a preset's name, a
+// systemd service, one of fixed choices, or free text.
+enum class ValueKind { none, file, directory, program, preset, service, choices };
 
 struct OptionReference {
   std::vector<std::string> names;  // "-q", "--quiet"; a positional's one name ("CMD")

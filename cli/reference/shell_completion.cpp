@@ -12,6 +12,7 @@ std::string_view kind_name(ValueKind kind) {
     case ValueKind::directory: return "directory";
     case ValueKind::program: return "program";
     case ValueKind::preset: return "preset";
+    case ValueKind::service: return "service";
     case ValueKind::choices: return "choices";
     case ValueKind::none: break;
   }
@@ -57,6 +58,13 @@ _tcptune_presets() {
   done
 }
 
+# The services systemd knows, by unit file (no running systemd needed).
+_tcptune_services() {
+  systemctl list-unit-files --type=service --no-legend --no-pager 2>/dev/null | while read -r unit _; do
+    printf '%s\n' "$unit"
+  done
+}
+
 _tcptune_value() {  # KIND CURRENT [CHOICES]
   case $1 in
     file) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$2") ;;
@@ -66,6 +74,7 @@ _tcptune_value() {  # KIND CURRENT [CHOICES]
       if [[ $2 == */* ]]; then mapfile -t COMPREPLY < <(compgen -f -- "$2")
       else mapfile -t COMPREPLY < <(compgen -c -- "$2"); fi ;;
     preset) mapfile -t COMPREPLY < <(compgen -W "$(_tcptune_presets "${COMP_WORDS[0]}")" -- "$2") ;;
+    service) mapfile -t COMPREPLY < <(compgen -W "$(_tcptune_services)" -- "$2") ;;
     choices) mapfile -t COMPREPLY < <(compgen -W "$3" -- "$2") ;;
   esac
 }
@@ -190,6 +199,7 @@ std::string zsh_action(ValueKind kind, const std::vector<std::string>& choices) 
     case ValueKind::directory: return "_files -/";
     case ValueKind::program: return "_command_names -e";
     case ValueKind::preset: return "_tcptune_presets";
+    case ValueKind::service: return "_tcptune_services";
     case ValueKind::choices: return "(" + joined(choices) + ")";
     case ValueKind::none: break;
   }
@@ -255,6 +265,13 @@ _tcptune_presets() {
   local -a presets
   presets=(${bin:h}/../share/tcptune/presets/*.toml(N-.:t:r))
   _wanted presets expl preset compadd -a presets
+}
+
+# The services systemd knows, by unit file (no running systemd needed).
+_tcptune_services() {
+  local -a services
+  services=(${${(f)"$(systemctl list-unit-files --type=service --no-legend --no-pager 2>/dev/null)"}%% *})
+  _wanted services expl service compadd -a services
 }
 
 _tcptune() {

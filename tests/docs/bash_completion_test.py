@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,6 +69,17 @@ check(got == presets, f"'tcptune ab --preset=' offers the presets: {got}")
 by = next(o for o in commands["report"]["options"] if "--by" in o["names"])
 got = complete([tcptune, "report", "--by", ""])
 check(len(by["choices"]) >= 4 and got == sorted(by["choices"]), f"'tcptune report --by ' offers {by['choices']}: {got}")
+
+# A systemd service for enable and disable: the unit files systemctl lists (no running systemd needed).
+if shutil.which("systemctl") and "enable" in commands:
+    listed = subprocess.run(["systemctl", "list-unit-files", "--type=service", "--no-legend", "--no-pager"],
+                            capture_output=True, text=True, timeout=30).stdout
+    services = sorted(line.split()[0] for line in listed.splitlines() if line.strip())
+    got = complete([tcptune, "enable", ""])
+    check(got == services, f"'tcptune enable ' offers the {len(services)} services systemctl lists: {(got or [])[:5]}...")
+    got = complete([tcptune, "disable", "some.service", "--"])
+    check(got == sorted(n for o in commands["disable"]["options"] for n in o["names"] if n.startswith("--")),
+          f"'tcptune disable UNIT --' offers disable's options: {got}")
 
 with tempfile.TemporaryDirectory() as work:
     for name in ("policy-a.toml", "policy-b.toml", "notes.txt"):

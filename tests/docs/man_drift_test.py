@@ -1,8 +1,9 @@
 """The man pages cannot drift from the code: every subcommand and option CLI11 defines appears in
 tcptune(1) under its command's heading (and every option listed there exists), every key the
 policy loader accepts and every keep_warm protocol appears in tcptune-policy(5) as an entry of
-its section, every hooked function (shim/next/hook_table.def) appears in libtcptune(7), and
-every preset of config/presets in tcptune(1)'s PRESETS.
+its section, every hooked function (shim/next/hook_table.def) appears in libtcptune(7), every
+preset of config/presets in tcptune(1)'s PRESETS, and every TCPTUNE_ variable the sources name in
+tcptune(1)'s ENVIRONMENT.
 
 What the command line and the policy define is read from the build (tcptune_cli_reference json,
 which walks the same CLI11 definition and key tables the command uses); the pages are read as
@@ -165,6 +166,22 @@ for line in sections(render(os.path.join(args.man_dir, "man7", "libtcptune.7")))
         hooked.update(re.findall(r"[A-Za-z_]\w*", line))
 for hook in hooks:
     check(hook in hooked, f"libtcptune(7): hooked function '{hook}' is not named under WHAT IS HOOKED")
+
+# -- every TCPTUNE_ variable the code reads, in tcptune(1)'s ENVIRONMENT ---------------------------
+variables = set()
+for part in ("shim", "config", "cli", "supervisor"):
+    for root, _, files in os.walk(os.path.join(args.source_dir, part)):
+        for name in files:
+            if name.endswith((".c", ".h", ".cpp", ".hpp")):
+                with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
+                    variables.update(re.findall(r'"(TCPTUNE_[A-Z0-9_]+)"', f.read()))
+check(len(variables) >= 8, f"the sources name the environment variables: {sorted(variables)}")
+environment = set()
+for line in tcptune_sections.get("ENVIRONMENT", []):
+    if ENTRY.match(line):
+        environment.update(re.findall(r"TCPTUNE_[A-Z0-9_]+", line))
+for variable in sorted(variables):
+    check(variable in environment, f"tcptune(1): environment variable {variable} has no entry under ENVIRONMENT")
 
 print(f"{checked} checks, {len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -102,6 +102,12 @@ check(got == presets, f"'tcptune run --preset ' offers the presets beside this t
 by = next(o for o in commands["report"]["options"] if "--by" in o["names"])
 got = complete(f"{tcptune} report --by ")
 check(len(by["choices"]) >= 4 and got == sorted(by["choices"]), f"'tcptune report --by ' offers {by['choices']}: {got}")
+if shutil.which("systemctl") and "enable" in commands:
+    listed = subprocess.run(["systemctl", "list-unit-files", "--type=service", "--no-legend", "--no-pager"],
+                            capture_output=True, text=True, timeout=30).stdout
+    services = sorted(line.split()[0] for line in listed.splitlines() if line.strip())
+    got = complete(f"{tcptune} enable ")
+    check(got == services, f"'tcptune enable ' offers the {len(services)} services systemctl lists: {(got or [])[:5]}...")
 with tempfile.TemporaryDirectory() as work:
     for name in ("policy-a.toml", "policy-b.toml"):
         open(os.path.join(work, name), "w").close()
