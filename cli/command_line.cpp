@@ -8,6 +8,8 @@
 #include <regex>
 #include <string_view>
 
+#include "preset_search.hpp"
+
 namespace tcptune::cli {
 
 namespace {
@@ -41,6 +43,38 @@ CLI::Validator whole_number(int low, int high) {
           "INT in " + range};
 }
 
+// --preset NAME: the preset's file in the presets directory beside this tcptune, which then
+// stands where --policy FILE (check: FILE) would. The help lists the names there, read only when
+// the help is printed.
+class PresetFile : public CLI::Validator {
+ public:
+  PresetFile() {
+    func_ = [](std::string& name) -> std::string {
+      PresetLookup found = find_preset(installed_presets_directory(), name);
+      if (found.path.empty()) {
+        return found.problem;
+      }
+      name = std::move(found.path);
+      return {};
+    };
+    desc_function_ = [] {
+      std::string names;
+      for (const std::string& name : preset_names(installed_presets_directory())) {
+        names += (names.empty() ? "{" : ",") + name;
+      }
+      return names.empty() ? names : names + "}";
+    };
+  }
+};
+
+CLI::Option* add_preset(CLI::App& command, std::string& policy, const std::string& instead) {
+  return command
+      .add_option("--preset", policy,
+                  "a policy installed with tcptune, by name, " + instead + " (PREFIX/share/tcptune/presets/NAME.toml)")
+      ->type_name("NAME")
+      ->transform(PresetFile());
+}
+
 // CMD ARGS... after the options: the first positional, or "--", ends option parsing, so the
 // program's own options are never taken for tcptune's.
 CLI::Option* add_program(CLI::App& command, std::vector<std::string>& program) {
@@ -53,7 +87,9 @@ CLI::Option* add_program(CLI::App& command, std::vector<std::string>& program) {
 void add_run(CLI::App& app, RunOptions& run) {
   CLI::App* command =
       app.add_subcommand("run", "run CMD with libtcptune.so preloaded; a jsonl log and a summary by default");
-  command->add_option("--policy", run.policy, "policy file (validated first; exit 78 if invalid)")->option_text("FILE");
+  CLI::Option* policy = command->add_option("--policy", run.policy, "policy file (validated first; exit 78 if invalid)")
+                            ->option_text("FILE");
+  add_preset(*command, run.policy, "instead of --policy FILE")->excludes(policy);
   command
       ->add_option("--log", run.log,
                    "log file, or 'stderr' for each process's own standard error (default: TCPTUNE_LOG, else the "
@@ -70,7 +106,9 @@ void add_run(CLI::App& app, RunOptions& run) {
 
 void add_check(CLI::App& app, CheckOptions& check) {
   CLI::App* command = app.add_subcommand("check", "validate a policy and explain it for this host");
-  command->add_option("FILE", check.policy_file, "the policy file (none: the built-in default, used without a policy)");
+  CLI::Option* file = command->add_option("FILE", check.policy_file,
+                                          "the policy file (none: the built-in default, used without a policy)");
+  add_preset(*command, check.policy_file, "instead of FILE")->excludes(file);
 }
 
 void add_report(CLI::App& app, ReportOptions& report) {
@@ -87,8 +125,10 @@ void add_ab(CLI::App& app, AbOptions& ab) {
   command->add_option("--runs", ab.runs, "runs per arm, 1 to 1000 (default: 3)")
       ->option_text("N")
       ->check(whole_number(1, 1000));
-  command->add_option("--policy", ab.policy, "the tuned arm's policy (default: the built-in default)")
-      ->option_text("FILE");
+  CLI::Option* policy =
+      command->add_option("--policy", ab.policy, "the tuned arm's policy (default: the built-in default)")
+          ->option_text("FILE");
+  add_preset(*command, ab.policy, "instead of --policy FILE")->excludes(policy);
   command->add_option("--out", ab.out, "directory for logs, summary and plot (default: tcptune-ab)")
       ->option_text("DIR");
   add_program(*command, ab.command);
@@ -166,6 +206,38 @@ void add_disable(CLI::App& app, DisableOptions& options) {
       ->option_text("DIR");
 }
 
+// Each command's help ends with an example and the manual (`tcptune CMD --help`).
+struct CommandExample {
+  std::string_view command;
+  std::string_view example;
+};
+constexpr std::array<CommandExample, 9> kExamples{{
+    {"run", "tcptune run --preset low-latency-rpc -- ./legacy_app --port 8080"},
+    {"check", "tcptune check /etc/tcptune/policy.toml"},
+    {"doctor", "tcptune doctor"},
+    {"report", "tcptune report --by peer ~/.local/state/tcptune/*.jsonl"},
+    {"ab", "tcptune ab --runs 5 --policy policy.toml -- ./client"},
+    {"kube-inject", "tcptune kube-inject -f app.yaml --policy-configmap tcptune-policy | kubectl apply -f -"},
+    {"install", "tcptune install /tcptune-volume"},
+    {"enable", "tcptune enable nginx.service --policy /etc/tcptune/policy.toml"},
+    {"disable", "tcptune disable nginx.service"},
+}};
+constexpr std::string_view kManual =
+    "Manual: man tcptune (commands), man tcptune-policy (the policy), man libtcptune (the shim)";
+
+void add_footers(CLI::App& app) {
+  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
+    std::string footer = command->get_footer();
+    for (const CommandExample& entry : kExamples) {
+      if (entry.command == command->get_name()) {
+        footer += std::string(footer.empty() ? "" : "\n") + "Example: " + std::string(entry.example);
+      }
+    }
+    command->footer(footer + (footer.empty() ? "" : "\n") + std::string(kManual));
+  }
+  app.footer("Example: tcptune run --policy /etc/tcptune/policy.toml -- ./legacy_app args\n" + std::string(kManual));
+}
+
 CommandLine ended(int status, std::string message, bool to_stderr) {
   CommandLine line;
   line.exit_status = status;
@@ -194,9 +266,9 @@ CommandLine usage_error(const CLI::App& app, const std::string& what) {
 
 }  // namespace
 
-CommandLine parse_command_line(const std::vector<std::string>& args) {
-  CommandLine line;
-  CLI::App app("tcptune: TCP tuning for unmodified programs through an LD_PRELOAD shim", "tcptune");
+void define_command_line(CLI::App& app, CommandLine& line) {
+  app.name("tcptune");
+  app.description("tcptune: TCP tuning for unmodified programs through an LD_PRELOAD shim");
   app.set_version_flag("--version", "tcptune " TCPTUNE_VERSION, "print the version");
   app.require_subcommand(0, 1);
   add_run(app, line.run);
@@ -208,6 +280,13 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
   add_install(app, line.install);
   add_enable(app, line.enable);
   add_disable(app, line.disable);
+  add_footers(app);
+}
+
+CommandLine parse_command_line(const std::vector<std::string>& args) {
+  CommandLine line;
+  CLI::App app;
+  define_command_line(app, line);
 
   if (args.empty()) {
     return ended(kExitUsage, app.help(), true);

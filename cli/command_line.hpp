@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace tcptune::cli {
 
 // The exit status of a usage error: an unknown option, a bad value, a missing argument.
@@ -86,5 +90,10 @@ struct CommandLine {
 
 // `args` are argv[1..]. Usage errors name the offending option or argument (kExitUsage).
 CommandLine parse_command_line(const std::vector<std::string>& args);
+
+// Every subcommand and option of the command line, with their help, footers and checks, bound to
+// `line`'s fields (which must outlive `app`): what parse_command_line parses with, and what the
+// man page's drift test and the shell completion walk (tools/cli_reference.cpp).
+void define_command_line(CLI::App& app, CommandLine& line);
 
 }  // namespace tcptune::cli

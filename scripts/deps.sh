@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config g++ python3 libtomlplusplus-dev libspdlog-dev libfmt-dev
   libunwind-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
-  iproute2 curl util-linux binutils gnuplot-nox
+  iproute2 curl util-linux binutils gnuplot-nox scdoc
   # A musl program under the shim (tests/preload/musl_program.py builds one with musl-gcc).
   musl-tools
   # Real servers and clients for the keep_warm protocol presets (tests/presets, bench/presets); the

@@ -2,7 +2,8 @@
 //   version = 1
 //   [defaults] and every [[rule]]: the tuning keys of tuning_keys.cpp's table
 //   [[rule]] also: name, match {peer, port, role, program}
-//   [log]: the keys of read_log's kLogKeys
+//   [log]: its keys
+// (the keys outside the tuning table are listed in policy_keys.cpp)
 // Every error names FILE:LINE:COLUMN of the offending key or value; the values themselves are
 // checked by value_parsers.cpp.
 #include "tcptune/config/policy_loader.hpp"
@@ -17,6 +18,7 @@
 
 #include "tcptune/config/cidr.hpp"
 #include "tcptune/config/escape.hpp"
+#include "tcptune/config/policy_keys.hpp"
 #include "tcptune/config/private_stack.hpp"
 #include "tcptune/config/toml_input_guard.hpp"
 #include "tcptune/config/tuning_keys.hpp"
@@ -36,8 +38,8 @@ std::string PolicyError::to_string() const {
 namespace {
 
 // The keys of [defaults]: the tuning keys; a [[rule]] has its name and match too.
-std::vector<std::string_view> allowed_keys(std::initializer_list<std::string_view> own) {
-  std::vector<std::string_view> keys(own);
+std::vector<std::string_view> allowed_keys(std::span<const std::string_view> own) {
+  std::vector<std::string_view> keys(own.begin(), own.end());
   for (const TuningKey& key : tuning_keys()) {
     keys.push_back(key.name);
   }
@@ -71,8 +73,7 @@ class Loader {
 
  private:
   void read_top(const toml::table& top, Policy& policy) {
-    static constexpr std::string_view kTop[] = {"version", "defaults", "log", "rule"};
-    if (!walk_.check_keys(top, kTop, "the policy")) {
+    if (!walk_.check_keys(top, top_level_keys(), "the policy")) {
       return;
     }
     if (const toml::node* version = top.get("version")) {
@@ -137,10 +138,7 @@ class Loader {
 
   void read_log(const toml::node& node, LogSettings& log) {
     const toml::table* table = walk_.as_table(node, "log");
-    static constexpr std::string_view kLogKeys[] = {"path",     "level",      "format",       "prometheus_textfile",
-                                                    "interval", "slow_write", "trace_writes", "rotate_size",
-                                                    "keep",     "callsite",   "summary"};
-    if (table == nullptr || !walk_.check_keys(*table, kLogKeys, "[log]")) {
+    if (table == nullptr || !walk_.check_keys(*table, log_keys(), "[log]")) {
       return;
     }
     // Each key's value, or nothing after reporting why at it.
@@ -192,7 +190,7 @@ class Loader {
   }
 
   void read_rule(const toml::table& table, Rule& rule) {
-    static const std::vector<std::string_view> rule_keys = allowed_keys({"name", "match"});
+    static const std::vector<std::string_view> rule_keys = allowed_keys(rule_own_keys());
     if (!walk_.check_keys(table, rule_keys, "[[rule]]")) {
       return;
     }
@@ -237,8 +235,7 @@ class Loader {
 
   void read_match(const toml::node& node, Match& match) {
     const toml::table* table = walk_.as_table(node, "match");
-    static constexpr std::string_view kMatchKeys[] = {"peer", "port", "role", "program"};
-    if (table == nullptr || !walk_.check_keys(*table, kMatchKeys, "match")) {
+    if (table == nullptr || !walk_.check_keys(*table, match_keys(), "match")) {
       return;
     }
     if (const toml::node* peer = table->get("peer")) {

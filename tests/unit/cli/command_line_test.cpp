@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -219,6 +220,30 @@ TEST(CommandLine, NoArgumentsPrintsUsageOnStderr) {
 TEST(CommandLine, UnknownCommand) {
   expect_usage_error(parse_command_line({"bogus"}), "tcptune: unknown command 'bogus'");
   expect_usage_error(parse_command_line({"--bogus"}), "unknown option '--bogus'");
+}
+
+// --preset NAME stands where --policy FILE (check: FILE) would: the preset's file, found in the
+// presets directory beside the binary (for this test program, BUILD/share/tcptune/presets).
+TEST(CommandLine, PresetIsTheInstalledFileOfThatName) {
+  const std::string file = std::filesystem::canonical(TCPTUNE_SOURCE_DIR "/config/presets/nodelay.toml").string();
+  const CommandLine run = parse_command_line({"run", "--preset", "nodelay", "--", "true"});
+  ASSERT_EQ(run.subcommand, Subcommand::run);
+  EXPECT_EQ(run.run.policy, file);
+  const CommandLine check = parse_command_line({"check", "--preset", "nodelay.toml"});
+  ASSERT_EQ(check.subcommand, Subcommand::check);
+  EXPECT_EQ(check.check.policy_file, file);
+  const CommandLine ab = parse_command_line({"ab", "--preset", "nodelay", "--", "true"});
+  ASSERT_EQ(ab.subcommand, Subcommand::ab);
+  EXPECT_EQ(ab.ab.policy, file);
+}
+
+TEST(CommandLine, PresetIsANameAndExcludesAPolicyFile) {
+  expect_usage_error(parse_command_line({"run", "--preset", "no-such", "--", "true"}),
+                     "tcptune run: --preset: no preset 'no-such' in ");
+  expect_usage_error(parse_command_line({"check", "--preset", "../presets/nodelay"}), "is not a preset name");
+  expect_usage_error(parse_command_line({"run", "--policy", "p.toml", "--preset", "nodelay", "--", "true"}),
+                     "excludes");
+  expect_usage_error(parse_command_line({"check", "p.toml", "--preset", "nodelay"}), "excludes");
 }
 
 }  // namespace
