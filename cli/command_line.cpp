@@ -118,6 +118,8 @@ void add_kube_inject(CLI::App& app, KubeInjectOptions& options) {
       ->option_text("FILE");
   command->add_option("-o,--output", options.output, "where to write them (default: stdout)")->option_text("FILE");
   command->add_flag("--uninject", options.uninject, "take out what kube-inject added, giving the input back");
+  command->add_flag("-q,--quiet", options.quiet,
+                    "no notes on stderr about what a manifest cannot show (errors are still said)");
   options.image = "tcptune-init:" TCPTUNE_VERSION;
   command
       ->add_option("--image", options.image,

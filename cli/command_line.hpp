@@ -43,7 +43,8 @@ struct KubeInjectOptions {
   std::string file = "-";    // manifests to read; "-": stdin
   std::string output = "-";  // "-": stdout
   bool uninject = false;
-  std::string image;  // the init container's image (default: tcptune-init:VERSION)
+  bool quiet = false;  // no notes on stderr, errors only
+  std::string image;   // the init container's image (default: tcptune-init:VERSION)
   std::string policy_configmap;
   std::string policy_key = "policy.toml";
 };

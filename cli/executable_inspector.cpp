@@ -181,7 +181,7 @@ PreloadObstacles preload_obstacles(const std::string& path, const std::string& r
       }
       obstacles.privileged = obstacles.privileged || of_interpreter.privileged;
       obstacles.bypasses_loader = of_interpreter.bypasses_loader;
-      obstacles.foreign_loader = of_interpreter.foreign_loader;
+      obstacles.unknown_loader = of_interpreter.unknown_loader;
     }
     return obstacles;
   }
@@ -192,12 +192,19 @@ PreloadObstacles preload_obstacles(const std::string& path, const std::string& r
     reasons.push_back(path + " is statically linked: there is no dynamic loader to preload the shim");
     obstacles.bypasses_loader = true;
   } else if (const LoaderKind loader = classify_loader(elf.interpreter, root); loader != LoaderKind::glibc) {
-    // An unreadable PT_INTERP (empty) counts as another loader: the shim is not risked.
-    reasons.push_back(path + (loader == LoaderKind::musl ? " is linked against musl" : " is not linked against glibc") +
-                      " (program interpreter " + (elf.interpreter.empty() ? "unreadable" : elf.interpreter) +
-                      "): the shim, built for glibc, would stop it before main");
+    // Under musl the shim's first stage loads and forwards every call, untuned: its core runs
+    // under glibc only. An unreadable PT_INTERP (empty) counts as another loader, where the shim
+    // is not risked.
+    const std::string interpreter = elf.interpreter.empty() ? "unreadable" : elf.interpreter;
+    if (loader == LoaderKind::musl) {
+      reasons.push_back(path + " is linked against musl (program interpreter " + interpreter +
+                        "): the shim tunes programs linked against glibc only");
+    } else {
+      reasons.push_back(path + " is not linked against glibc (program interpreter " + interpreter +
+                        "): the shim, built for glibc, might stop it before main");
+      obstacles.unknown_loader = true;
+    }
     obstacles.bypasses_loader = true;
-    obstacles.foreign_loader = true;
   }
   return obstacles;
 }

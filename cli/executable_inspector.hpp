@@ -39,8 +39,9 @@ struct PreloadObstacles {
   bool privileged = false;
   // statically linked, Go, or another C library's loader: no shim, but supervision reaches it.
   bool bypasses_loader = false;
-  // started by another C library's loader (musl): a preloaded shim would stop it before main.
-  bool foreign_loader = false;
+  // started by a loader that is neither glibc's nor musl's: the shim is not preloaded there (it
+  // is harmless under musl, preload.musl_program, and untried elsewhere).
+  bool unknown_loader = false;
 };
 // `path` is a path of this system; `root`, where the program's own root file system is (its
 // script interpreter and program interpreter are looked up there): "" for this system.

@@ -143,12 +143,15 @@ TEST(CommandLine, KubeInjectAndInstall) {
   EXPECT_EQ(plain.kube_inject.file, "-");
   EXPECT_EQ(plain.kube_inject.output, "-");
   EXPECT_FALSE(plain.kube_inject.uninject);
+  EXPECT_FALSE(plain.kube_inject.quiet);
   EXPECT_EQ(plain.kube_inject.image.rfind("tcptune-init:", 0), 0U) << plain.kube_inject.image;
   EXPECT_EQ(plain.kube_inject.policy_key, "policy.toml");
-  const CommandLine full =
-      parse_command_line({"kube-inject", "-f", "in.yaml", "-o", "out.yaml", "--uninject", "--image",
-                          "reg/tcptune-init:1", "--policy-configmap", "tcptune.policy", "--policy-key", "p.toml"});
+  const CommandLine full = parse_command_line({"kube-inject", "-f", "in.yaml", "-o", "out.yaml", "--uninject",
+                                               "--image", "reg/tcptune-init:1", "--policy-configmap", "tcptune.policy",
+                                               "--policy-key", "p.toml", "--quiet"});
   ASSERT_EQ(full.subcommand, Subcommand::kube_inject);
+  EXPECT_TRUE(full.kube_inject.quiet);
+  EXPECT_TRUE(parse_command_line({"kube-inject", "-q"}).kube_inject.quiet);
   EXPECT_EQ(full.kube_inject.file, "in.yaml");
   EXPECT_EQ(full.kube_inject.output, "out.yaml");
   EXPECT_TRUE(full.kube_inject.uninject);
