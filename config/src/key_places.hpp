@@ -17,8 +17,7 @@ inline constexpr std::string_view kLogKeys[] = {"path",     "level",      "forma
 inline constexpr std::string_view kMatchKeys[] = {"peer", "port", "role", "program"};
 inline constexpr std::string_view kBufferKeys[] = {"bandwidth", "rtt", "sndbuf", "rcvbuf"};
 inline constexpr std::string_view kKeepaliveKeys[] = {"idle", "interval", "count"};
-inline constexpr std::string_view kKeepWarmKeys[] = {"protocol", "heartbeat", "heartbeat_hex", "interval",
-                                                     "max_idle"};
+inline constexpr std::string_view kKeepWarmKeys[] = {"protocol", "heartbeat", "heartbeat_hex", "interval", "max_idle"};
 inline constexpr std::string_view kSockoptKeys[] = {"level", "name", "value"};
 
 // "unknown key 'nodelay' in the policy; put it under [defaults] (every socket) or in a [[rule]]",

@@ -18,13 +18,13 @@
 #include <utility>
 #include <vector>
 
+#include "key_places.hpp"
 #include "tcptune/config/cidr.hpp"
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/private_stack.hpp"
 #include "tcptune/config/toml_input_guard.hpp"
 #include "tcptune/config/tuning_keys.hpp"
 #include "tcptune/config/value_parsers.hpp"
-#include "key_places.hpp"
 #include "toml_walk.hpp"
 
 namespace tcptune::config {

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "key_places.hpp"
 #include "tcptune/config/did_you_mean.hpp"
 #include "tcptune/config/escape.hpp"
-#include "key_places.hpp"
 
 namespace tcptune::config {
 

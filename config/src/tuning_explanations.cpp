@@ -87,10 +87,10 @@ std::string explain_keepalive(const Tuning& tuning, const HostOutlook& host) {
   // What the policy leaves out is the kernel's (net.ipv4.tcp_keepalive_intvl, tcp_keepalive_probes).
   const Duration interval = k.interval.count() > 0 ? k.interval : host.keepalive.interval;
   const int count = k.count > 0 ? k.count : host.keepalive.probes;
-  const std::string interval_text =
-      k.interval.count() > 0 ? format_duration(k.interval)
-      : interval.count() > 0 ? format_duration(interval) + " (the kernel's net.ipv4.tcp_keepalive_intvl)"
-                             : "the kernel's net.ipv4.tcp_keepalive_intvl";
+  const std::string interval_text = k.interval.count() > 0 ? format_duration(k.interval)
+                                    : interval.count() > 0
+                                        ? format_duration(interval) + " (the kernel's net.ipv4.tcp_keepalive_intvl)"
+                                        : "the kernel's net.ipv4.tcp_keepalive_intvl";
   const std::string count_text =
       k.count > 0 ? std::to_string(k.count) + " unanswered probe" + (k.count == 1 ? "" : "s")
       : count > 0 ? std::to_string(count) + " unanswered probes (the kernel's net.ipv4.tcp_keepalive_probes)"

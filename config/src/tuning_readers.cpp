@@ -6,11 +6,11 @@
 #include <utility>
 #include <vector>
 
+#include "key_places.hpp"
 #include "tcptune/config/buffer_plan.hpp"
 #include "tcptune/config/keep_warm_presets.hpp"
 #include "tcptune/config/sockopt_names.hpp"
 #include "tcptune/config/value_parsers.hpp"
-#include "key_places.hpp"
 
 namespace tcptune::config {
 

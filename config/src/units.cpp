@@ -214,8 +214,8 @@ std::string ambiguous_size_reading(std::string_view text) {
   }
   const std::string binary_text = std::string(text.substr(0, text.size() - 1)) + std::string(kBinary[at]);
   const Parsed<std::uint64_t> binary_bytes = parse_size(binary_text);
-  std::string out = quoted(text) + " read as " + grouped(decimal_bytes.value()) +
-                    " bytes (k, K, M and G are powers of 1000 here";
+  std::string out =
+      quoted(text) + " read as " + grouped(decimal_bytes.value()) + " bytes (k, K, M and G are powers of 1000 here";
   if (binary_bytes.ok()) {
     out += "; " + quoted(binary_text) + " is " + grouped(binary_bytes.value());
   }

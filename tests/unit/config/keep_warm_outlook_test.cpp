@@ -32,7 +32,7 @@ TEST(KeepWarmOutlook, BbrSetByThePolicy) {
 TEST(KeepWarmOutlook, NoRestartAfterIdle) {
   const std::string why = keep_warm_futility(warm("congestion = \"cubic\"\n"), IdleRestart{"cubic", false});
   EXPECT_NE(why.find("tcp_slow_start_after_idle is 0"), std::string::npos) << why;
-  EXPECT_EQ(keep_warm_futility(Tuning{}, IdleRestart{"bbr", false}), "");  // no keep_warm: nothing to say
+  EXPECT_EQ(keep_warm_futility(Tuning{}, IdleRestart{"bbr", false}), "");    // no keep_warm: nothing to say
   EXPECT_EQ(keep_warm_futility(warm(), IdleRestart{"", std::nullopt}), "");  // unreadable: no claim
 }
 
