@@ -1,17 +1,23 @@
 // `tcptune check FILE`: the policy in plain words, with what this host will actually give.
+#include <unistd.h>
+
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "commands.hpp"
 #include "host_congestion.hpp"
+#include "passwd_lookup.hpp"
 #include "tcptune/config/buffer_plan.hpp"
 #include "tcptune/config/cidr.hpp"
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/heartbeat_reach.hpp"
 #include "tcptune/config/host_sysctl.hpp"
+#include "tcptune/config/keep_warm_outlook.hpp"
 #include "tcptune/config/keep_warm_presets.hpp"
 #include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/policy_loader.hpp"
+#include "tcptune/config/rule_shadowing.hpp"
 #include "tcptune/config/tuning_keys.hpp"
 #include "tcptune/config/units.hpp"
 
@@ -130,6 +136,53 @@ void warn_about_server_heartbeats(const config::Policy& policy) {
   }
 }
 
+// A rule after one whose match takes every socket it would: first match wins, so it never applies.
+void warn_about_shadowed_rules(const config::Policy& policy) {
+  for (const config::ShadowedRule& shadowed : config::shadowed_rules(policy)) {
+    const config::Rule& rule = policy.rules[shadowed.rule];
+    const config::Rule& by = policy.rules[shadowed.by];
+    (void)std::fprintf(stderr,
+                       "tcptune: warning: %s:%u:%u: rule '%s' never matches: rule '%s' (line %u) comes first and "
+                       "matches every socket it would (first match wins); move it above '%s', or narrow '%s'\n",
+                       rule.pos.file.c_str(), rule.pos.line, rule.pos.column, rule.name.c_str(), by.name.c_str(),
+                       by.pos.line, by.name.c_str(), by.name.c_str());
+  }
+}
+
+// keep_warm where this namespace restarts no window after idle: the shim would send nothing.
+void warn_about_idle_keep_warm(const config::Policy& policy) {
+  const config::IdleRestart host = config::read_idle_restart();
+  const char* consequence = "so the shim sends no heartbeat (it checks again at each connection, in its own namespace)";
+  if (const std::string why = config::keep_warm_futility(policy.defaults, host); !why.empty()) {
+    (void)std::fprintf(stderr, "tcptune: warning: %s: keep_warm in [defaults] does nothing here: %s, %s\n",
+                       policy.source.c_str(), why.c_str(), consequence);
+  }
+  for (const config::Rule& rule : policy.rules) {
+    // A rule that sets neither inherits both from [defaults], whose line above says it.
+    if (!rule.tuning.keep_warm.has_value() && !rule.tuning.congestion.has_value()) {
+      continue;
+    }
+    if (const std::string why = config::keep_warm_futility(rule.effective, host); !why.empty()) {
+      (void)std::fprintf(stderr, "tcptune: warning: %s:%u:%u: keep_warm in rule '%s' does nothing here: %s, %s\n",
+                         rule.pos.file.c_str(), rule.pos.line, rule.pos.column, rule.name.c_str(), why.c_str(),
+                         consequence);
+    }
+  }
+}
+
+// Whose plan is shown: this process's, or --as-user's (root keeps CAP_NET_ADMIN, others lack it).
+std::string privilege_line(const std::optional<PasswdEntry>& user, const config::HostOutlook& host) {
+  const char* with = host.cap_net_admin ? "with" : "without";
+  if (!user.has_value()) {
+    return "as this process (uid " + std::to_string(::geteuid()) + ", " + with +
+           " CAP_NET_ADMIN); --as-user USER shows a service user's plan\n";
+  }
+  return "as user " + user->name + " (uid " + std::to_string(user->uid) + "): " + with + " CAP_NET_ADMIN" +
+         (host.cap_net_admin ? " (root's usual capabilities; a unit's CapabilityBoundingSet= can take it away)"
+                             : " (unless its unit grants AmbientCapabilities=CAP_NET_ADMIN)") +
+         "\n";
+}
+
 }  // namespace
 
 int check_command(const CheckOptions& options) {
@@ -137,8 +190,20 @@ int check_command(const CheckOptions& options) {
   const config::LoadResult loaded =
       builtin ? config::LoadResult{config::builtin_default_policy()} : config::load_policy_file(options.policy_file);
   if (!loaded.ok()) {
-    (void)std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
+    // Every mistake at once, one line each in the file's order: fixing them takes one run.
+    for (const config::PolicyError& error : loaded.all_errors()) {
+      (void)std::fprintf(stderr, "tcptune: %s\n", error.to_string().c_str());
+    }
     return 1;
+  }
+  std::optional<PasswdEntry> as_user;
+  if (!options.as_user.empty()) {
+    as_user = find_user(options.as_user);
+    if (!as_user.has_value()) {
+      (void)std::fprintf(stderr, "tcptune: --as-user %s: no such user in /etc/passwd (a numeric uid also works)\n",
+                         options.as_user.c_str());
+      return kExitUsage;
+    }
   }
   const config::Policy& policy = loaded.policy();
   if (builtin) {
@@ -149,10 +214,16 @@ int check_command(const CheckOptions& options) {
   config::HostOutlook host;
   host.rcvbuf = config::read_rcvbuf_limits();
   host.sndbuf = config::read_sndbuf_limits();
-  host.cap_net_admin = config::has_cap_net_admin();
+  // Another user's process has root's capabilities only as root (uid 0).
+  host.cap_net_admin = as_user.has_value() ? as_user->uid == 0 : config::has_cap_net_admin();
   host.congestion_outlook = congestion_outlook;
+  host.keepalive = config::read_keepalive_defaults();
   std::printf("%s: valid, %zu rule%s (first match wins; a rule's unset keys come from [defaults])\n",
               policy.source.c_str(), policy.rules.size(), policy.rules.size() == 1 ? "" : "s");
+  (void)std::fputs(privilege_line(as_user, host).c_str(), stdout);
+  for (const config::PolicyError& note : loaded.notes) {
+    std::printf("note: %s\n", note.to_string().c_str());
+  }
   for (const config::Rule& rule : policy.rules) {
     std::printf("\nrule '%s' (%s:%u): %s\n", rule.name.c_str(), rule.pos.file.c_str(), rule.pos.line,
                 describe_match(rule.match).c_str());
@@ -169,6 +240,8 @@ int check_command(const CheckOptions& options) {
   }
   (void)std::fflush(stdout);  // the report first, then its warnings
   warn_about_server_heartbeats(policy);
+  warn_about_shadowed_rules(policy);
+  warn_about_idle_keep_warm(policy);
   return 0;
 }
 

@@ -109,6 +109,11 @@ void add_check(CLI::App& app, CheckOptions& check) {
   CLI::Option* file = command->add_option("FILE", check.policy_file,
                                           "the policy file (none: the built-in default, used without a policy)");
   add_preset(*command, check.policy_file, "instead of FILE")->excludes(file);
+  command
+      ->add_option("--as-user", check.as_user,
+                   "the plan as a process of USER gets it (a name in /etc/passwd or a uid): root may pin buffers "
+                   "above net.core.rmem_max/wmem_max, others may not")
+      ->option_text("USER");
 }
 
 void add_report(CLI::App& app, ReportOptions& report) {

@@ -27,6 +27,7 @@ struct RunOptions {
 
 struct CheckOptions {
   std::string policy_file;
+  std::string as_user;  // --as-user: the plan as this user's process gets it (name or uid)
 };
 
 struct ReportOptions {

@@ -52,6 +52,19 @@ BufferLimits read_sndbuf_limits(const std::string& proc_sys_root) {
   return limits("net/core/wmem_max", "net/ipv4/tcp_wmem", proc_sys_root);
 }
 
+KeepaliveDefaults read_keepalive_defaults(const std::string& proc_sys_root) {
+  KeepaliveDefaults out;
+  const auto interval = read_sysctl_numbers("net/ipv4/tcp_keepalive_intvl", proc_sys_root);
+  const auto probes = read_sysctl_numbers("net/ipv4/tcp_keepalive_probes", proc_sys_root);
+  if (interval.size() == 1 && interval[0] <= 32767) {
+    out.interval = std::chrono::seconds(interval[0]);
+  }
+  if (probes.size() == 1 && probes[0] <= 127) {
+    out.probes = static_cast<int>(probes[0]);
+  }
+  return out;
+}
+
 bool has_cap_net_admin() {
   std::ifstream status("/proc/self/status");
   std::string line;

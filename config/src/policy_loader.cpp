@@ -5,20 +5,23 @@
 //   [log]: its keys
 // (the keys outside the tuning table are listed in policy_keys.cpp)
 // Every error names FILE:LINE:COLUMN of the offending key or value; the values themselves are
-// checked by value_parsers.cpp.
+// checked by value_parsers.cpp. The walk goes on past a mistake to report every one in a pass:
+// a reader gives up only on the value it is reading, and a rule with a mistake is left out of
+// the checks that need the whole rule (duplicate names aside).
 #include "tcptune/config/policy_loader.hpp"
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <system_error>
 #include <utility>
 #include <vector>
 
+#include "key_places.hpp"
 #include "tcptune/config/cidr.hpp"
 #include "tcptune/config/escape.hpp"
-#include "tcptune/config/policy_keys.hpp"
 #include "tcptune/config/private_stack.hpp"
 #include "tcptune/config/toml_input_guard.hpp"
 #include "tcptune/config/tuning_keys.hpp"
@@ -46,6 +49,10 @@ std::vector<std::string_view> allowed_keys(std::span<const std::string_view> own
   return keys;
 }
 
+bool earlier(const PolicyError& a, const PolicyError& b) {
+  return a.pos.line != b.pos.line ? a.pos.line < b.pos.line : a.pos.column < b.pos.column;
+}
+
 class Loader {
  public:
   explicit Loader(std::string source) : walk_(std::move(source)) {}
@@ -63,36 +70,36 @@ class Loader {
     policy.source = walk_.source();
     read_top(parsed.table(), policy);
     if (walk_.failed()) {
-      return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<1>, *walk_.error())};
+      // In the file's order: the first line is the one a single-line report (the shim's) shows.
+      std::vector<PolicyError> errors = walk_.errors();
+      std::stable_sort(errors.begin(), errors.end(), earlier);
+      LoadResult failed{std::variant<Policy, PolicyError>(std::in_place_index<1>, errors.front())};
+      failed.errors = std::move(errors);
+      return failed;
     }
     for (Rule& rule : policy.rules) {
       rule.effective = overlay(policy.defaults, rule.tuning);
     }
-    return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<0>, std::move(policy))};
+    LoadResult loaded{std::variant<Policy, PolicyError>(std::in_place_index<0>, std::move(policy))};
+    loaded.notes = walk_.notes();
+    std::stable_sort(loaded.notes.begin(), loaded.notes.end(), earlier);
+    return loaded;
   }
 
  private:
   void read_top(const toml::table& top, Policy& policy) {
-    if (!walk_.check_keys(top, top_level_keys(), "the policy")) {
-      return;
-    }
+    walk_.check_keys(top, kTopKeys, "the policy");
     if (const toml::node* version = top.get("version")) {
       if (const auto v = walk_.take(*version, parse_version(policy_value(*version)))) {
         policy.version = *v;
-      } else {
-        return;
       }
     }
     if (const toml::node* defaults = top.get("defaults")) {
       static const std::vector<std::string_view> defaults_keys = allowed_keys({});
       if (const toml::table* table = walk_.as_table(*defaults, "defaults")) {
-        if (walk_.check_keys(*table, defaults_keys, "[defaults]")) {
-          read_tuning(*table, policy.defaults);
-        }
+        walk_.check_keys(*table, defaults_keys, "[defaults]");
+        read_tuning(*table, policy.defaults);
       }
-    }
-    if (walk_.failed()) {
-      return;
     }
     if (const toml::node* log = top.get("log")) {
       read_log(*log, policy.log);
@@ -104,11 +111,9 @@ class Loader {
         return;
       }
       std::set<std::string> names;
+      std::size_t count = 0;
       for (const toml::node& node : *array) {
-        if (walk_.failed()) {
-          return;
-        }
-        if (policy.rules.size() == kMaxRules) {
+        if (++count > kMaxRules) {
           walk_.fail(node.source(), "more than " + std::to_string(kMaxRules) + " rules: this is rule " +
                                         std::to_string(kMaxRules + 1) +
                                         ", past the limit; merge rules that tune alike (match takes lists of peers, "
@@ -117,30 +122,30 @@ class Loader {
         }
         const toml::table* table = walk_.as_table(node, "rule");
         if (table == nullptr) {
-          return;
+          continue;
         }
+        const std::size_t mark = walk_.mark();
         Rule rule;
         rule.pos = walk_.position(node.source());
-        rule.name = "rule " + std::to_string(policy.rules.size() + 1);
+        rule.name = "rule " + std::to_string(count);
         read_rule(*table, rule);
-        if (walk_.failed()) {
-          return;
-        }
         if (!names.insert(rule.name).second) {
           walk_.fail(table->get("name") != nullptr ? table->get("name")->source() : node.source(),
                      "duplicate rule name \"" + rule.name + "\"");
-          return;
         }
-        policy.rules.push_back(std::move(rule));
+        if (!walk_.failed_since(mark)) {
+          policy.rules.push_back(std::move(rule));
+        }
       }
     }
   }
 
   void read_log(const toml::node& node, LogSettings& log) {
     const toml::table* table = walk_.as_table(node, "log");
-    if (table == nullptr || !walk_.check_keys(*table, log_keys(), "[log]")) {
+    if (table == nullptr) {
       return;
     }
+    walk_.check_keys(*table, kLogKeys, "[log]");
     // Each key's value, or nothing after reporting why at it.
     auto read = [&](std::string_view key, auto parse) {
       const toml::node* value = table->get(key);
@@ -158,6 +163,9 @@ class Loader {
       log.slow_write = read("slow_write", [](const PolicyValue& v) {
         return parse_duration_value(v, "slow_write", std::chrono::microseconds(1), hours(1));
       });
+    }
+    if (const toml::node* rotate_size = table->get("rotate_size")) {
+      walk_.note_size_reading(*rotate_size);
     }
     if (auto size = read("rotate_size", [](const PolicyValue& v) {
           return parse_size_value(v, "rotate_size", 4096, std::uint64_t{1} << 40);
@@ -190,24 +198,19 @@ class Loader {
   }
 
   void read_rule(const toml::table& table, Rule& rule) {
-    static const std::vector<std::string_view> rule_keys = allowed_keys(rule_own_keys());
-    if (!walk_.check_keys(table, rule_keys, "[[rule]]")) {
-      return;
-    }
+    static const std::vector<std::string_view> rule_keys = allowed_keys(kRuleOwnKeys);
+    const std::size_t mark = walk_.mark();
+    walk_.check_keys(table, rule_keys, "[[rule]]");
     if (const toml::node* name = table.get("name")) {
       if (auto s = walk_.take(*name, parse_rule_name(policy_value(*name)))) {
         rule.name = *s;
-      } else {
-        return;
       }
     }
     if (const toml::node* match = table.get("match")) {
       read_match(*match, rule.match);
     }
-    if (!walk_.failed()) {
-      read_tuning(table, rule.tuning);
-    }
-    if (!walk_.failed()) {
+    read_tuning(table, rule.tuning);
+    if (!walk_.failed_since(mark)) {
       check_heartbeat_side(table, rule);
     }
   }
@@ -235,15 +238,16 @@ class Loader {
 
   void read_match(const toml::node& node, Match& match) {
     const toml::table* table = walk_.as_table(node, "match");
-    if (table == nullptr || !walk_.check_keys(*table, match_keys(), "match")) {
+    if (table == nullptr) {
       return;
     }
+    walk_.check_keys(*table, kMatchKeys, "match");
     if (const toml::node* peer = table->get("peer")) {
       for (const auto& [text, item] : walk_.string_list(*peer, "peer")) {
         const Parsed<Cidr> cidr = parse_cidr(text);
         if (!cidr.ok()) {
           walk_.fail(item->source(), "'peer': " + cidr.error());
-          return;
+          continue;
         }
         match.peers.push_back(cidr.value());
       }
@@ -254,8 +258,6 @@ class Loader {
     if (const toml::node* role = table->get("role")) {
       if (auto r = walk_.take(*role, parse_role(policy_value(*role)))) {
         match.role = *r;
-      } else {
-        return;
       }
     }
     if (const toml::node* program = table->get("program")) {
@@ -270,15 +272,11 @@ class Loader {
     auto one = [&](const toml::node& item) {
       if (auto range = walk_.take(item, parse_port(policy_value(item)))) {
         ports.push_back(*range);
-        return true;
       }
-      return false;
     };
     if (const auto* array = node.as_array()) {
       for (const toml::node& item : *array) {
-        if (!one(item)) {
-          return;
-        }
+        one(item);
       }
     } else {
       one(node);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "key_places.hpp"
 #include "tcptune/config/did_you_mean.hpp"
 #include "tcptune/config/escape.hpp"
 
@@ -25,21 +26,31 @@ SourcePos TomlWalk::position(const toml::source_region& region) const {
 }
 
 bool TomlWalk::fail(const toml::source_region& region, const std::string& message) {
-  if (!error_.has_value()) {
-    error_ = PolicyError{position(region), escape_for_display(message, false)};
-  }
+  errors_.push_back(PolicyError{position(region), escape_for_display(message, false)});
   return false;
+}
+
+void TomlWalk::note(const toml::source_region& region, const std::string& message) {
+  notes_.push_back(PolicyError{position(region), escape_for_display(message, false)});
+}
+
+void TomlWalk::note_size_reading(const toml::node& node) {
+  if (const auto* text = node.as_string()) {
+    if (const std::string reading = ambiguous_size_reading(text->get()); !reading.empty()) {
+      note(node.source(), reading);
+    }
+  }
 }
 
 bool TomlWalk::check_keys(const toml::table& table, std::span<const std::string_view> allowed,
                           const std::string& where) {
+  bool all_known = true;
   for (auto&& [key, node] : table) {
     if (std::find(allowed.begin(), allowed.end(), key.str()) == allowed.end()) {
-      return fail(key.source(),
-                  "unknown key '" + std::string(key.str()) + "' in " + where + did_you_mean(key.str(), allowed));
+      all_known = fail(key.source(), unknown_key_message(key.str(), where, allowed));
     }
   }
-  return true;
+  return all_known;
 }
 
 const toml::table* TomlWalk::as_table(const toml::node& node, const std::string& name) {

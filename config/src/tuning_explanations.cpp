@@ -79,14 +79,28 @@ std::string explain_congestion(const Tuning& tuning, const HostOutlook& host) {
   return "  congestion: " + outlook + "\n";
 }
 
-std::string explain_keepalive(const Tuning& tuning, const HostOutlook& /*host*/) {
+std::string explain_keepalive(const Tuning& tuning, const HostOutlook& host) {
   if (!tuning.keepalive.has_value()) {
     return {};
   }
   const Keepalive& k = *tuning.keepalive;
-  return "  keepalive: first probe after " + format_duration(k.idle) + " idle, then every " +
-         (k.interval.count() > 0 ? format_duration(k.interval) : "kernel default") + ", " +
-         (k.count > 0 ? std::to_string(k.count) : "kernel default") + " probes before giving up\n";
+  // What the policy leaves out is the kernel's (net.ipv4.tcp_keepalive_intvl, tcp_keepalive_probes).
+  const Duration interval = k.interval.count() > 0 ? k.interval : host.keepalive.interval;
+  const int count = k.count > 0 ? k.count : host.keepalive.probes;
+  const std::string interval_text = k.interval.count() > 0 ? format_duration(k.interval)
+                                    : interval.count() > 0
+                                        ? format_duration(interval) + " (the kernel's net.ipv4.tcp_keepalive_intvl)"
+                                        : "the kernel's net.ipv4.tcp_keepalive_intvl";
+  const std::string count_text =
+      k.count > 0 ? std::to_string(k.count) + " unanswered probe" + (k.count == 1 ? "" : "s")
+      : count > 0 ? std::to_string(count) + " unanswered probes (the kernel's net.ipv4.tcp_keepalive_probes)"
+                  : "as many unanswered probes as the kernel's net.ipv4.tcp_keepalive_probes";
+  std::string out = "  keepalive: first probe after " + format_duration(k.idle) + " idle, then one every " +
+                    interval_text + "; the connection is dropped after " + count_text;
+  if (interval.count() > 0 && count > 0) {
+    out += ", " + format_duration(k.idle + interval * count) + " after it fell silent";
+  }
+  return out + "\n";
 }
 
 std::string explain_user_timeout(const Tuning& tuning, const HostOutlook& /*host*/) {

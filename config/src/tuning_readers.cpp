@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "key_places.hpp"
 #include "tcptune/config/buffer_plan.hpp"
 #include "tcptune/config/keep_warm_presets.hpp"
 #include "tcptune/config/sockopt_names.hpp"
@@ -55,6 +56,7 @@ void read_user_timeout(TomlWalk& walk, std::string_view name, const TomlNode& va
 }
 
 void read_notsent_lowat(TomlWalk& walk, std::string_view name, const TomlNode& value, Tuning& into) {
+  walk.note_size_reading(value.node);
   if (auto bytes = walk.take(value.node, parse_size_value(policy_value(value.node), name, 1, INT32_MAX))) {
     into.notsent_lowat = static_cast<std::uint32_t>(*bytes);
   }
@@ -69,34 +71,32 @@ void read_tos(TomlWalk& walk, std::string_view /*name*/, const TomlNode& value, 
 void read_buffers(TomlWalk& walk, std::string_view /*name*/, const TomlNode& value, Tuning& into) {
   const toml::node& node = value.node;
   const toml::table* table = walk.as_table(node, "buffers");
-  static constexpr std::string_view kBufferKeys[] = {"bandwidth", "rtt", "sndbuf", "rcvbuf"};
-  if (table == nullptr || !walk.check_keys(*table, kBufferKeys, "buffers")) {
+  if (table == nullptr) {
     return;
   }
+  const std::size_t mark = walk.mark();
+  walk.check_keys(*table, kBufferKeys, "buffers");
   BufferSpec spec;
   constexpr std::uint64_t kMinBuffer = 1024;
   constexpr std::uint64_t kMaxBuffer = 1ULL << 30;
   if (const toml::node* bandwidth = table->get("bandwidth")) {
     spec.bandwidth_bytes_per_s = take(walk, *bandwidth, parse_bandwidth);
-    if (!spec.bandwidth_bytes_per_s.has_value()) {
-      return;
-    }
   }
   if (const toml::node* rtt = table->get("rtt")) {
-    const std::optional<std::optional<Duration>> parsed = take(walk, *rtt, parse_rtt);
-    if (!parsed.has_value()) {
-      return;
+    if (const std::optional<std::optional<Duration>> parsed = take(walk, *rtt, parse_rtt)) {
+      spec.rtt = *parsed;
+      spec.rtt_auto = !parsed->has_value();
     }
-    spec.rtt = *parsed;
-    spec.rtt_auto = !parsed->has_value();
   }
   if (const toml::node* sndbuf = table->get("sndbuf")) {
+    walk.note_size_reading(*sndbuf);
     spec.sndbuf = walk.take(*sndbuf, parse_size_value(policy_value(*sndbuf), "sndbuf", kMinBuffer, kMaxBuffer));
   }
   if (const toml::node* rcvbuf = table->get("rcvbuf")) {
+    walk.note_size_reading(*rcvbuf);
     spec.rcvbuf = walk.take(*rcvbuf, parse_size_value(policy_value(*rcvbuf), "rcvbuf", kMinBuffer, kMaxBuffer));
   }
-  if (walk.failed()) {
+  if (walk.failed_since(mark)) {
     return;
   }
   const bool has_rtt = spec.rtt.has_value() || spec.rtt_auto;
@@ -126,10 +126,11 @@ void read_buffers(TomlWalk& walk, std::string_view /*name*/, const TomlNode& val
 void read_keepalive(TomlWalk& walk, std::string_view /*name*/, const TomlNode& value, Tuning& into) {
   const toml::node& node = value.node;
   const toml::table* table = walk.as_table(node, "keepalive");
-  static constexpr std::string_view kKeepaliveKeys[] = {"idle", "interval", "count"};
-  if (table == nullptr || !walk.check_keys(*table, kKeepaliveKeys, "keepalive")) {
+  if (table == nullptr) {
     return;
   }
+  const std::size_t mark = walk.mark();
+  walk.check_keys(*table, kKeepaliveKeys, "keepalive");
   Keepalive keepalive;
   const toml::node* idle = table->get("idle");
   if (idle == nullptr) {
@@ -152,7 +153,7 @@ void read_keepalive(TomlWalk& walk, std::string_view /*name*/, const TomlNode& v
       keepalive.count = static_cast<int>(*c);
     }
   }
-  if (!walk.failed()) {
+  if (!walk.failed_since(mark)) {
     into.keepalive = keepalive;
   }
 }
@@ -162,11 +163,11 @@ void read_keepalive(TomlWalk& walk, std::string_view /*name*/, const TomlNode& v
 void read_keep_warm(TomlWalk& walk, std::string_view /*name*/, const TomlNode& value, Tuning& into) {
   const toml::node& node = value.node;
   const toml::table* table = walk.as_table(node, "keep_warm");
-  static constexpr std::string_view kKeepWarmKeys[] = {"protocol", "heartbeat", "heartbeat_hex", "interval",
-                                                       "max_idle"};
-  if (table == nullptr || !walk.check_keys(*table, kKeepWarmKeys, "keep_warm")) {
+  if (table == nullptr) {
     return;
   }
+  const std::size_t mark = walk.mark();
+  walk.check_keys(*table, kKeepWarmKeys, "keep_warm");
   KeepWarm keep_warm;
   // Exactly one says what the heartbeat is; the second one written is the mistake.
   std::vector<std::pair<std::string_view, const toml::node*>> given;
@@ -193,32 +194,24 @@ void read_keep_warm(TomlWalk& walk, std::string_view /*name*/, const TomlNode& v
   }
   const auto [first_key, first] = given.front();
   if (first_key == "protocol") {
-    if (!read_keep_warm_protocol(walk, *first, keep_warm)) {
-      return;
-    }
-  } else {
-    std::optional<std::string> payload =
-        take(walk, *first, first_key == "heartbeat" ? parse_heartbeat : parse_heartbeat_hex);
-    if (!payload.has_value()) {
-      return;
-    }
+    read_keep_warm_protocol(walk, *first, keep_warm);
+  } else if (std::optional<std::string> payload =
+                 take(walk, *first, first_key == "heartbeat" ? parse_heartbeat : parse_heartbeat_hex)) {
     keep_warm.payload = std::move(*payload);
   }
   if (const toml::node* interval = table->get("interval")) {
-    const std::optional<std::optional<Duration>> parsed = take(walk, *interval, parse_keep_warm_interval);
-    if (!parsed.has_value()) {
-      return;
+    if (const std::optional<std::optional<Duration>> parsed = take(walk, *interval, parse_keep_warm_interval)) {
+      keep_warm.interval = *parsed;
     }
-    keep_warm.interval = *parsed;
   }
   if (const toml::node* max_idle = table->get("max_idle")) {
-    const std::optional<Duration> parsed = take(walk, *max_idle, parse_keep_warm_max_idle);
-    if (!parsed.has_value()) {
-      return;
+    if (const std::optional<Duration> parsed = take(walk, *max_idle, parse_keep_warm_max_idle)) {
+      keep_warm.max_idle = *parsed;
     }
-    keep_warm.max_idle = *parsed;
   }
-  into.keep_warm = std::move(keep_warm);
+  if (!walk.failed_since(mark)) {
+    into.keep_warm = std::move(keep_warm);
+  }
 }
 
 void read_sockopts(TomlWalk& walk, std::string_view /*name*/, const TomlNode& value, Tuning& into) {
@@ -229,36 +222,33 @@ void read_sockopts(TomlWalk& walk, std::string_view /*name*/, const TomlNode& va
               "= 1400 }]");
     return;
   }
-  static constexpr std::string_view kSockoptKeys[] = {"level", "name", "value"};
   for (const toml::node& item : *array) {
     const toml::table* table = walk.as_table(item, "sockopt entry");
-    if (table == nullptr || !walk.check_keys(*table, kSockoptKeys, "sockopt")) {
-      return;
+    if (table == nullptr) {
+      continue;
     }
+    walk.check_keys(*table, kSockoptKeys, "sockopt");
     const toml::node* level = table->get("level");
     const toml::node* name = table->get("name");
     const toml::node* number = table->get("value");
     if (level == nullptr || name == nullptr || number == nullptr) {
       walk.fail(item.source(), "a 'sockopt' entry needs 'level', 'name' and 'value'");
-      return;
+      continue;
     }
     const auto level_text = walk.take(*level, parse_string(policy_value(*level), "level"));
     const auto name_text = walk.take(*name, parse_string(policy_value(*name), "name"));
     const auto option_value = walk.take(*number, parse_integer(policy_value(*number), "value", INT32_MIN, INT32_MAX));
     if (!level_text || !name_text || !option_value) {
-      return;
+      continue;
     }
     const auto known_level = walk.take(*level, find_sockopt_level(*level_text));
-    if (!known_level) {
-      return;
-    }
     const auto known = walk.take(*name, find_socket_option(*name_text));
-    if (!known) {
-      return;
+    if (!known_level || !known) {
+      continue;
     }
     if (const std::string mismatch = sockopt_level_mismatch(*known, *known_level); !mismatch.empty()) {
       walk.fail(level->source(), mismatch);
-      return;
+      continue;
     }
     RawSockopt opt;
     opt.level = known->level;

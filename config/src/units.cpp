@@ -187,6 +187,41 @@ Parsed<std::uint64_t> parse_rate(std::string_view text) {
                 text);
 }
 
+namespace {
+// 4000000 -> "4,000,000".
+std::string grouped(std::uint64_t value) {
+  std::string digits = std::to_string(value);
+  for (std::size_t at = digits.size(); at > 3; at -= 3) {
+    digits.insert(at - 3, ",");
+  }
+  return digits;
+}
+}  // namespace
+
+std::string ambiguous_size_reading(std::string_view text) {
+  double number = 0;
+  std::string_view suffix;
+  if (!split_number(text, number, suffix) || suffix.size() != 1) {
+    return {};
+  }
+  // The single letters of sysctl, ulimit and dd, which mean powers of 1024 there.
+  static constexpr std::string_view kBinary[] = {"KiB", "KiB", "MiB", "GiB"};
+  static constexpr std::string_view kLetters = "kKMG";
+  const std::size_t at = kLetters.find(suffix.front());
+  const Parsed<std::uint64_t> decimal_bytes = parse_size(text);
+  if (at == std::string_view::npos || !decimal_bytes.ok()) {
+    return {};
+  }
+  const std::string binary_text = std::string(text.substr(0, text.size() - 1)) + std::string(kBinary[at]);
+  const Parsed<std::uint64_t> binary_bytes = parse_size(binary_text);
+  std::string out =
+      quoted(text) + " read as " + grouped(decimal_bytes.value()) + " bytes (k, K, M and G are powers of 1000 here";
+  if (binary_bytes.ok()) {
+    out += "; " + quoted(binary_text) + " is " + grouped(binary_bytes.value());
+  }
+  return out + ")";
+}
+
 std::string format_size(std::uint64_t bytes) {
   return in_largest_unit(bytes, {{{1000000000ULL, "GB"}, {1000000ULL, "MB"}, {1000ULL, "kB"}, {1, "B"}}});
 }

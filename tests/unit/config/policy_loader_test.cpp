@@ -232,3 +232,99 @@ TEST(PolicyLoader, PresetsLoad) {
 
 }  // namespace
 }  // namespace tcptune::config
+
+namespace tcptune::config {
+namespace {
+
+std::vector<std::string> error_lines(const LoadResult& result) {
+  std::vector<std::string> lines;
+  for (const PolicyError& error : result.all_errors()) {
+    lines.push_back(error.to_string());
+  }
+  return lines;
+}
+
+// One pass reports every mistake, in the file's order, and error() (the shim's one line) is the first.
+TEST(PolicyLoaderAllErrors, EveryMistakeInOnePass) {
+  const LoadResult result = load_policy_text(R"([defaults]
+nodelay = "sometimes"
+[[rule]]
+name = "a"
+match = { prot = 443 }
+keepalive = { idle = "30s", intreval = "5s" }
+[[rule]]
+name = "b"
+buffers = { sndbuf = "1x" }
+congestion = "bbr"
+[log]
+level = "loud"
+)",
+                                             "t.toml");
+  ASSERT_FALSE(result.ok());
+  const std::vector<std::string> lines = error_lines(result);
+  ASSERT_EQ(lines.size(), 5U) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[0].rfind("t.toml:2:11: ", 0), 0U) << lines[0];
+  EXPECT_EQ(lines[1].rfind("t.toml:5:11: unknown key 'prot' in match; did you mean 'port'?", 0), 0U) << lines[1];
+  EXPECT_EQ(lines[2].rfind("t.toml:6:29: unknown key 'intreval' in keepalive; did you mean 'interval'?", 0), 0U)
+      << lines[2];
+  EXPECT_EQ(lines[3].rfind("t.toml:9:22: ", 0), 0U) << lines[3];
+  EXPECT_EQ(lines[4].rfind("t.toml:12:9: ", 0), 0U) << lines[4];
+  EXPECT_EQ(result.error().to_string(), lines[0]);
+  for (const std::string& line : lines) {
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+  }
+}
+
+// A duplicate name is still found when the rule that repeats it has another mistake; a rule with
+// a mistake is not checked for things that need it whole (no error cascades from it).
+TEST(PolicyLoaderAllErrors, RulesAfterAMistakeAreStillRead) {
+  const LoadResult result = load_policy_text(
+      "[[rule]]\nname = \"x\"\nnodelay = 1\n[[rule]]\nname = \"x\"\nport = 80\n"
+      "[[rule]]\nmatch = { role = \"server\" }\nkeep_warm = { protocol = \"http1-client\", max_idle = \"1ms\" }\n",
+      "t.toml");
+  const std::vector<std::string> lines = error_lines(result);
+  ASSERT_EQ(lines.size(), 4U) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[0].rfind("t.toml:3:11: ", 0), 0U) << lines[0];
+  EXPECT_NE(lines[1].find("t.toml:5:8: duplicate rule name \"x\""), std::string::npos) << lines[1];
+  EXPECT_EQ(lines[2], "t.toml:6:1: unknown key 'port' in [[rule]]; put it in a rule's match = { ... }");
+  EXPECT_EQ(lines[3].rfind("t.toml:9:53: 'max_idle' must be between", 0), 0U) << lines[3];
+}
+
+// A key at the wrong level says where it belongs; a misspelling names the nearest key.
+TEST(PolicyLoaderAllErrors, KeyAtTheWrongLevel) {
+  auto first = [](const std::string& text) { return load_policy_text(text, "t.toml").error().to_string(); };
+  EXPECT_EQ(first("nodelay = \"on\"\n"),
+            "t.toml:1:1: unknown key 'nodelay' in the policy; put it under [defaults] (every socket) or in a [[rule]]");
+  EXPECT_EQ(first("[defaults]\nmatch = { port = 80 }\n"),
+            "t.toml:2:1: unknown key 'match' in [defaults]; put it in a [[rule]]");
+  EXPECT_EQ(first("path = \"/tmp/x.log\"\n"), "t.toml:1:1: unknown key 'path' in the policy; put it under [log]");
+  EXPECT_EQ(first("[[rule]]\nsndbuf = \"1MiB\"\n"),
+            "t.toml:2:1: unknown key 'sndbuf' in [[rule]]; put it in buffers = { ... }");
+  EXPECT_EQ(first("[[rule]]\nmatch = { nodelay = \"on\" }\n"),
+            "t.toml:2:11: unknown key 'nodelay' in match; put it under [defaults] (every socket) or in a [[rule]]");
+  EXPECT_EQ(first("interval = \"1s\"\n"),
+            "t.toml:1:1: unknown key 'interval' in the policy; put it under [log], in keepalive = { ... } or in "
+            "keep_warm = { ... }");
+  EXPECT_EQ(first("[defaults]\nnodelya = \"on\"\n"),
+            "t.toml:2:1: unknown key 'nodelya' in [defaults]; did you mean 'nodelay'?");
+  EXPECT_EQ(first("nodelya = \"on\"\n"),
+            "t.toml:1:1: unknown key 'nodelya' in the policy; did you mean 'nodelay', under [defaults] (every "
+            "socket) or in a [[rule]]?");
+  EXPECT_EQ(first("[defaults]\nwhatever = 1\n"), "t.toml:2:1: unknown key 'whatever' in [defaults]");
+}
+
+// A size in single-letter units is valid, with a note saying how it was read.
+TEST(PolicyLoaderAllErrors, AmbiguousSizesAreNoted) {
+  const LoadResult result = load_policy_text(
+      "[defaults]\nbuffers = { sndbuf = \"4M\", rcvbuf = \"4MiB\" }\nnotsent_lowat = \"16k\"\n", "t.toml");
+  ASSERT_TRUE(result.ok()) << result.error().to_string();
+  EXPECT_EQ(result.policy().defaults.buffers->sndbuf, 4000000U);
+  ASSERT_EQ(result.notes.size(), 2U);
+  EXPECT_EQ(result.notes[0].to_string(),
+            "t.toml:2:22: \"4M\" read as 4,000,000 bytes (k, K, M and G are powers of 1000 here; \"4MiB\" is "
+            "4,194,304)");
+  EXPECT_EQ(result.notes[1].to_string().rfind("t.toml:3:17: \"16k\" read as 16,000 bytes", 0), 0U);
+}
+
+}  // namespace
+}  // namespace tcptune::config

@@ -92,7 +92,9 @@ TEST(TuningKeys, LoaderAcceptsExactlyTheTable) {
     EXPECT_EQ(load_error("[[rule]]\n" + misspelt + " = 1\n"),
               "t.toml:2:1: unknown key '" + misspelt + "' in [[rule]]; did you mean '" + std::string(key.name) + "'?");
   }
-  EXPECT_EQ(load_error("[defaults]\nname = \"x\"\n"), "t.toml:2:1: unknown key 'name' in [defaults]");
+  // A rule's own key is not one of [defaults]'s: the error says where it goes.
+  EXPECT_EQ(load_error("[defaults]\nname = \"x\"\n"),
+            "t.toml:2:1: unknown key 'name' in [defaults]; put it in a [[rule]] or in a sockopt = [{ ... }] entry");
 }
 
 // A rule's key replaces the default's; an unset one inherits it; sockopts add up.

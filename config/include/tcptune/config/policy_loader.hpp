@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "tcptune/config/policy.hpp"
 
@@ -18,11 +19,21 @@ struct PolicyError {
 };
 
 struct LoadResult {
+  // The policy, or its first error in the file's order (what a one-line report shows: the shim's).
   std::variant<Policy, PolicyError> policy_or_error;
+  // Every error the walk found, in the file's order (`tcptune check` lists them all); empty when
+  // the text did not parse as TOML or could not be read: then error() is the only one.
+  std::vector<PolicyError> errors{};
+  // Remarks on a valid policy: how an ambiguous value was read ("4M": 4,000,000 bytes).
+  std::vector<PolicyError> notes{};
   [[nodiscard]] bool ok() const { return policy_or_error.index() == 0; }
   [[nodiscard]] const Policy& policy() const { return std::get<0>(policy_or_error); }
   [[nodiscard]] Policy& policy() { return std::get<0>(policy_or_error); }
   [[nodiscard]] const PolicyError& error() const { return std::get<1>(policy_or_error); }
+  // Every error: `errors`, or error() alone.
+  [[nodiscard]] std::vector<PolicyError> all_errors() const {
+    return errors.empty() && !ok() ? std::vector<PolicyError>{error()} : errors;
+  }
 };
 
 // The longest policy, file or TCPTUNE_POLICY_TOML, in bytes: every preloaded process parses it

@@ -16,11 +16,19 @@ namespace tcptune::config {
 class TomlWalk;   // the loader's walk over the TOML document (config/src/toml_walk.hpp)
 struct TomlNode;  // one of its values
 
+// What the kernel uses for keepalive settings a policy leaves out (net.ipv4.tcp_keepalive_intvl and
+// tcp_keepalive_probes); zero when unknown.
+struct KeepaliveDefaults {
+  Duration interval{};
+  int probes = 0;
+};
+
 // What `tcptune check` knows about this host, for the explanations that depend on it.
 struct HostOutlook {
   BufferLimits rcvbuf;
   BufferLimits sndbuf;
   bool cap_net_admin = false;
+  KeepaliveDefaults keepalive;
   // One sentence: will setsockopt(TCP_CONGESTION, algorithm) work for this process?
   std::string (*congestion_outlook)(const std::string& algorithm, bool cap_net_admin) = nullptr;
 };

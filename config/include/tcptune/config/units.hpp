@@ -32,6 +32,10 @@ Parsed<Duration> parse_duration(std::string_view text);
 // Bytes per second. Suffixes: bit/Kbit/Mbit/Gbit (and bps forms) or B/s, KB/s, MB/s, GB/s, KiB/s...
 Parsed<std::uint64_t> parse_rate(std::string_view text);
 
+// How a size whose unit people read two ways was taken: "\"4M\" read as 4,000,000 bytes (k, K, M
+// and G are powers of 1000 here; \"4MiB\" is 4,194,304)", or "" for an unambiguous or invalid one.
+std::string ambiguous_size_reading(std::string_view text);
+
 // Human forms for messages: "22.5 MB", "180 ms", "1 Gbit/s".
 std::string format_size(std::uint64_t bytes);
 std::string format_duration(Duration d);
