@@ -1,7 +1,11 @@
 # The Debian package, by CPack's DEB generator from the install rules (cmake/InstallRules.cmake):
-# `scripts/package` configures the "package" preset (prefix /usr) and runs cpack there.
-# packaging/deb/ holds what only the package has: its changelog, copyright, maintainer script and
-# lintian overrides.
+# `scripts/package` configures the "package" preset (prefix /usr, TCPTUNE_DEB on) and runs cpack
+# there. packaging/deb/ holds the package's changelog, copyright, maintainer script and lintian
+# overrides; the changelog and the overrides are installed in this configuration only.
+if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  message(FATAL_ERROR "TCPTUNE_DEB: the package installs under /usr (CMAKE_INSTALL_PREFIX is ${CMAKE_INSTALL_PREFIX}); "
+    "use the \"package\" preset")
+endif()
 set(TCPTUNE_DEB_DIR ${PROJECT_SOURCE_DIR}/packaging/deb)
 
 # The changelog's newest entry is the version packaged: one that disagrees with project() stops
@@ -20,14 +24,14 @@ add_custom_command(OUTPUT ${TCPTUNE_DEB_CHANGELOG}
   COMMAND gzip -9n -c ${TCPTUNE_DEB_DIR}/changelog > ${TCPTUNE_DEB_CHANGELOG}
   DEPENDS ${TCPTUNE_DEB_DIR}/changelog VERBATIM)
 add_custom_target(tcptune_deb_changelog ALL DEPENDS ${TCPTUNE_DEB_CHANGELOG})
-install(FILES ${TCPTUNE_DEB_CHANGELOG} ${TCPTUNE_DEB_DIR}/copyright DESTINATION ${TCPTUNE_INSTALL_DOCDIR})
+install(FILES ${TCPTUNE_DEB_CHANGELOG} DESTINATION ${TCPTUNE_INSTALL_DOCDIR})
 install(FILES ${TCPTUNE_DEB_DIR}/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides
   RENAME tcptune)
 
 # Every path under /etc that the install rules write is a conffile: dpkg keeps the admin's edits
 # across upgrades and removes them on purge only.
 file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/packaging/conffiles
-  CONTENT "${TCPTUNE_INSTALL_SYSTEM_POLICY_DIR}/policy.toml\n")
+  CONTENT "/etc/tcptune/policy.toml\n")
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME tcptune)

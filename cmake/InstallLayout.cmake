@@ -5,8 +5,8 @@
 #                                               search path and of Debian's shared-library rules
 #   share/tcptune/presets/*.toml                the policy presets
 #   share/tcptune/container-entrypoint.sh       the container entrypoint
-#   /etc/tcptune/policy.toml                    the example system policy (the built-in default),
-#                                               whatever the prefix: the shim reads it there
+#   /etc/tcptune/policy.toml                    the example system policy (the built-in default);
+#                                               PREFIX/etc/tcptune/ for a prefix other than /usr
 #   share/doc/tcptune/                          docs/*.md, and the package's copyright
 # Man pages and shell completion install with their own rules (docs/man), into
 # TCPTUNE_INSTALL_MANDIR and TCPTUNE_INSTALL_BASH_COMPLETIONDIR; the package takes every file
@@ -18,10 +18,6 @@ set(TCPTUNE_INSTALL_PRESETDIR ${TCPTUNE_INSTALL_DATADIR}/presets)
 set(TCPTUNE_INSTALL_DOCDIR ${CMAKE_INSTALL_DOCDIR})
 set(TCPTUNE_INSTALL_MANDIR ${CMAKE_INSTALL_MANDIR})
 set(TCPTUNE_INSTALL_BASH_COMPLETIONDIR ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
-# Where the shim looks for the system policy (config/include/tcptune/config/policy_loader.hpp),
-# whatever the prefix.
-set(TCPTUNE_INSTALL_SYSTEM_POLICY_DIR /etc/tcptune)
-option(TCPTUNE_INSTALL_SYSTEM_POLICY "Install the example /etc/tcptune/policy.toml (off for an unprivileged prefix)" ON)
 # The shim's directory as seen from bin/, which `tcptune run` and `tcptune install` look in.
 file(RELATIVE_PATH TCPTUNE_SHIMDIR_FROM_BINDIR ${CMAKE_INSTALL_FULL_BINDIR}
   ${CMAKE_INSTALL_PREFIX}/${TCPTUNE_INSTALL_SHIMDIR})
