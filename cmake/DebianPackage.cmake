@@ -52,13 +52,15 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "gnuplot-nox | gnuplot, libunwind8")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_BINARY_DIR}/packaging/conffiles ${TCPTUNE_DEB_DIR}/postrm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
+set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/DebianCompressManPages.cmake)
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "TCP tuning for unmodified programs, by LD_PRELOAD")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}
-libtcptune.so, preloaded into a program, intercepts its socket calls and applies
-a TOML policy whose rules match destinations, ports, roles and program names:
-TCP_NODELAY, socket buffers sized to the bandwidth-delay product, heartbeats
-that keep idle connections' congestion windows open, congestion control,
-keepalive, user timeout and more. No code change, rebuild or sysctl access.
+# The synopsis is the summary; this is the extended description (lines of at most 80 columns).
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "libtcptune.so, preloaded into a program, intercepts its socket calls and
+applies a TOML policy whose rules match destinations, ports, roles and program
+names: TCP_NODELAY, socket buffers sized to the bandwidth-delay product,
+heartbeats that keep idle connections' congestion windows open, congestion
+control, keepalive, user timeout and more. No code change, rebuild or sysctl
+access is needed.
 
 The tcptune command runs programs under the shim (static, Go and musl programs
 are tuned from outside, by a seccomp supervisor), explains a policy for this
