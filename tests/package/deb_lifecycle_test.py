@@ -54,6 +54,8 @@ def run(cmd, timeout=STEP_SECONDS, **kwargs):
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kwargs)
     except subprocess.TimeoutExpired as expired:
         return subprocess.CompletedProcess(cmd, -1, expired.stdout or "", f"timed out after {timeout} s")
+    except OSError as error:
+        return subprocess.CompletedProcess(cmd, 127, "", str(error))
 
 
 def package_state():
@@ -76,7 +78,7 @@ built = run([os.path.join(args.source_dir, "scripts/package")], timeout=BUILD_SE
 if not check(built.returncode == 0, "scripts/package builds the package, and lintian reports no error"):
     print(built.stdout[-3000:], built.stderr[-3000:])
     checks.finish()
-deb = built.stdout.strip().splitlines()[-1]
+deb = os.path.abspath(os.path.join(args.source_dir, built.stdout.strip().splitlines()[-1]))
 lintian_tags = re.findall(r"^([EWIPX]): tcptune[^:]*: (\S+)", built.stdout, re.M)
 print("lintian:", ", ".join(f"{kind}: {tag}" for kind, tag in lintian_tags) or "nothing", flush=True)
 check(re.fullmatch(r".*/dist/tcptune_[0-9][^_]*_amd64\.deb", deb) is not None, f"the package is dist/tcptune_VERSION_amd64.deb ({deb})")
@@ -147,7 +149,8 @@ try:
     check(r.returncode != 0, "control: without tcptune the probe's sockets have no TCP_NODELAY")
 
     r = run(["dpkg", "--install", deb])
-    check(r.returncode == 0, f"dpkg --install ({r.stderr.strip()[-300:]})")
+    if not check(r.returncode == 0, f"dpkg --install ({r.stderr.strip()[-300:]})"):
+        raise SystemExit(1)
 
     fields = {name: run(["dpkg-deb", "-f", deb, name]).stdout.strip() for name in ("Package", "Depends", "Version")}
     floor = glibc_floor([SHIM, CORE])
@@ -166,8 +169,10 @@ try:
           "tcptune and the entrypoint are executable")
     unstripped = {path: sorted(s for s in sections(path) if s == ".symtab" or s.startswith(".debug"))
                   for path in ("/usr/bin/tcptune", SHIM, CORE)}
-    check(not any(unstripped.values()), f"tcptune and the shim are stripped (left: {unstripped})")
-    check(".interp" not in sections("/usr/bin/tcptune"), "/usr/bin/tcptune is static (no .interp)")
+    check(all(".text" in sections(path) for path in unstripped) and not any(unstripped.values()),
+          f"tcptune and the shim are stripped (left: {unstripped})")
+    check(".text" in sections("/usr/bin/tcptune") and ".interp" not in sections("/usr/bin/tcptune"),
+          "/usr/bin/tcptune is static (no .interp)")
 
     r = installed_and_tuning("installed")
     logs = os.listdir(LOG_DIR) if os.path.isdir(LOG_DIR) else []
@@ -218,7 +223,7 @@ try:
     installed_and_tuning("after the upgrade")
 
     r = run(["dpkg", "--remove", PACKAGE])
-    left = [path for path in files if os.path.lexists(path)]
+    left = [path for path in files if path != POLICY and os.path.lexists(path)]
     check(r.returncode == 0 and not left and package_state() == "deinstall ok config-files",
           f"dpkg --remove removes every file but the conffile ({package_state()}; left: {left})")
     check(os.path.isfile(POLICY) and open(POLICY, encoding="utf-8").read() == edited,
@@ -229,6 +234,8 @@ try:
     left = [path for path in files + sorted(set(dirs) - dirs_before) + [POLICY, "/etc/tcptune", LOG_DIR]
             if os.path.lexists(path)]
     check(not left, f"after the purge nothing the package installed or made is left ({left})")
+except SystemExit:
+    pass
 finally:
     purge_on_exit()
     shutil.rmtree(work, ignore_errors=True)
