@@ -3,7 +3,7 @@
 # lintian overrides.
 
 # Stripped unless TCPTUNE_INSTALL_STRIP is off (`cmake --install --strip` strips either way):
-# the static tcptune carries 25 MB of debug information, the shim's core 20 MB. First in the
+# the static tcptune carries 44 MB of debug information, the shim's core 25 MB. First in the
 # install script, so that every target's strip step below sees it.
 if(TCPTUNE_INSTALL_STRIP)
   install(CODE "set(CMAKE_INSTALL_DO_STRIP TRUE)")

@@ -40,6 +40,7 @@ parser.add_argument("--probe", required=True)
 parser.add_argument("--nodelay-policy", required=True, help="a policy with nodelay = \"on\"")
 parser.add_argument("--work-dir", required=True)
 args = parser.parse_args()
+args.probe, args.nodelay_policy = os.path.abspath(args.probe), os.path.abspath(args.nodelay_policy)
 
 if os.geteuid() != 0:
     testlib.skip("installs a package with dpkg: root only")
@@ -101,9 +102,12 @@ def purge_on_exit():
         os.makedirs(LOG_DIR, mode=0o755)
 
 
+class Stop(Exception):
+    """Ends the checks early: the package is purged on the way out all the same."""
+
+
 def on_signal(number, _frame):
-    purge_on_exit()
-    sys.exit(128 + number)
+    raise Stop(f"stopped by signal {number}")
 
 
 signal.signal(signal.SIGTERM, on_signal)
@@ -150,7 +154,7 @@ try:
 
     r = run(["dpkg", "--install", deb])
     if not check(r.returncode == 0, f"dpkg --install ({r.stderr.strip()[-300:]})"):
-        raise SystemExit(1)
+        raise Stop("nothing to check without the package installed")
 
     fields = {name: run(["dpkg-deb", "-f", deb, name]).stdout.strip() for name in ("Package", "Depends", "Version")}
     floor = glibc_floor([SHIM, CORE])
@@ -234,8 +238,8 @@ try:
     left = [path for path in files + sorted(set(dirs) - dirs_before) + [POLICY, "/etc/tcptune", LOG_DIR]
             if os.path.lexists(path)]
     check(not left, f"after the purge nothing the package installed or made is left ({left})")
-except SystemExit:
-    pass
+except Stop as stop:
+    check(False, str(stop))
 finally:
     purge_on_exit()
     shutil.rmtree(work, ignore_errors=True)
