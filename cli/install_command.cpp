@@ -29,8 +29,7 @@ bool copy_entry(const fs::path& from, const fs::path& to) {
   std::error_code error;
   // Permissions come along (copy_file keeps the mode): tcptune stays executable.
   fs::copy(from, to,
-           fs::copy_options::recursive | fs::copy_options::overwrite_existing | fs::copy_options::copy_symlinks,
-           error);
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing | fs::copy_options::copy_symlinks, error);
   if (error) {
     (void)std::fprintf(stderr, "tcptune install: cannot copy %s to %s: %s\n", from.c_str(), to.c_str(),
                        error.message().c_str());
@@ -66,8 +65,7 @@ int install_command(const InstallOptions& options) {
   } else {
     const fs::path core = core_beside(shim);
     if (!fs::is_regular_file(core, error)) {
-      (void)std::fprintf(stderr, "tcptune install: %s has no %s beside it\n", shim.c_str(),
-                         core.filename().c_str());
+      (void)std::fprintf(stderr, "tcptune install: %s has no %s beside it\n", shim.c_str(), core.filename().c_str());
       return 1;
     }
     sources = {self, fs::path(shim), core};
@@ -88,8 +86,8 @@ int install_command(const InstallOptions& options) {
     (void)std::printf("tcptune install: copied %zu entries of %s into %s\n", sources.size(), source.c_str(),
                       destination.c_str());
   } else {
-    (void)std::printf("tcptune install: copied %s, %s and %s into %s\n", self.c_str(), shim.c_str(),
-                      sources[2].c_str(), destination.c_str());
+    (void)std::printf("tcptune install: copied %s, %s and %s into %s\n", self.c_str(), shim.c_str(), sources[2].c_str(),
+                      destination.c_str());
   }
   return 0;
 }

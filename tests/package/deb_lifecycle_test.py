@@ -139,11 +139,19 @@ def sections(path):
     return set(re.findall(r"\]\s+(\.\S+)", run(["readelf", "-W", "-S", path]).stdout))
 
 
+def detail(r):
+    """What a failed command said, for the check's line; nothing when it succeeded."""
+    if r.returncode == 0:
+        return ""
+    said = " ".join((r.stdout.strip()[-200:] + " " + r.stderr.strip()[-300:]).split())
+    return f" (exit {r.returncode}: {said})"
+
+
 def installed_and_tuning(when):
     """The installed tcptune tunes a child, and the example policy is in place."""
     r = run(["/usr/bin/tcptune", "run", "--policy", args.nodelay_policy, "--", *nodelay(1)], env=env(), cwd=work)
-    check(r.returncode == 0, f"{when}: /usr/bin/tcptune run finds its shim and sets TCP_NODELAY in the child "
-                             f"({r.returncode}: {r.stdout.strip()[-200:]} {r.stderr.strip()[-300:]})")
+    check(r.returncode == 0, f"{when}: /usr/bin/tcptune run finds its shim and sets TCP_NODELAY in the child"
+                             f"{detail(r)}")
     return r
 
 
@@ -153,7 +161,7 @@ try:
     check(r.returncode != 0, "control: without tcptune the probe's sockets have no TCP_NODELAY")
 
     r = run(["dpkg", "--install", deb])
-    if not check(r.returncode == 0, f"dpkg --install ({r.stderr.strip()[-300:]})"):
+    if not check(r.returncode == 0, f"dpkg --install{detail(r)}"):
         raise Stop("nothing to check without the package installed")
 
     fields = {name: run(["dpkg-deb", "-f", deb, name]).stdout.strip() for name in ("Package", "Depends", "Version")}
@@ -192,12 +200,12 @@ try:
           f"LD_PRELOAD={SHIM}: the shim reads {POLICY}, which leaves TCP_NODELAY as the built-in default does "
           f"({r.returncode}, {starts[:1]})")
     r = run(nodelay(1), env=env(LD_PRELOAD=SHIM, TCPTUNE_POLICY=args.nodelay_policy))
-    check(r.returncode == 0, f"LD_PRELOAD={SHIM} with TCPTUNE_POLICY tunes ({r.stdout.strip()[-200:]})")
+    check(r.returncode == 0, f"LD_PRELOAD={SHIM} with TCPTUNE_POLICY tunes{detail(r)}")
 
     r = run(["/usr/share/tcptune/container-entrypoint.sh", *nodelay(1)],
             env=env(TCPTUNE_POLICY=args.nodelay_policy))
-    check(r.returncode == 0, f"the installed container entrypoint runs the command under the installed tcptune "
-                             f"({r.returncode}: {r.stderr.strip()[-300:]})")
+    check(r.returncode == 0, f"the installed container entrypoint runs the command under the installed tcptune"
+                             f"{detail(r)}")
 
     copy = os.path.join(work, "copy")
     r = run(["/usr/bin/tcptune", "install", copy])
@@ -206,7 +214,7 @@ try:
           f"tcptune install DIR copies tcptune, the shim and its core, nothing else ({copied}: {r.stderr.strip()})")
     r = run([os.path.join(copy, "tcptune"), "run", "--no-log", "--policy", args.nodelay_policy, "--", *nodelay(1)],
             env=env())
-    check(r.returncode == 0, f"... and the copy tunes a child with the shim beside it ({r.stderr.strip()[-300:]})")
+    check(r.returncode == 0, f"... and the copy tunes a child with the shim beside it{detail(r)}")
 
     presets = sorted(os.listdir("/usr/share/tcptune/presets"))
     bad = [name for name in presets if run(["/usr/bin/tcptune", "check", f"/usr/share/tcptune/presets/{name}"],
@@ -218,11 +226,11 @@ try:
         f.write('\n[[rule]]\nname = "edited by the admin"\nnodelay = "on"\n')
     edited = open(POLICY, encoding="utf-8").read()
     r = run(nodelay(1), env=env(LD_PRELOAD=SHIM))
-    check(r.returncode == 0, f"the edited {POLICY} tunes a preloaded program ({r.stdout.strip()[-200:]})")
+    check(r.returncode == 0, f"the edited {POLICY} tunes a preloaded program{detail(r)}")
 
     r = run(["dpkg", "--install", deb])
     check(r.returncode == 0 and package_state() == "install ok installed",
-          f"dpkg --install over itself (upgrade) ({package_state()}: {r.stderr.strip()[-300:]})")
+          f"dpkg --install over itself (upgrade) ({package_state()}){detail(r)}")
     check(open(POLICY, encoding="utf-8").read() == edited, f"the upgrade keeps the admin's {POLICY}")
     installed_and_tuning("after the upgrade")
 
@@ -234,7 +242,7 @@ try:
           f"... and keeps the edited {POLICY}")
 
     r = run(["dpkg", "--purge", PACKAGE])
-    check(r.returncode == 0 and package_state() == "", f"dpkg --purge ({package_state()}: {r.stderr.strip()[-300:]})")
+    check(r.returncode == 0 and package_state() == "", f"dpkg --purge{detail(r)}")
     left = [path for path in files + sorted(set(dirs) - dirs_before) + [POLICY, "/etc/tcptune", LOG_DIR]
             if os.path.lexists(path)]
     check(not left, f"after the purge nothing the package installed or made is left ({left})")
