@@ -167,7 +167,7 @@ try:
     fields = {name: run(["dpkg-deb", "-f", deb, name]).stdout.strip() for name in ("Package", "Depends", "Version")}
     floor = glibc_floor([SHIM, CORE])
     floor_text = ".".join(map(str, floor)) if floor else "?"
-    check(fields["Depends"] == f"libc6 (>= {floor_text})" and floor <= (2, 17),
+    check(floor is not None and floor <= (2, 17) and fields["Depends"] == f"libc6 (>= {floor_text})",
           f"Depends is libc6 alone, at the shim's glibc floor {floor_text} ({fields['Depends']})")
     conffiles = run(["dpkg-query", "-W", "-f=${Conffiles}", PACKAGE]).stdout.split()
     check(POLICY in conffiles, f"{POLICY} is a conffile ({conffiles})")
