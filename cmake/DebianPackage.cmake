@@ -28,11 +28,6 @@ install(FILES ${TCPTUNE_DEB_CHANGELOG} DESTINATION ${TCPTUNE_INSTALL_DOCDIR})
 install(FILES ${TCPTUNE_DEB_DIR}/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides
   RENAME tcptune)
 
-# Every path under /etc that the install rules write is a conffile: dpkg keeps the admin's edits
-# across upgrades and removes them on purge only.
-file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/packaging/conffiles
-  CONTENT "/etc/tcptune/policy.toml\n")
-
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME tcptune)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -50,7 +45,9 @@ set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # gnuplot draws `tcptune ab`'s latency CDF; libunwind8 is dlopened for `callsite = true` backtraces.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "gnuplot-nox | gnuplot, libunwind8")
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_BINARY_DIR}/packaging/conffiles ${TCPTUNE_DEB_DIR}/postrm)
+# conffiles: /etc/tcptune/policy.toml, the one file under /etc; dpkg keeps the admin's edits across
+# upgrades and removes it on purge only. postrm: /var/log/tcptune goes on purge.
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${TCPTUNE_DEB_DIR}/conffiles ${TCPTUNE_DEB_DIR}/postrm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
 set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/DebianCompressManPages.cmake)
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "TCP tuning for unmodified programs, by LD_PRELOAD")
