@@ -16,13 +16,15 @@ struct SubcommandName {
   std::string_view name;
   Subcommand subcommand;
 };
-constexpr std::array<SubcommandName, 7> kSubcommands{{{"run", Subcommand::run},
+constexpr std::array<SubcommandName, 9> kSubcommands{{{"run", Subcommand::run},
                                                       {"check", Subcommand::check},
                                                       {"doctor", Subcommand::doctor},
                                                       {"report", Subcommand::report},
                                                       {"ab", Subcommand::ab},
                                                       {"kube-inject", Subcommand::kube_inject},
-                                                      {"install", Subcommand::install}}};
+                                                      {"install", Subcommand::install},
+                                                      {"enable", Subcommand::enable},
+                                                      {"disable", Subcommand::disable}}};
 
 // "3x", "1e3" and " 3" are no run count: the whole text must be the number.
 CLI::Validator whole_number(int low, int high) {
@@ -111,6 +113,8 @@ void add_kube_inject(CLI::App& app, KubeInjectOptions& options) {
       ->option_text("FILE");
   command->add_option("-o,--output", options.output, "where to write them (default: stdout)")->option_text("FILE");
   command->add_flag("--uninject", options.uninject, "take out what kube-inject added, giving the input back");
+  command->add_flag("-q,--quiet", options.quiet,
+                    "no notes on stderr about what a manifest cannot show (errors are still said)");
   options.image = "tcptune-init:" TCPTUNE_VERSION;
   command
       ->add_option("--image", options.image,
@@ -133,6 +137,33 @@ void add_install(CLI::App& app, InstallOptions& options) {
       "copy this tcptune and the shim (libtcptune.so and its core) into DIR, as kube-inject's init "
       "container does");
   command->add_option("DIR", options.destination, "where to copy them")->required();
+}
+
+void add_enable(CLI::App& app, EnableOptions& options) {
+  CLI::App* command = app.add_subcommand(
+      "enable",
+      "tune a systemd service: a drop-in in /etc/systemd/system/UNIT.d/ (LD_PRELOAD, or ExecStart= wrapped in "
+      "tcptune run for static and Go programs), a snapshot of the unit as it is now");
+  command->add_option("UNIT", options.unit, "the service (nginx, nginx.service, getty@.service, getty@tty1.service)")
+      ->required();
+  command
+      ->add_option("--policy", options.policy,
+                   "policy file, written as TCPTUNE_POLICY (validated first; exit 78 "
+                   "if invalid; default: what the shim finds, /etc/tcptune/policy.toml)")
+      ->option_text("FILE");
+  command->add_option("--root", options.root, "the root file system the unit is on (an image); default: /")
+      ->option_text("DIR");
+  command->add_flag("--supervise", options.supervise,
+                    "wrap ExecStart= in tcptune run --supervise whatever the program (for one the inspection cannot "
+                    "see, such as a script that execs a static program)");
+}
+
+void add_disable(CLI::App& app, DisableOptions& options) {
+  CLI::App* command =
+      app.add_subcommand("disable", "remove the drop-in tcptune enable wrote (and the directory, if it made it)");
+  command->add_option("UNIT", options.unit, "the service")->required();
+  command->add_option("--root", options.root, "the root file system the unit is on (an image); default: /")
+      ->option_text("DIR");
 }
 
 CommandLine ended(int status, std::string message, bool to_stderr) {
@@ -175,6 +206,8 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
   add_ab(app, line.ab);
   add_kube_inject(app, line.kube_inject);
   add_install(app, line.install);
+  add_enable(app, line.enable);
+  add_disable(app, line.disable);
 
   if (args.empty()) {
     return ended(kExitUsage, app.help(), true);

@@ -17,7 +17,7 @@ struct RunOptions {
   bool no_log = false;
   bool quiet = false;
   bool verbose = false;
-  bool supervise = false;  // tune from outside (seccomp) even when the shim could be preloaded
+  bool supervise = false;            // tune from outside (seccomp) even when the shim could be preloaded
   std::vector<std::string> command;  // CMD ARGS..., never empty after a successful parse
 };
 
@@ -42,7 +42,8 @@ struct KubeInjectOptions {
   std::string file = "-";    // manifests to read; "-": stdin
   std::string output = "-";  // "-": stdout
   bool uninject = false;
-  std::string image;  // the init container's image (default: tcptune-init:VERSION)
+  bool quiet = false;  // no notes on stderr, errors only
+  std::string image;   // the init container's image (default: tcptune-init:VERSION)
   std::string policy_configmap;
   std::string policy_key = "policy.toml";
 };
@@ -51,7 +52,20 @@ struct InstallOptions {
   std::string destination;
 };
 
-enum class Subcommand { run, check, doctor, report, ab, kube_inject, install };
+// `tcptune enable UNIT` and `tcptune disable UNIT`: a systemd drop-in for a service.
+struct EnableOptions {
+  std::string unit;
+  std::string policy;      // written as TCPTUNE_POLICY; empty: what the shim discovers
+  std::string root;        // another root file system (an image); empty: this system
+  bool supervise = false;  // wrap ExecStart= in `tcptune run --supervise` whatever the program
+};
+
+struct DisableOptions {
+  std::string unit;
+  std::string root;
+};
+
+enum class Subcommand { run, check, doctor, report, ab, kube_inject, install, enable, disable };
 
 struct CommandLine {
   std::optional<Subcommand> subcommand;  // unset when parsing alone ends the process
@@ -61,6 +75,8 @@ struct CommandLine {
   AbOptions ab;
   KubeInjectOptions kube_inject;
   InstallOptions install;
+  EnableOptions enable;
+  DisableOptions disable;
   // When parsing alone ends the process (--help, --version, a usage error): the text to print,
   // where, and the exit status.
   int exit_status = 0;

@@ -12,6 +12,8 @@ int report_command(const ReportOptions& options);
 int ab_command(const AbOptions& options);
 int kube_inject_command(const KubeInjectOptions& options);
 int install_command(const InstallOptions& options);
+int enable_command(const EnableOptions& options);
+int disable_command(const DisableOptions& options);
 
 // Exit statuses shared by the commands (kExitUsage: command_line.hpp).
 inline constexpr int kExitConfig = 78;  // EX_CONFIG: the policy is invalid

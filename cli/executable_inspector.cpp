@@ -14,6 +14,8 @@
 #include <fstream>
 #include <system_error>
 
+#include "rooted_path.hpp"
+
 namespace tcptune::cli {
 
 namespace {
@@ -111,10 +113,13 @@ bool is_glibc_loader_name(const std::string& name) {
 
 }  // namespace
 
-LoaderKind classify_loader(const std::string& interpreter) {
+LoaderKind classify_loader(const std::string& interpreter, const std::string& root) {
   const std::string name = std::filesystem::path(interpreter).filename().string();
   std::error_code error;
-  const std::string target = std::filesystem::canonical(interpreter, error).filename().string();
+  const std::string target =
+      std::filesystem::canonical(root.empty() ? interpreter : resolve_in_root(root, interpreter), error)
+          .filename()
+          .string();
   if (name.starts_with("ld-musl-") || (!error && target.starts_with("ld-musl-"))) {
     return LoaderKind::musl;
   }
@@ -145,7 +150,7 @@ std::string script_interpreter(const std::string& path) {
 
 }  // namespace
 
-PreloadObstacles preload_obstacles(const std::string& path) {
+PreloadObstacles preload_obstacles(const std::string& path, const std::string& root) {
   PreloadObstacles obstacles;
   std::vector<std::string>& reasons = obstacles.reasons;
   struct stat info {};
@@ -167,14 +172,16 @@ PreloadObstacles preload_obstacles(const std::string& path) {
   }
   const ElfFacts elf = inspect_elf(path);
   if (!elf.is_elf) {
-    if (const std::string interpreter = script_interpreter(path); !interpreter.empty() && interpreter != path) {
-      PreloadObstacles of_interpreter = preload_obstacles(interpreter);
+    const std::string interpreter = script_interpreter(path);
+    const std::string located = root.empty() || interpreter.empty() ? interpreter : resolve_in_root(root, interpreter);
+    if (!located.empty() && located != path) {
+      PreloadObstacles of_interpreter = preload_obstacles(located, root);
       for (std::string& reason : of_interpreter.reasons) {
         reasons.push_back("its interpreter " + reason);
       }
       obstacles.privileged = obstacles.privileged || of_interpreter.privileged;
       obstacles.bypasses_loader = of_interpreter.bypasses_loader;
-      obstacles.foreign_loader = of_interpreter.foreign_loader;
+      obstacles.unknown_loader = of_interpreter.unknown_loader;
     }
     return obstacles;
   }
@@ -184,13 +191,20 @@ PreloadObstacles preload_obstacles(const std::string& path) {
   } else if (!elf.has_interpreter) {
     reasons.push_back(path + " is statically linked: there is no dynamic loader to preload the shim");
     obstacles.bypasses_loader = true;
-  } else if (const LoaderKind loader = classify_loader(elf.interpreter); loader != LoaderKind::glibc) {
-    // An unreadable PT_INTERP (empty) counts as another loader: the shim is not risked.
-    reasons.push_back(path + (loader == LoaderKind::musl ? " is linked against musl" : " is not linked against glibc") +
-                      " (program interpreter " + (elf.interpreter.empty() ? "unreadable" : elf.interpreter) +
-                      "): the shim, built for glibc, would stop it before main");
+  } else if (const LoaderKind loader = classify_loader(elf.interpreter, root); loader != LoaderKind::glibc) {
+    // Under musl the shim's first stage loads and forwards every call, untuned: its core runs
+    // under glibc only. An unreadable PT_INTERP (empty) counts as another loader, where the shim
+    // is not risked.
+    const std::string interpreter = elf.interpreter.empty() ? "unreadable" : elf.interpreter;
+    if (loader == LoaderKind::musl) {
+      reasons.push_back(path + " is linked against musl (program interpreter " + interpreter +
+                        "): the shim tunes programs linked against glibc only");
+    } else {
+      reasons.push_back(path + " is not linked against glibc (program interpreter " + interpreter +
+                        "): the shim, built for glibc, might stop it before main");
+      obstacles.unknown_loader = true;
+    }
     obstacles.bypasses_loader = true;
-    obstacles.foreign_loader = true;
   }
   return obstacles;
 }

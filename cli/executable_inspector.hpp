@@ -22,8 +22,9 @@ enum class LoaderKind {
   musl,   // ld-musl-ARCH.so.1, also behind a glibc name (Alpine's gcompat links one to it)
   other,  // any other name (uClibc, Bionic...)
 };
-// By the interpreter's name and, where it is a symbolic link here, by the name of what it links to.
-LoaderKind classify_loader(const std::string& interpreter);
+// By the interpreter's name and, where it is a symbolic link here (under `root`, for a program
+// of another root file system: rooted_path.hpp), by the name of what it links to.
+LoaderKind classify_loader(const std::string& interpreter, const std::string& root = {});
 
 // Reads the ELF header, the program headers, the section headers and their names only.
 ElfFacts inspect_elf(const std::string& path);
@@ -38,9 +39,12 @@ struct PreloadObstacles {
   bool privileged = false;
   // statically linked, Go, or another C library's loader: no shim, but supervision reaches it.
   bool bypasses_loader = false;
-  // started by another C library's loader (musl): a preloaded shim would stop it before main.
-  bool foreign_loader = false;
+  // started by a loader that is neither glibc's nor musl's: the shim is not preloaded there (it
+  // is harmless under musl, preload.musl_program, and untried elsewhere).
+  bool unknown_loader = false;
 };
-PreloadObstacles preload_obstacles(const std::string& path);
+// `path` is a path of this system; `root`, where the program's own root file system is (its
+// script interpreter and program interpreter are looked up there): "" for this system.
+PreloadObstacles preload_obstacles(const std::string& path, const std::string& root = {});
 
 }  // namespace tcptune::cli

@@ -63,8 +63,10 @@ int kube_inject_command(const KubeInjectOptions& options) {
     (void)std::fprintf(stderr, "tcptune kube-inject: %s: %s\n", where.c_str(), error.what());
     return 1;
   }
-  for (const std::string& note : notes) {
-    (void)std::fprintf(stderr, "tcptune kube-inject: %s: %s\n", where.c_str(), note.c_str());
+  if (!options.quiet) {
+    for (const std::string& note : notes) {
+      (void)std::fprintf(stderr, "tcptune kube-inject: %s: %s\n", where.c_str(), note.c_str());
+    }
   }
   if (!write_all(options.output, output)) {
     (void)std::fprintf(stderr, "tcptune kube-inject: cannot write %s: %s\n",

@@ -18,6 +18,8 @@ int dispatch(const tcptune::cli::CommandLine& line) {
     case Subcommand::ab: return tcptune::cli::ab_command(line.ab);
     case Subcommand::kube_inject: return tcptune::cli::kube_inject_command(line.kube_inject);
     case Subcommand::install: return tcptune::cli::install_command(line.install);
+    case Subcommand::enable: return tcptune::cli::enable_command(line.enable);
+    case Subcommand::disable: return tcptune::cli::disable_command(line.disable);
   }
   return tcptune::cli::kExitUsage;
 }

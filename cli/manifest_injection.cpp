@@ -77,6 +77,18 @@ void refuse_taken(const YamlDocument& document, int list, const char* field, con
   }
 }
 
+// A command that is already what injection makes of a supervised container's: taking the
+// injection out would take out the program's own words too.
+void refuse_supervised_command(const YamlDocument& document, int container) {
+  const int command = document.value_of(container, "command");
+  if (command >= 0 && starts_as_supervised(document, command)) {
+    throw ManifestError(document, document.node(command),
+                        std::string("a command that starts with `") + kTcptune +
+                            " run --supervise --`, but the pod is not injected (no " + kInitContainer +
+                            " init container); take that out and name the container in " + kSuperviseAnnotation);
+  }
+}
+
 bool any_resources(const YamlDocument& document, int spec) {
   for (const char* key : {"containers", "initContainers"}) {
     const int list = document.value_of(spec, key);
@@ -171,6 +183,11 @@ class PodInjection {
       if (document_.node(container).kind != YamlNode::Kind::mapping) {
         throw ManifestError(document_, document_.node(container), "a container that is not a mapping");
       }
+      if (document_.node(container).children.empty()) {
+        // Two entries added to an empty flow mapping would need a separator between them.
+        throw ManifestError(document_, document_.node(container),
+                            "a container with nothing in it ({}), not even a name");
+      }
       const std::string name = document_.scalar(document_.value_of(container, "name"));
       seen.insert(name);
       inject_container(container, name, edits);
@@ -197,6 +214,7 @@ class PodInjection {
   }
 
   void inject_container(int container, const std::string& name, std::vector<TextEdit>& edits) {
+    refuse_supervised_command(document_, container);
     const bool supervised = listed(supervise_, name);
     if (listed(skip_, name)) {
       if (supervised) {
@@ -272,7 +290,8 @@ class PodInjection {
     }
     add_first(editor_, container, "volumeMounts", mount_items, {}, edits);
     if (supervised) {
-      edits.push_back(editor_.insert_first_items(command, {kTcptune, "run", "--supervise", "--"}));
+      edits.push_back(editor_.insert_first_items(
+          command, std::vector<Snippet>(kSupervisedCommand.begin(), kSupervisedCommand.end())));
     }
   }
 

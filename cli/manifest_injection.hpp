@@ -11,6 +11,7 @@
 // container, and a key absent before is one whose list is empty once the additions are gone.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ inline constexpr const char* kTcptune = "/tcptune/tcptune";
 inline constexpr const char* kInjectAnnotation = "tcptune.io/inject";
 inline constexpr const char* kSkipAnnotation = "tcptune.io/skip-containers";
 inline constexpr const char* kSuperviseAnnotation = "tcptune.io/supervise";
+// What a supervised container's command starts with once injected.
+inline constexpr std::array<const char*, 4> kSupervisedCommand{kTcptune, "run", "--supervise", "--"};
 }  // namespace injection
 
 struct InjectOptions {
@@ -47,10 +50,12 @@ struct InjectNotes {
   bool preload_added = false;  // some container got an LD_PRELOAD of its own
 };
 
+// True when the list `command` starts with kSupervisedCommand and names a program after it.
+bool starts_as_supervised(const YamlDocument& document, int command);
 // True when `pod` carries the tcptune-init init container.
 bool is_injected(const YamlEditor& editor, const PodTemplate& pod);
 // The edits that inject `pod` (none when it opts out). Throws ManifestError on a pod spec it will
-// not edit (a null list, a name that is already tcptune's, a block-scalar LD_PRELOAD).
+// not edit (a null list, a name or a command that is already tcptune's, a block-scalar LD_PRELOAD).
 std::vector<TextEdit> inject_pod(const YamlEditor& editor, const PodTemplate& pod, const InjectOptions& options,
                                  InjectNotes& notes);
 // The edits that take out what inject_pod added (none when `pod` is not injected).

@@ -109,17 +109,19 @@ void uninject_container(const YamlEditor& editor, int container, std::vector<Tex
       },
       edits);
   const int command = list_at(document, container, "command");
-  const std::vector<std::string> wrapper{kTcptune, "run", "--supervise", "--"};
-  if (command >= 0 && document.node(command).children.size() > wrapper.size()) {
-    const std::vector<int>& items = document.node(command).children;
-    if (std::equal(wrapper.begin(), wrapper.end(), items.begin(),
-                   [&](const std::string& word, int item) { return document.scalar(item) == word; })) {
-      edits.push_back(editor.remove_items(command, 0, wrapper.size()));
-    }
+  if (command >= 0 && starts_as_supervised(document, command)) {
+    edits.push_back(editor.remove_items(command, 0, kSupervisedCommand.size()));
   }
 }
 
 }  // namespace
+
+bool starts_as_supervised(const YamlDocument& document, int command) {
+  const YamlNode& node = document.node(command);
+  return node.kind == YamlNode::Kind::sequence && node.children.size() > kSupervisedCommand.size() &&
+         std::equal(kSupervisedCommand.begin(), kSupervisedCommand.end(), node.children.begin(),
+                    [&](const char* word, int item) { return document.scalar(item) == word; });
+}
 
 bool is_injected(const YamlEditor& editor, const PodTemplate& pod) {
   const YamlDocument& document = editor.document();

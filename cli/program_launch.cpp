@@ -16,6 +16,8 @@
 #include <system_error>
 #include <utility>
 
+#include "service_pid_variables.hpp"
+
 namespace tcptune::cli {
 
 namespace fs = std::filesystem;
@@ -39,7 +41,10 @@ void forward_signal(int signal_number) {
 // The signals tcptune handles while the program runs, and what they were when tcptune started:
 // the program gets those (nohup's ignored SIGHUP stays ignored; a second `ab` run does not
 // inherit the SIGINT tcptune ignores for the first).
-constexpr int kHandledSignals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+constexpr int kHandledSignals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+// Those passed on to the program. SIGUSR1 and SIGUSR2 too: a service's `kill -USR1 $MAINPID`
+// (reopen the logs) reaches tcptune run as its main process, and would otherwise end it.
+constexpr int kForwardedSignals[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
 struct sigaction g_original[sizeof kHandledSignals / sizeof kHandledSignals[0]];
 bool g_original_saved = false;
 
@@ -178,8 +183,8 @@ int wait_for_exit(pid_t child) {
 }
 
 // CMD as a child, so that its summary can follow. Like a shell running a foreground job,
-// tcptune ignores the terminal's SIGINT/SIGQUIT (the child gets them too) and passes SIGTERM
-// and SIGHUP on. They are blocked from before the fork until the handlers are in place, so a
+// tcptune ignores the terminal's SIGINT/SIGQUIT (the child gets them too) and passes SIGTERM,
+// SIGHUP, SIGUSR1 and SIGUSR2 on. They are blocked from before the fork until the handlers are in place, so a
 // SIGTERM that comes at once is passed on too, not the end of tcptune with the program left.
 int run_child(const std::string& resolved, std::vector<char*>& argv, const ChildHooks& hooks) {
   const std::string command = argv[0];
@@ -198,6 +203,9 @@ int run_child(const std::string& resolved, std::vector<char*>& argv, const Child
     (void)close(g_child_pidfd);  // an earlier run's (ab)
     g_child_pidfd = -1;
   }
+  // LISTEN_PID and WATCHDOG_PID that name tcptune (systemd started it) will name the program.
+  ServicePidVariables pid_variables;
+  pid_variables.prepare();
   g_child = fork();
   if (g_child < 0) {
     const int error = errno;
@@ -210,6 +218,7 @@ int run_child(const std::string& resolved, std::vector<char*>& argv, const Child
       (void)sigaction(kHandledSignals[i], &g_original[i], nullptr);
     }
     (void)pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
+    pid_variables.retarget_in_child();
     if (hooks.before_exec) {
       hooks.before_exec();
     }
@@ -218,8 +227,9 @@ int run_child(const std::string& resolved, std::vector<char*>& argv, const Child
   g_child_pidfd = static_cast<int>(syscall(SYS_pidfd_open, g_child, 0));  // -1 before 5.3: kill by pid
   (void)std::signal(SIGINT, SIG_IGN);
   (void)std::signal(SIGQUIT, SIG_IGN);
-  (void)std::signal(SIGTERM, forward_signal);
-  (void)std::signal(SIGHUP, forward_signal);
+  for (const int forwarded : kForwardedSignals) {
+    (void)std::signal(forwarded, forward_signal);
+  }
   (void)pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
   return hooks.wait ? hooks.wait(g_child) : wait_for_exit(g_child);
 }

@@ -37,9 +37,9 @@ struct ChildHooks {
   std::function<int(pid_t child)> wait;
 };
 // CMD as a child, as a shell runs a foreground job: the terminal's SIGINT/SIGQUIT are ignored
-// here (the child gets them too), SIGTERM and SIGHUP are passed on. Returns the child's wait
-// status (end_as_program, program_exit.hpp, ends tcptune the same way); exit status 1 if it
-// cannot fork.
+// here (the child gets them too), SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are passed on. LISTEN_PID
+// and WATCHDOG_PID naming tcptune name the child in its environment (service_pid_variables.hpp). Returns the child's
+// wait status (end_as_program, program_exit.hpp, ends tcptune the same way); exit status 1 if it cannot fork.
 int run_child(const std::string& resolved, std::vector<char*>& argv, const ChildHooks& hooks = {});
 
 }  // namespace tcptune::cli

@@ -197,8 +197,10 @@ int run_command(const RunOptions& options) {
   if (supervised) {
     (void)std::fprintf(stderr, "tcptune: tuning %s from outside: supervised mode%s\n",
                        config::escape_for_display(command, false).c_str(), options.supervise ? " (--supervise)" : "");
-    // An LD_PRELOAD the program inherited (a container's environment) would stop it before main.
-    if (const char* inherited = std::getenv("LD_PRELOAD"); obstacles.foreign_loader && inherited != nullptr) {
+    // An LD_PRELOAD the program inherited (a container's environment) is not risked under a
+    // loader the shim was never tried with. Under musl it stays: the shim is harmless there, and
+    // a glibc program started from it keeps it, as under a glibc program run with --supervise.
+    if (const char* inherited = std::getenv("LD_PRELOAD"); obstacles.unknown_loader && inherited != nullptr) {
       if (const std::optional<std::string> kept = preload_without_shim(inherited); kept.has_value()) {
         (void)std::fprintf(stderr, "tcptune: %s taken out of LD_PRELOAD for it\n", kShimFileName);
         if (kept->empty()) {

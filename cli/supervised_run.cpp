@@ -47,7 +47,7 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv, const 
   // filter then traps exec too).
   const bool no_new_privs = supervisor::filter_needs_no_new_privs();
   // Where pidfd_getfd is refused (a container's default seccomp profile), tcptune creates the
-  // program's TCP sockets itself and hands them over; the filter then traps socket() and bind.
+  // program's TCP sockets itself and hands them over; the filter then traps TCP socket().
   const supervisor::SocketAccess access = supervisor::probe_socket_access();
   supervisor::FilterSpec spec = supervisor::CallTuner::filter_spec(policy, access);
   spec.exec = no_new_privs;

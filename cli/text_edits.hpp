@@ -16,7 +16,8 @@ struct TextEdit {
 };
 
 // Applies `edits` in order of position; insertions at one position keep the order they were given
-// in. Throws std::logic_error when two edits overlap (a bug in whoever computed them).
+// in; deletions that overlap delete their union. Throws std::logic_error when any other two edits
+// overlap (a bug in whoever computed them).
 std::string apply_text_edits(std::string_view text, std::vector<TextEdit> edits);
 
 }  // namespace tcptune::cli

@@ -23,13 +23,39 @@ std::size_t YamlEditor::through_line_end(std::size_t position) const {
   return newline == std::string_view::npos ? text_.size() : newline + 1;
 }
 
-bool YamlEditor::starts_line(const YamlNode& node) const {
-  for (std::size_t i = line_start(node.start); i < node.start; ++i) {
+bool YamlEditor::starts_line_at(std::size_t position) const {
+  for (std::size_t i = line_start(position); i < position; ++i) {
     if (text_[i] != ' ') {
       return false;
     }
   }
   return true;
+}
+
+bool YamlEditor::starts_line(const YamlNode& node) const {
+  return starts_line_at(node.start);
+}
+
+// A block sequence's node starts at its tag or anchor when it has one ("env: !!seq" or
+// "env: &e", the items on the lines below): its first '-' is past them, and past the blanks,
+// comments and line ends that follow.
+std::size_t YamlEditor::first_dash(std::size_t start) const {
+  std::size_t at = start;
+  while (at < text_.size() && (text_[at] == '!' || text_[at] == '&')) {
+    while (at < text_.size() && !is_blank(text_[at]) && text_[at] != '\n' && text_[at] != '\r') {
+      ++at;
+    }
+    for (;;) {
+      while (at < text_.size() && (is_blank(text_[at]) || text_[at] == '\n' || text_[at] == '\r')) {
+        ++at;
+      }
+      if (at >= text_.size() || text_[at] != '#') {
+        break;
+      }
+      at = through_line_end(at + 1);
+    }
+  }
+  return at < text_.size() ? at : start;
 }
 
 // The '-' of a block sequence item: the first thing before its content other than white space.
@@ -71,9 +97,9 @@ TextEdit YamlEditor::insert_first_items(int sequence, const std::vector<Snippet>
     const std::size_t first = document_.node(node.children.front()).start;
     return {first, first, text + ", "};
   }
-  const std::size_t dash = node.start;
+  const std::size_t dash = first_dash(node.start);
   const std::size_t line = line_start(dash);
-  if (text_[dash] != '-' || !starts_line(node)) {
+  if (text_[dash] != '-' || !starts_line_at(dash)) {
     throw ManifestError(document_, node, "a block sequence that does not start its own line");
   }
   std::string text;

@@ -49,6 +49,10 @@ struct Event {
   ~Event() { yaml_event_delete(&event); }
 };
 
+// No manifest nests collections this deep; libyaml's time grows with the square of the depth
+// (half a megabyte of brackets takes minutes), so a deeper stream is refused as it is read.
+constexpr std::size_t kDeepestNesting = 1000;
+
 YamlNode::Style scalar_style(yaml_scalar_style_t style) {
   switch (style) {
     case YAML_SINGLE_QUOTED_SCALAR_STYLE: return YamlNode::Style::single_quoted;
@@ -109,14 +113,18 @@ std::vector<YamlDocument> read_yaml_outline(std::string_view text) {
   if (bytes(2) == "\xFE\xFF" || bytes(2) == "\xFF\xFE") {
     throw ManifestError(1, 1, 1, "UTF-16 text; only UTF-8 manifests are read");
   }
-  const std::size_t base = bytes(3) == "\xEF\xBB\xBF" ? 3 : 0;  // libyaml skips a UTF-8 BOM
+  // A UTF-8 BOM is not given to libyaml: told the encoding, it skips the mark as a character of
+  // the first line, whose keys then sit one column right of the next line's.
+  const std::size_t base = bytes(3) == "\xEF\xBB\xBF" ? 3 : 0;
   const CharacterOffsets offsets(text, base);
 
   std::unique_ptr<yaml_parser_t, ParserDeleter> parser(new yaml_parser_t{});
   if (yaml_parser_initialize(parser.get()) == 0) {
     throw std::bad_alloc();
   }
-  yaml_parser_set_input_string(parser.get(), reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  // libyaml asserts a non-null input, which an empty string_view need not have.
+  const char* const input = text.data() != nullptr ? text.data() + base : "";
+  yaml_parser_set_input_string(parser.get(), reinterpret_cast<const unsigned char*>(input), text.size() - base);
   yaml_parser_set_encoding(parser.get(), YAML_UTF8_ENCODING);
 
   std::vector<YamlDocument> documents;
@@ -202,6 +210,10 @@ std::vector<YamlDocument> read_yaml_outline(std::string_view text) {
     }
     if (opens) {
       open.push_back(index);
+      if (open.size() > kDeepestNesting) {
+        throw ManifestError(document, document.nodes.back(),
+                            "collections nested more than " + std::to_string(kDeepestNesting) + " deep");
+      }
     }
   }
   return documents;

@@ -52,6 +52,7 @@ class ManifestError : public std::runtime_error {
 
 // The documents of a UTF-8 YAML stream. Throws ManifestError on a syntax error, or on UTF-16/32
 // input (libyaml would decode it, and its positions would no longer be the text's bytes).
+// Collections nested more than 1000 deep are refused too (libyaml would take minutes).
 std::vector<YamlDocument> read_yaml_outline(std::string_view text);
 
 }  // namespace tcptune::cli

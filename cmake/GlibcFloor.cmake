@@ -10,9 +10,8 @@
 #  - libpthread.so.0 and libdl.so.2 are needed libraries: before glibc 2.34 those functions
 #    live there, and a preloaded library cannot count on the program to load them (on glibc
 #    2.34 and later they are empty).
-# tcptune_glibc_floor(<target> DL_ONLY): a C library that uses no pthread function and must load
-# under musl too (libtcptune.so's first stage): only the dl functions' old versions, and
-# libdl.so.2, which musl maps to itself as it does libc.so.6.
+# libtcptune.so's first stage does without it: in C, it references nothing newer than 2.17 and
+# reaches the dl functions without libdl.so.2 (shim/stage/dl_functions.h).
 set(TCPTUNE_GLIBC_COMPAT_DIR ${CMAKE_CURRENT_LIST_DIR}/../shim/compat)
 set(TCPTUNE_GLIBC_OLD_VERSION_SOURCES
   ${TCPTUNE_GLIBC_COMPAT_DIR}/pthread_old_versions.c
@@ -20,17 +19,12 @@ set(TCPTUNE_GLIBC_OLD_VERSION_SOURCES
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${TCPTUNE_GLIBC_OLD_VERSION_SOURCES})
 
 function(tcptune_glibc_floor target)
-  cmake_parse_arguments(FLOOR "DL_ONLY" "" "" ${ARGN})
   get_target_property(type ${target} TYPE)
   if(NOT type MATCHES "^(SHARED|MODULE)_LIBRARY$")
     message(FATAL_ERROR "tcptune_glibc_floor(${target}): not a shared library (${type})")
   endif()
   set(wraps "")
-  set(sources ${TCPTUNE_GLIBC_OLD_VERSION_SOURCES})
-  if(FLOOR_DL_ONLY)
-    set(sources ${TCPTUNE_GLIBC_COMPAT_DIR}/dl_old_versions.c)
-  endif()
-  foreach(source IN LISTS sources)
+  foreach(source IN LISTS TCPTUNE_GLIBC_OLD_VERSION_SOURCES)
     file(STRINGS ${source} lines REGEX "^TCPTUNE_OLD_VERSION\\(")
     foreach(line IN LISTS lines)
       string(REGEX REPLACE "^TCPTUNE_OLD_VERSION\\(([A-Za-z0-9_]+),.*$" "LINKER:--wrap=\\1" wrap "${line}")
@@ -39,12 +33,6 @@ function(tcptune_glibc_floor target)
   endforeach()
   if(wraps STREQUAL "")
     message(FATAL_ERROR "no TCPTUNE_OLD_VERSION lines in ${TCPTUNE_GLIBC_OLD_VERSION_SOURCES}")
-  endif()
-  if(FLOOR_DL_ONLY)
-    target_link_libraries(${target} PRIVATE tcptune_glibc_compat_dl)
-    target_link_options(${target} PRIVATE ${wraps} LINKER:--no-undefined
-      "LINKER:--push-state,--no-as-needed,-l:libdl.so.2,--pop-state")
-    return()
   endif()
   target_link_libraries(${target} PRIVATE tcptune_glibc_compat)
   target_link_options(${target} PRIVATE

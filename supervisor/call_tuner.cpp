@@ -158,7 +158,6 @@ FilterSpec CallTuner::filter_spec(const config::Policy& policy, const SocketAcce
   }
   FilterSpec spec;
   spec.tcp_sockets = access.hand_over;
-  spec.bind = access.hand_over;
   spec.namespace_changes = access.hand_over;
   if (force_nodelay) {
     spec.setsockopt.push_back({IPPROTO_TCP, TCP_NODELAY});
@@ -186,9 +185,6 @@ void CallTuner::handle(int listener, const seccomp_notif& request) {
       name_stripped_exec(call);
     } else if (nr == SYS_socket && hand_over_) {
       hand_over_socket(call);
-    } else if (nr == SYS_bind) {
-      held_.sweep();  // a port the program bound and closed is free again before it binds
-      call.continue_call();
     } else if (nr == SYS_unshare || nr == SYS_setns) {
       hand_over_check_.forget(call.thread());  // before the call: its next socket() looks again
       call.continue_call();
@@ -319,6 +315,8 @@ void CallTuner::hand_over_socket(const TrappedCall& call) {
   const auto family = static_cast<int>(data.args[0]);
   const auto type = static_cast<int>(data.args[1]);
   const auto protocol = static_cast<int>(data.args[2]);
+  // Before the socket exists: a port the program bound and closed is free for its bind.
+  held_.sweep_bound();
   if (add_fd_unsupported_) {
     call.continue_call();
     return;

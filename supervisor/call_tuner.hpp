@@ -38,12 +38,12 @@ class CallTuner {
  public:
   // What follows each answer (records, the watch) goes to `follow_ups`, for the records thread;
   // `effective_values`: the records want the options read back (conn_open is logged);
-  // `access`: whether sockets are handed over (the filter then traps socket() and bind).
+  // `access`: whether sockets are handed over (the filter then traps TCP socket(), unshare and setns).
   CallTuner(const config::Policy& policy, FollowUpQueue& follow_ups, bool effective_values,
             const SocketAccess& access = {});
 
   // The calls to trap for `policy`: connect and listen, and the setsockopt pairs it overrides;
-  // with `access.hand_over`, TCP socket() and bind too.
+  // with `access.hand_over`, TCP socket(), unshare and setns too.
   static FilterSpec filter_spec(const config::Policy& policy, const SocketAccess& access = {});
 
   // Handles and answers one notification from `listener`.

@@ -1,5 +1,6 @@
 #include "held_sockets.hpp"
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -57,16 +58,45 @@ void HeldSockets::release(std::uint64_t inode) noexcept {
   });
 }
 
-void HeldSockets::sweep() noexcept {
-  last_sweep_ns_ = shim::monotonic_ns();
-  std::erase_if(held_, [](const Held& held) {
-    if (program_socket_inode(held.thread, held.app_fd) == held.inode ||
+namespace {
+
+// Whether the socket has a local port (bound by the program, or by a connect or listen).
+bool holds_port(int fd) noexcept {
+  sockaddr_storage local{};
+  socklen_t length = sizeof local;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) != 0) {
+    return true;  // unknown: looked at, as if bound
+  }
+  if (local.ss_family == AF_INET) {
+    return reinterpret_cast<const sockaddr_in&>(local).sin_port != 0;
+  }
+  if (local.ss_family == AF_INET6) {
+    return reinterpret_cast<const sockaddr_in6&>(local).sin6_port != 0;
+  }
+  return true;
+}
+
+}  // namespace
+
+template <typename Looked>
+void HeldSockets::drop_closed(const Looked& looked_at) noexcept {
+  std::erase_if(held_, [&looked_at](const Held& held) {
+    if (!looked_at(held) || program_socket_inode(held.thread, held.app_fd) == held.inode ||
         (held.process != held.thread && program_socket_inode(held.process, held.app_fd) == held.inode)) {
       return false;
     }
     close_without_waiting(held.fd);
     return true;
   });
+}
+
+void HeldSockets::sweep() noexcept {
+  last_sweep_ns_ = shim::monotonic_ns();
+  drop_closed([](const Held&) { return true; });
+}
+
+void HeldSockets::sweep_bound() noexcept {
+  drop_closed([](const Held& held) { return holds_port(held.fd); });
 }
 
 void HeldSockets::sweep_if_due(std::int64_t now_ns) noexcept {

@@ -3,9 +3,14 @@
 // A held reference keeps the socket alive after the program closes it, and with it a port it
 // bound (Go binds and closes a socket to probe for IPv6), so each is dropped as soon as the
 // program no longer has it at the descriptor it was given (closed, or moved to another number:
-// then it is not tuned): looked at every kSweepEvery, and at each bind a supervised process
-// makes, before the kernel runs it. Identity is the socket's inode: a descriptor number the
-// program reuses for another socket never finds this one.
+// then it is not tuned): looked at every kSweepEvery, and, for those holding a port, at each
+// trapped TCP socket() of a supervised process, before its socket is made. Only a TCP socket's
+// bind can find a TCP port taken, and a TCP socket made after the close passes that trap, so
+// bind, close, socket, bind finds the port free as without tcptune. bind itself is not trapped
+// (the filter cannot tell a TCP socket's bind from a UDP, unix or netlink one's): a TCP socket
+// made before the close that binds the port within kSweepEvery after it may find it taken.
+// Identity is the socket's inode: a descriptor number the program reuses for another socket
+// never finds this one.
 #pragma once
 
 #include <sys/types.h>
@@ -39,6 +44,8 @@ class HeldSockets {
   // Drops each one the program no longer has where it was given; sweep_if_due does so at most
   // every kSweepEvery.
   void sweep() noexcept;
+  // The same, for those bound to a port only (the others keep nothing another socket needs).
+  void sweep_bound() noexcept;
   void sweep_if_due(std::int64_t now_ns) noexcept;
   [[nodiscard]] bool empty() const noexcept { return held_.empty(); }
   [[nodiscard]] std::size_t size() const noexcept { return held_.size(); }
@@ -51,6 +58,9 @@ class HeldSockets {
     pid_t process = 0;  // then the process's, once that thread is gone
     int app_fd = -1;
   };
+  template <typename Looked>
+  void drop_closed(const Looked& looked_at) noexcept;
+
   std::vector<Held> held_;
   std::int64_t last_sweep_ns_ = 0;
 };

@@ -71,11 +71,6 @@ bool MetricsTextfile::write(const ConnectionWatch& watch, const CallRecords& rec
     if (result.outcome == telemetry::MergedTextfile::Outcome::failed) {
       report_once(error_reported_, result.error);
     }
-    if (result.outcome == telemetry::MergedTextfile::Outcome::busy && leaving) {
-      report_once(error_reported_, path_ +
-                                       " stayed locked by another process for 1 s; the counts since the last "
-                                       "rewrite are not in it");
-    }
     return result.outcome != telemetry::MergedTextfile::Outcome::busy;
   } catch (...) {
     return true;  // out of memory: this rewrite is skipped, the next one tries again

@@ -58,9 +58,6 @@ std::vector<sock_filter> build_filter(const FilterSpec& spec) {
     notified.push_back(SYS_execve);
     notified.push_back(SYS_execveat);
   }
-  if (spec.bind) {
-    notified.push_back(SYS_bind);
-  }
   if (spec.namespace_changes) {
     notified.push_back(SYS_unshare);
     notified.push_back(SYS_setns);

@@ -26,10 +26,27 @@ the "off" loop of the same round: the median of those paired ratios (a loaded ma
 rounds; pairing cancels part of it), then the exec pass. Targets: loop at most +5%, at most +256 KiB
 resident. Writes everything to bench/results/startup-<UTC time>.json.
 
+With --program connect, each exec is instead a small program that opens one TCP connection to a
+loopback listener (connect_once.c, built here with cc), so that the core loads and reads its
+policy: what the policy hand-over saves (a process loading the policy an earlier one compiled,
+see the README's Start-up cost) is measured there, beside the same program without the shim. Arms:
+  off                 no shim
+  default             the shim, built-in default policy (nothing to read)
+  file-parsed         the 5-line policy in TCPTUNE_POLICY, snapshots off (TCPTUNE_POLICY_CACHE=off)
+  file-handed-over    the same, loaded from the snapshot the first process wrote
+  toml-parsed         the policy as `tcptune run` passes it (TCPTUNE_POLICY_TOML, TCPTUNE_POLICY_NAME),
+                      snapshots off
+  toml-handed-over    the same, from its snapshot
+  NAME                the shim at PATH, for each --shim NAME=PATH, with the policy in TCPTUNE_POLICY
+Before measuring, each shim arm runs once with a log, and its start record must say where its
+policy came from (built-in, toml, snapshot); then the interleaved exec pass of every round, and
+per arm the CPU time and minor page faults of single runs (wait4).
+
   bench/startup/run.py                         # 7 rounds (about 4 minutes on a 2-core VM)
   bench/startup/run.py --shim single=/tmp/old/libtcptune.so
   bench/startup/run.py --realtime              # under SCHED_FIFO (root): far less noise from other load
   bench/startup/run.py --quick --check         # the smoke run (ctest -R bench.startup_quick)
+  bench/startup/run.py --program connect       # the policy hand-over, in processes that open a TCP socket
 """
 import argparse
 import datetime
@@ -40,10 +57,12 @@ import random
 import resource
 import shlex
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -77,22 +96,24 @@ def time_loop(env, execs):
     return time.perf_counter() - start, children_cpu() - cpu_before
 
 
-def exec_pass(arms, execs):
-    """{arm: [seconds of each /bin/true]} from one bash loop that runs every arm in turn."""
+def exec_pass(arms, execs, command="/bin/true"):
+    """{arm: [seconds of each exec of `command`]} from one bash loop that runs every arm in turn."""
     names = list(arms)
+    base = arm_env(None, {})
     assignments = {}
     for arm in names:
         parts = []
-        for name in ("LD_PRELOAD", "TCPTUNE_POLICY", "TCPTUNE_POLICY_TOML"):
-            if name in arms[arm]:
-                # The policy text goes through a variable of the loop's own environment.
-                value = '"$STARTUP_POLICY_TEXT"' if name == "TCPTUNE_POLICY_TOML" else shlex.quote(arms[arm][name])
-                parts.append(f"{name}={value}")
+        for name, value in sorted(arms[arm].items()):
+            if base.get(name) == value:
+                continue
+            # The policy text goes through a variable of the loop's own environment.
+            quoted = '"$STARTUP_POLICY_TEXT"' if name == "TCPTUNE_POLICY_TOML" else shlex.quote(value)
+            parts.append(f"{name}={quoted}")
         assignments[arm] = " ".join(parts)
     cases = []
     for turn in range(len(names)):
         order = names[turn:] + names[:turn]
-        body = " ".join(f"t{names.index(a)}a=$EPOCHREALTIME; {assignments[a]} /bin/true; t{names.index(a)}b=$EPOCHREALTIME;"
+        body = " ".join(f"t{names.index(a)}a=$EPOCHREALTIME; {assignments[a]} {command}; t{names.index(a)}b=$EPOCHREALTIME;"
                         for a in order)
         cases.append(f"{turn}) {body} ;;")
     script = (f"for i in {{1..{execs}}}; do case $((i % {len(names)})) in {' '.join(cases)} esac; echo "
@@ -155,6 +176,145 @@ def sleep_memory(env):
         sleeper.wait()
 
 
+def spawn_measure(argv, env):
+    """(wall s, user+system CPU s, minor page faults) of one run of argv."""
+    start = time.perf_counter()
+    pid = os.posix_spawn(argv[0], argv, env)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise RuntimeError(f"{argv} exited with status {status}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_minflt
+
+
+def build_connect_program(out_dir):
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return None
+    program = out_dir / "connect_once"
+    source = Path(__file__).resolve().parent / "connect_once.c"
+    built = subprocess.run([compiler, "-O2", "-o", str(program), str(source)], capture_output=True)
+    return str(program) if built.returncode == 0 else None
+
+
+def start_record(log):
+    for line in Path(log).read_text().splitlines() if os.path.exists(log) else []:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("event") == "start":
+            return record
+    return {}
+
+
+def connect_bench(options, shim, scratch, out_dir):
+    """The policy hand-over in processes that open a TCP socket (--program connect)."""
+    program = build_connect_program(scratch)
+    if program is None:
+        print("startup: no C compiler to build connect_once.c", file=sys.stderr)
+        return 77
+    listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def accept_all():
+        while not stop.is_set():
+            try:
+                listener.accept()[0].close()
+            except OSError:
+                continue
+
+    accepter = threading.Thread(target=accept_all, daemon=True)
+    accepter.start()
+    argv = [program, str(listener.getsockname()[1])]
+    policy_file = scratch / "policy.toml"
+    policy_file.write_text(POLICY)
+    cache = scratch / "cache"
+    inline = {"TCPTUNE_POLICY_TOML": POLICY, "TCPTUNE_POLICY_NAME": str(policy_file)}
+    arms = {"off": arm_env(None, {}), "default": arm_env(shim, {}),
+            "file-parsed": arm_env(shim, {"TCPTUNE_POLICY": str(policy_file), "TCPTUNE_POLICY_CACHE": "off"}),
+            "file-handed-over": arm_env(shim, {"TCPTUNE_POLICY": str(policy_file), "TCPTUNE_POLICY_CACHE": str(cache)}),
+            "toml-parsed": arm_env(shim, dict(inline, TCPTUNE_POLICY_CACHE="off")),
+            "toml-handed-over": arm_env(shim, dict(inline, TCPTUNE_POLICY_CACHE=str(cache)))}
+    if os.path.exists("/etc/tcptune/policy.toml"):
+        # The default arm would read it: every other arm names its policy in the environment.
+        print("startup: /etc/tcptune/policy.toml exists; no built-in default arm", file=sys.stderr)
+        del arms["default"]
+    expected = {"default": "built-in", "file-parsed": "toml", "file-handed-over": "snapshot", "toml-parsed": "toml",
+                "toml-handed-over": "snapshot"}
+    for named in options.shim:
+        name, _, path = named.partition("=")
+        arms[name] = arm_env(str(Path(path).resolve()), {"TCPTUNE_POLICY": str(policy_file)})
+
+    # Each arm does what it says: the handed-over arms' first run writes the snapshot, the second reads it.
+    verified, failed = {}, []
+    for arm, env in arms.items():
+        if arm == "off":
+            continue
+        for attempt in range(2):
+            log = scratch / f"check-{arm}-{attempt}.jsonl"
+            subprocess.run(argv, env=dict(env, TCPTUNE_LOG=str(log)), check=True, timeout=60)
+        record = start_record(scratch / f"check-{arm}-1.jsonl")
+        verified[arm] = {key: record.get(key) for key in ("policy", "policy_from", "policy_snapshot", "policy_snapshot_note")}
+        if arm in expected and record.get("policy_from") != expected[arm]:
+            failed.append(f"{arm}: policy_from {record.get('policy_from')!r}, expected {expected[arm]!r}")
+
+    results = {arm: {"exec_s": [], "cpu_s": [], "minflt": [], "wall_s": []} for arm in arms}
+    for round_number in range(1, options.rounds + 1):
+        for arm, times in exec_pass(arms, options.execs, command=shlex.join(argv)).items():
+            results[arm]["exec_s"].extend(times)
+        for _ in range(options.samples):
+            for arm, env in arms.items():
+                wall, cpu, faults = spawn_measure(argv, env)
+                results[arm]["wall_s"].append(wall)
+                results[arm]["cpu_s"].append(cpu)
+                results[arm]["minflt"].append(faults)
+        print(f"round {round_number}/{options.rounds} done", file=sys.stderr, flush=True)
+    stop.set()
+    accepter.join(timeout=5)
+    listener.close()
+
+    print(f"\n{len(results['off']['exec_s'])} execs per arm of a program that opens one TCP connection to a loopback "
+          f"listener, interleaved turn by turn from one bash loop, {options.rounds} rounds"
+          f"{' under SCHED_FIFO' if options.realtime else ''}; medians\n")
+    print("| arm | policy from | exec ms | vs off (paired; quartiles) | vs its parsed arm, us (paired) | "
+          "CPU ms per run | minor faults |")
+    print("|---|---|---|---|---|---|---|")
+    summary = {}
+    for arm in arms:
+        paired = [a / o for a, o in zip(results[arm]["exec_s"], results["off"]["exec_s"])]
+        quartiles = statistics.quantiles(paired, n=4)
+        parsed = arm.replace("handed-over", "parsed")
+        saved = None
+        if parsed != arm and parsed in results:
+            saved = statistics.median(1e6 * (p - h) for p, h in zip(results[parsed]["exec_s"], results[arm]["exec_s"]))
+        summary[arm] = {"exec_ms": 1000 * statistics.median(results[arm]["exec_s"]), "exec_ratio": statistics.median(paired),
+                        "exec_ratio_quartiles": quartiles, "saved_vs_parsed_us": saved,
+                        "cpu_ms": 1000 * statistics.median(results[arm]["cpu_s"]),
+                        "minflt": statistics.median(results[arm]["minflt"]),
+                        "policy_from": verified.get(arm, {}).get("policy_from")}
+        print(f"| {arm} | {summary[arm]['policy_from'] or '-'} | {summary[arm]['exec_ms']:.2f} | "
+              f"{summary[arm]['exec_ratio']:.3f} ({quartiles[0]:.3f}-{quartiles[2]:.3f}) | "
+              f"{'-' if saved is None else f'{saved:+.0f}'} | {summary[arm]['cpu_ms']:.2f} | {summary[arm]['minflt']:.0f} |")
+
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    path = out_dir / f"startup-connect-{stamp}.json"
+    path.write_text(json.dumps({"machine": {"kernel": platform.release(), "cpus": os.cpu_count(),
+                                            "load_average": os.getloadavg()},
+                                "command": " ".join(sys.argv), "program": "connect", "execs": options.execs,
+                                "rounds": options.rounds, "samples": options.samples, "realtime": options.realtime,
+                                "policy": POLICY, "arms": {arm: {k: v for k, v in arms[arm].items()
+                                                                 if k == "LD_PRELOAD" or k.startswith("TCPTUNE_")}
+                                                           for arm in arms},
+                                "verified": verified, "summary": summary, "runs": results}, indent=1) + "\n")
+    print(f"\nwrote {path}")
+    if failed:
+        print("startup: " + "; ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
 def median_range(values, scale=1.0, digits=3):
     values = [v * scale for v in values]
     return f"{statistics.median(values):.{digits}f} [{min(values):.{digits}f}-{max(values):.{digits}f}]"
@@ -175,6 +335,9 @@ def main():
                         help="run the measurements under SCHED_FIFO priority 10 (root or CAP_SYS_NICE), so that other "
                              "load on the machine does not preempt them")
     parser.add_argument("--out", default=None, help="results directory (default bench/results)")
+    parser.add_argument("--program", choices=("true", "connect"), default="true",
+                        help="what each exec runs: /bin/true, or a program that opens one TCP connection (the core "
+                             "and the policy load; the policy hand-over's arms)")
     options = parser.parse_args()
     if options.quick:
         options.rounds, options.execs, options.samples = 3, 100, 10
@@ -183,7 +346,7 @@ def main():
     if not os.path.isfile(shim):
         print(f"startup: {shim} not built", file=sys.stderr)
         return 77
-    if os.path.exists("/etc/tcptune/policy.toml"):
+    if os.path.exists("/etc/tcptune/policy.toml") and options.program == "true":
         print("startup: /etc/tcptune/policy.toml exists, so the default arm would not be the built-in default; "
               "skipped", file=sys.stderr)
         return 77
@@ -196,6 +359,11 @@ def main():
     out_dir = Path(options.out) if options.out else Path(__file__).resolve().parent.parent / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="tcptune-startup-"))
+    if options.program == "connect":
+        try:
+            return connect_bench(options, shim, scratch, out_dir)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     policy_file = scratch / "policy.toml"
     policy_file.write_text(POLICY)
     arms = {"off": arm_env(None, {}), "default": arm_env(shim, {}),

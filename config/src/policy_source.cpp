@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <optional>
@@ -74,9 +75,15 @@ std::variant<std::string, PolicyError> read_policy_file(const std::string& path)
   }
   // Read to the end rather than st_size bytes (a /proc file says 0, a file may grow meanwhile),
   // but never past the bound: one byte more than it is enough to know the file is too large.
-  std::string text(kMaxPolicyBytes + 1, '\0');
+  // The buffer starts at the size the file says and grows as it must: one of the bound's size,
+  // zeroed, cost every process 256 page faults for a policy of a few lines.
+  constexpr std::size_t kLimit = kMaxPolicyBytes + 1;
+  std::string text(std::min<std::size_t>(static_cast<std::size_t>(info.st_size) + 1, kLimit), '\0');
   std::size_t length = 0;
-  while (length < text.size()) {
+  while (length < kLimit) {
+    if (length == text.size()) {
+      text.resize(std::min<std::size_t>(std::max<std::size_t>(text.size() * 2, 4096), kLimit));
+    }
     const ssize_t got = ::read(fd, text.data() + length, text.size() - length);
     if (got < 0 && errno == EINTR) {
       continue;
@@ -121,27 +128,41 @@ PolicySource discover_policy_source(bool secure_execution, const char* system_pa
   return {PolicySource::Kind::builtin, {}, {}};
 }
 
-LoadResult load_discovered(const PolicySource& source) {
+std::variant<PolicyText, PolicyError> read_discovered(const PolicySource& source) {
+  using Result = std::variant<PolicyText, PolicyError>;
   switch (source.kind) {
-    case PolicySource::Kind::system_file: return load_policy_file(source.path_or_text);
+    case PolicySource::Kind::system_file:
     case PolicySource::Kind::env_path: {
       // An error reading names the file read; one in the text names the policy by its name.
       std::variant<std::string, PolicyError> read = read_policy_file(source.path_or_text);
       if (read.index() == 1) {
-        return failed(std::get<1>(std::move(read)));
+        return Result(std::in_place_index<1>, std::get<1>(std::move(read)));
       }
-      return load_policy_text(std::get<0>(read), source.name.empty() ? source.path_or_text : source.name);
+      const bool named = source.kind == PolicySource::Kind::env_path && !source.name.empty();
+      return PolicyText{named ? source.name : source.path_or_text, std::get<0>(std::move(read))};
     }
     case PolicySource::Kind::env_inline: {
-      const std::string name = source.name.empty() ? "TCPTUNE_POLICY_TOML" : source.name;
+      std::string name = source.name.empty() ? "TCPTUNE_POLICY_TOML" : source.name;
       if (source.path_or_text.size() > kMaxPolicyBytes) {
-        return failed(file_error(name, too_large(source.path_or_text.size())));
+        return Result(std::in_place_index<1>, file_error(name, too_large(source.path_or_text.size())));
       }
-      return load_policy_text(source.path_or_text, name);
+      return PolicyText{std::move(name), source.path_or_text};
     }
     case PolicySource::Kind::builtin: break;
   }
-  return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<0>, builtin_default_policy())};
+  return PolicyText{};
+}
+
+LoadResult load_discovered(const PolicySource& source) {
+  if (source.kind == PolicySource::Kind::builtin) {
+    return LoadResult{std::variant<Policy, PolicyError>(std::in_place_index<0>, builtin_default_policy())};
+  }
+  std::variant<PolicyText, PolicyError> read = read_discovered(source);
+  if (read.index() == 1) {
+    return failed(std::get<1>(std::move(read)));
+  }
+  const PolicyText& policy = std::get<0>(read);
+  return load_policy_text(policy.text, policy.name);
 }
 
 }  // namespace tcptune::config

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <utility>
 
+#include "core_build_id.hpp"
 #include "errno_saver.hpp"
 #include "idle_restart.hpp"
 #include "keep_warm.hpp"
@@ -22,6 +23,7 @@
 #include "tcptune/config/host_sysctl.hpp"
 #include "tcptune/config/log_cut_notice.hpp"
 #include "tcptune/config/log_destination.hpp"
+#include "tcptune/config/policy_handover.hpp"
 #include "tcptune/config/policy_loader.hpp"
 #include "telemetry_worker.hpp"
 
@@ -76,7 +78,7 @@ void after_fork_in_parent() noexcept {
 // operator expects one file per process.
 void after_fork_in_child() noexcept {
   g_owner_pid.store(getpid(), std::memory_order_relaxed);
-  renew_stderr_relay_in_child();  // still under the log's mutex, taken before the fork
+  detach_stderr_in_child();  // still under the log's mutex, taken before the fork
   log_after_fork();
   telemetry_after_fork_in_child();
   keep_warm_after_fork_in_child();
@@ -107,6 +109,26 @@ constexpr SocketCalls kNextSocketCalls{
     },
 };
 
+// The policy, from an earlier process's snapshot when there is one for exactly this text. Not
+// in secure execution (a setuid program): it reads no environment, and writes nothing either.
+config::HandedOverPolicy load_policy(const config::PolicySource& source, bool secure) {
+  if (secure) {
+    const bool builtin = source.kind == config::PolicySource::Kind::builtin;
+    return config::HandedOverPolicy{
+        config::load_discovered(source),
+        builtin ? config::HandedOverPolicy::From::builtin : config::HandedOverPolicy::From::text,
+        {},
+        "no snapshots in secure execution",
+        {}};
+  }
+  config::SnapshotStorePlace place;
+  place.setting = env("TCPTUNE_POLICY_CACHE", secure);
+  place.runtime_dir = env("XDG_RUNTIME_DIR", secure);
+  place.tmp_dir = env("TMPDIR", secure);
+  place.euid = geteuid();
+  return config::load_handed_over(source, core_build_id(), place);
+}
+
 void initialize() {
   resolve_all_next_symbols();
   install_socket_calls(kNextSocketCalls);
@@ -119,7 +141,11 @@ void initialize() {
     (void)std::fprintf(stderr, "tcptune: TCPTUNE_STRICT='%s' is not one of 1, 0; ignored\n", strict);
   }
   const config::PolicySource source = config::discover_policy_source(secure);
-  config::LoadResult loaded = config::load_discovered(source);
+  config::HandedOverPolicy handed = load_policy(source, secure);
+  config::LoadResult& loaded = handed.loaded;
+  if (!handed.complaint.empty()) {
+    (void)std::fprintf(stderr, "tcptune: %s\n", handed.complaint.c_str());
+  }
   if (loaded.ok()) {
     runtime->policy = new config::Policy(std::move(loaded.policy()));
   } else {
@@ -138,6 +164,13 @@ void initialize() {
   }
   if (runtime->policy != nullptr) {
     start.add("policy", runtime->policy->source).add("rules", static_cast<std::int64_t>(runtime->policy->rules.size()));
+    start.add("policy_from", config::from_name(handed.from));
+    if (!handed.snapshot.empty()) {
+      start.add("policy_snapshot", handed.snapshot);
+    }
+    if (!handed.note.empty()) {
+      start.add("policy_snapshot_note", handed.note);
+    }
     log_start_record(config::LogLevel::info, start);
   } else {
     start.add("policy_error", loaded.error().to_string()).add("running", "untuned");

@@ -177,7 +177,9 @@ void write_to_stderr(std::string_view line) noexcept {
     release_stderr_locked();
     return;
   }
-  switch (g_stderr->write(line)) {
+  const telemetry::StderrStream::Result result = g_stderr->write(line);
+  publish_stderr_fds();  // a forked child's first write opens them again
+  switch (result) {
     case telemetry::StderrStream::Result::written: break;
     case telemetry::StderrStream::Result::full:
       if (t_drop_notice) {
@@ -537,9 +539,9 @@ void app_releases_stderr() noexcept {
   }
 }
 
-void renew_stderr_relay_in_child() noexcept {
+void detach_stderr_in_child() noexcept {
   if (g_stderr != nullptr) {
-    g_stderr->renew_relay_in_child();
+    g_stderr->detach_in_child();
     publish_stderr_fds();
     g_stderr_dropped_full.store(0, std::memory_order_relaxed);  // the parent's are the parent's
     g_stderr_dropped_too_long.store(0, std::memory_order_relaxed);

@@ -60,8 +60,9 @@ void say_on_stderr(const std::string& text) noexcept;
 // The app closed fd 2 or is putting another file on it: the log on stderr ends there, its
 // descriptors closed (a pipe's reader sees the end). Not in a vfork child.
 void app_releases_stderr() noexcept;
-// A forked child's log on stderr gets a relay pipe of its own.
-void renew_stderr_relay_in_child() noexcept;
+// A forked child's log on stderr holds none of its parent's descriptors until it writes
+// (stderr_stream.hpp: a daemon that detaches must not keep its caller's pipe open).
+void detach_stderr_in_child() noexcept;
 
 // True the first time `key` is seen in this process, for "logged once" messages. The set is
 // guarded by the log's mutex, which the fork handlers hold, so a child never inherits it locked.

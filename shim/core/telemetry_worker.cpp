@@ -227,12 +227,6 @@ bool write_prometheus_textfile(const Runtime& runtime, bool leaving, std::chrono
   if (result.outcome == telemetry::MergedTextfile::Outcome::failed && log_first_time("prometheus_textfile")) {
     log_message(LogLevel::warn, result.error + " (logged once)");
   }
-  if (result.outcome == telemetry::MergedTextfile::Outcome::busy && leaving &&
-      log_first_time("prometheus_textfile_busy")) {
-    log_message(LogLevel::warn,
-                "the Prometheus textfile stayed locked by another process for 1 s; this process's "
-                "counts since its last rewrite are not in it");
-  }
   return result.outcome != telemetry::MergedTextfile::Outcome::busy;
 }
 

@@ -1,12 +1,18 @@
 #include "core_loader.h"
 
-#include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "dl_functions.h"
+#include "loaded_symbols.h"
 #include "routes.h"
 #include "signal_guard.h"
 
@@ -16,8 +22,8 @@ enum libc_kind { libc_unknown, libc_glibc, libc_other };
 static int g_state = core_unloaded;
 static int g_libc = libc_unknown;
 static const struct tcptune_core_entries* g_entries;
-/* Who is loading it: a hook that this load calls itself goes on to libc; a child forked
-   meanwhile does not wait for a thread it does not have. */
+/* Who loads it (0: nobody yet; the process id is the claim): a hook that this load calls
+   itself goes on to libc; a child forked meanwhile does not wait for a thread it does not have. */
 static long g_loader_process;
 static long g_loader_thread;
 
@@ -43,8 +49,38 @@ static long monotonic_ns(void) {
   return now.tv_sec * 1000000000L + now.tv_nsec;
 }
 
+/* Whether fd 2 takes a line of tcptune's now, as the core's log on stderr judges it
+   (shim/telemetry/stderr_stream.hpp): never into a network socket or an accepted unix
+   connection (an inetd-style program's stderr is its connection, where the line would corrupt
+   what it sends), and never blocking (a full pipe nobody reads would stop the program at its
+   first TCP socket), nor into a pipe whose reader is gone (SIGPIPE). */
+static bool stderr_takes_a_line(void) {
+  struct stat info;
+  if (syscall(SYS_fstat, 2, &info) != 0) {
+    return false;
+  }
+  if (S_ISSOCK(info.st_mode)) {
+    int domain = 0;
+    socklen_t length = sizeof domain;
+    struct sockaddr_un own;
+    socklen_t own_length = sizeof own;
+    if (syscall(SYS_getsockopt, 2, SOL_SOCKET, SO_DOMAIN, &domain, &length) != 0 || domain != AF_UNIX ||
+        syscall(SYS_getsockname, 2, &own, &own_length) != 0 || own_length > offsetof(struct sockaddr_un, sun_path)) {
+      return false;
+    }
+  }
+  struct pollfd writable = {2, POLLOUT, 0};
+  /* POLLERR: a pipe whose reader is gone, where the write would raise SIGPIPE. */
+  return syscall(SYS_poll, &writable, 1UL, 0) == 1 && (writable.revents & (POLLOUT | POLLERR)) == POLLOUT;
+}
+
 /* One line on stderr, in one write: "tcptune: <parts>; running untuned". */
 static void say(const char* first, const char* second) {
+  const int saved_errno = errno;
+  if (!stderr_takes_a_line()) {
+    errno = saved_errno;
+    return;
+  }
   static const char prefix[] = "tcptune: ";
   static const char suffix[] = "; running untuned\n";
   char line[1024];
@@ -62,12 +98,13 @@ static void say(const char* first, const char* second) {
   memcpy(line + used, suffix, sizeof suffix - 1);
   used += sizeof suffix - 1;
   (void)syscall(SYS_write, 2, line, used);
+  errno = saved_errno;
 }
 
 /* The core is named after the first stage, beside it: DIR/libtcptune.so -> DIR/libtcptune-core.so. */
-static bool core_path(char* path, size_t size) {
+static bool core_path(const struct stage_dl_functions* dl, char* path, size_t size) {
   Dl_info info;
-  if (dladdr(&g_state, &info) == 0 || info.dli_fname == NULL) {
+  if (dl->dladdr(&g_state, &info) == 0 || info.dli_fname == NULL) {
     return false;
   }
   static const char core_suffix[] = "-core.so";
@@ -85,20 +122,25 @@ static bool core_path(char* path, size_t size) {
 }
 
 static const struct tcptune_core_entries* load_and_attach(void) {
+  const struct stage_dl_functions* dl = stage_dl();
+  if (dl == NULL) {
+    say("cannot load the tuning core: the dynamic loader's dlopen was not found", NULL);
+    return NULL;
+  }
   char path[4096];
-  if (!core_path(path, sizeof path)) {
+  if (!core_path(dl, path, sizeof path)) {
     say("cannot tell where libtcptune.so was loaded from, to load the tuning core beside it", NULL);
     return NULL;
   }
-  void* core = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  void* core = dl->dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (core == NULL) {
-    say("cannot load the tuning core: ", dlerror());
+    say("cannot load the tuning core: ", dl->dlerror());
     return NULL;
   }
   tcptune_core_attach_function* attach =
-      __extension__(tcptune_core_attach_function*) dlsym(core, TCPTUNE_CORE_ATTACH_SYMBOL);
+      __extension__(tcptune_core_attach_function*) dl->dlsym(core, TCPTUNE_CORE_ATTACH_SYMBOL);
   if (attach == NULL) {
-    say("cannot attach the tuning core: ", dlerror());
+    say("cannot attach the tuning core: ", dl->dlerror());
     return NULL;
   }
   const struct tcptune_core_entries* entries = attach(&services);
@@ -121,29 +163,34 @@ static void finish_load(const struct tcptune_core_entries* entries) {
   }
 }
 
-static const struct tcptune_core_entries* wait_for_loader(void) {
-  if (__atomic_load_n(&g_loader_process, __ATOMIC_ACQUIRE) == this_process() &&
-      __atomic_load_n(&g_loader_thread, __ATOMIC_ACQUIRE) == this_thread()) {
+/* `loader` claimed the load. A thread of another process (this one forked while a thread of
+   the parent was loading it, even before that thread said which it was) never finishes it
+   here: the core stays unloaded in this process. */
+static const struct tcptune_core_entries* wait_for_loader(long loader) {
+  if (loader != this_process()) {
+    int state = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+    while (state == core_unloaded || state == core_loading) {
+      if (__atomic_compare_exchange_n(&g_state, &state, core_unavailable, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        stage_route_triggers_to_next();
+        break;
+      }
+    }
+    return stage_core_if_attached();
+  }
+  if (__atomic_load_n(&g_loader_thread, __ATOMIC_ACQUIRE) == this_thread()) {
     return NULL; /* called from inside the load */
   }
   const long deadline = monotonic_ns() + kLongestWaitNs;
-  while (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == core_loading) {
-    const long loader = __atomic_load_n(&g_loader_process, __ATOMIC_ACQUIRE);
-    if (loader != 0 && loader != this_process()) {
-      /* Forked while a thread of the parent was loading it: half loaded here, never finished. */
-      int expected = core_loading;
-      if (__atomic_compare_exchange_n(&g_state, &expected, core_unavailable, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        stage_route_triggers_to_next();
-      }
-      return NULL;
+  for (;;) {
+    const int state = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+    if (state == core_attached) {
+      return __atomic_load_n(&g_entries, __ATOMIC_ACQUIRE);
     }
-    if (monotonic_ns() > deadline) {
+    if (state == core_unavailable || monotonic_ns() > deadline) {
       return NULL;
     }
     (void)syscall(SYS_sched_yield);
   }
-  return __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == core_attached ? __atomic_load_n(&g_entries, __ATOMIC_ACQUIRE)
-                                                                      : NULL;
 }
 
 bool stage_running_on_glibc(void) {
@@ -151,11 +198,36 @@ bool stage_running_on_glibc(void) {
   if (libc == libc_unknown) {
     /* A name only glibc defines. The core is built against glibc and never runs on another. */
     const int saved_errno = errno;
-    libc = dlsym(RTLD_DEFAULT, "gnu_get_libc_version") != NULL ? libc_glibc : libc_other;
+    libc = stage_loaded_function("gnu_get_libc_version") != NULL ? libc_glibc : libc_other;
     errno = saved_errno;
     __atomic_store_n(&g_libc, libc, __ATOMIC_RELEASE);
   }
   return libc == libc_glibc;
+}
+
+/* Another copy of libtcptune.so, at another path, comes first in LD_PRELOAD (an image's own and
+   an injected one, or `tcptune run`'s and an inherited one): that copy and its core tune the
+   process, this one passes every call on (two cores would tune, log and count each connection
+   twice). Its hooks are the first definitions in the global scope. */
+static bool another_stage_comes_first(void) {
+  static int answer = -1; /* asked once: -1 not yet, else 0 or 1 */
+  const int known = __atomic_load_n(&answer, __ATOMIC_ACQUIRE);
+  if (known >= 0) {
+    return known != 0;
+  }
+  const int saved_errno = errno;
+  Dl_info first;
+  Dl_info self;
+  void* const first_socket = dlsym(RTLD_DEFAULT, "socket");
+  bool other = first_socket != NULL && dladdr(first_socket, &first) != 0 && dladdr(&g_state, &self) != 0 &&
+               first.dli_fbase != self.dli_fbase && first.dli_fname != NULL;
+  if (other) {
+    const char* const slash = strrchr(first.dli_fname, '/');
+    other = strcmp(slash != NULL ? slash + 1 : first.dli_fname, "libtcptune.so") == 0;
+  }
+  errno = saved_errno;
+  __atomic_store_n(&answer, other ? 1 : 0, __ATOMIC_RELEASE);
+  return other;
 }
 
 bool stage_core_possible(void) {
@@ -166,7 +238,7 @@ bool stage_core_possible(void) {
   if (state == core_unavailable) {
     return false;
   }
-  if (!stage_running_on_glibc()) {
+  if (!stage_running_on_glibc() || another_stage_comes_first()) {
     int expected = core_unloaded;
     if (__atomic_compare_exchange_n(&g_state, &expected, core_unavailable, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
       stage_route_triggers_to_next();
@@ -182,15 +254,15 @@ static const struct tcptune_core_entries* load_or_wait(void) {
   if (!stage_core_possible() || stage_in_signal_handler()) {
     return NULL;
   }
-  int expected = core_unloaded;
-  if (!__atomic_compare_exchange_n(&g_state, &expected, core_loading, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-    if (expected == core_attached) {
-      return __atomic_load_n(&g_entries, __ATOMIC_ACQUIRE);
-    }
-    return expected == core_loading ? wait_for_loader() : NULL;
+  /* The load is claimed with the loader's process id in one step: a child forked at any point
+     of it knows the load is not its own. */
+  long claimant = 0;
+  if (!__atomic_compare_exchange_n(&g_loader_process, &claimant, this_process(), 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    return wait_for_loader(claimant);
   }
   __atomic_store_n(&g_loader_thread, this_thread(), __ATOMIC_RELEASE);
-  __atomic_store_n(&g_loader_process, this_process(), __ATOMIC_RELEASE);
+  __atomic_store_n(&g_state, core_loading, __ATOMIC_RELEASE);
   const struct tcptune_core_entries* entries = load_and_attach();
   finish_load(entries);
   return entries;

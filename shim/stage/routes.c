@@ -1,8 +1,8 @@
 #include "routes.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 
+#include "dl_functions.h"
 #include "next_fallbacks.h"
 #include "signal_guard.h"
 #include "triggers.h"
@@ -33,8 +33,12 @@ static const stage_function fallbacks[stage_hook_count] = {
 static stage_function g_next[stage_hook_count];
 
 void* stage_next_symbol(const char* name) {
+  const struct stage_dl_functions* dl = stage_dl();
+  if (dl == NULL) {
+    return NULL;
+  }
   const int saved_errno = errno;
-  void* symbol = dlsym(RTLD_NEXT, name);
+  void* symbol = dl->dlsym(RTLD_NEXT, name);
   errno = saved_errno;
   return symbol;
 }
@@ -45,6 +49,9 @@ stage_function stage_next(enum stage_hook hook) {
     /* POSIX's dlsym returns functions as void*; ISO C has no such conversion. */
     next = __extension__(stage_function) stage_next_symbol(hook_names[hook]);
     if (next == NULL) {
+      if (stage_dl() == NULL) {
+        return fallbacks[hook]; /* for this call: dlsym may be found later (dl_functions.h) */
+      }
       next = fallbacks[hook];
     }
     /* Racing threads store the same pointer. */

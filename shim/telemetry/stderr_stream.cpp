@@ -66,6 +66,8 @@ const char* StderrStream::open(int floor) noexcept {
   if (syscall(SYS_fstat, STDERR_FILENO, &info) != 0) {
     return "stderr (fd 2) is closed";
   }
+  stderr_device_ = info.st_dev;
+  stderr_inode_ = info.st_ino;
   const long flags = syscall(SYS_fcntl, STDERR_FILENO, F_GETFL);
   if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
     return "stderr (fd 2) is not open for writing";
@@ -146,6 +148,16 @@ void StderrStream::close() noexcept {
     }
   }
   tail_size_ = 0;
+  reopen_pending_ = false;
+}
+
+bool StderrStream::still_names_stderr() const noexcept {
+  struct stat info {};
+  const int saved = errno;
+  const bool same =
+      syscall(SYS_fstat, STDERR_FILENO, &info) == 0 && info.st_dev == stderr_device_ && info.st_ino == stderr_inode_;
+  errno = saved;
+  return same;
 }
 
 void StderrStream::move_away_from(int fd) noexcept {
@@ -160,24 +172,27 @@ void StderrStream::move_away_from(int fd) noexcept {
   }
 }
 
-void StderrStream::renew_relay_in_child() noexcept {
-  if (kind_ != Kind::relayed_pipe || fd_ < 0) {
+void StderrStream::detach_in_child() noexcept {
+  if (fd_ < 0) {
     return;
   }
-  for (int* end : {&relay_[0], &relay_[1]}) {
-    if (*end >= 0) {
-      raw_close(*end);
-      *end = -1;
-    }
-  }
-  if (!open_relay()) {
-    close();  // no log on stderr in this child rather than records spliced by its parent
-  }
+  close();
+  reopen_pending_ = true;
 }
 
 StderrStream::Result StderrStream::write(std::string_view line) noexcept {
+  if (reopen_pending_) {
+    // A forked child's first record: fd 2 as the parent had it, or nothing.
+    if (!still_names_stderr() || open(floor_) != nullptr) {
+      close();
+      return Result::ended;
+    }
+  }
   if (fd_ < 0) {
     return Result::ended;
+  }
+  if (!still_names_stderr()) {
+    return Result::ended;  // the app put another file at fd 2 (freopen, daemon): its stderr went there
   }
   if (line.size() > kStderrRecordLimit) {
     return Result::too_long;

@@ -10,7 +10,11 @@
 //   splice(SPLICE_F_NONBLOCK) from a private relay pipe, each record then taking a page of the
 //   pipe (16 records fill a 64 KiB pipe); a unix socket (journald's stream) by
 //   send(MSG_DONTWAIT | MSG_NOSIGNAL); a regular file by appending to a copy of fd 2;
-// - SIGPIPE, SIGXFSZ and SIGTTOU are held off around each write (held_signals.hpp).
+// - SIGPIPE, SIGXFSZ and SIGTTOU are held off around each write (held_signals.hpp);
+// - once fd 2 names another file than it did at open (the app reopened it with freopen or
+//   daemon(3), whose dup2 no hook sees), the stream ends rather than write where the app's lines
+//   no longer go; a forked child holds nothing of its parent's stderr until it writes, so a
+//   daemon that detaches never keeps its caller's pipe open (`$(daemon)` would wait for it).
 // A network socket on fd 2 is the program's connection (inetd-style), never a log.
 // Raw system calls only, no allocation: in the preloaded shim, libc's write, send, splice and
 // close are the shim's own hooks, and open() may be called from a close hook in a signal handler.
@@ -46,7 +50,7 @@ class StderrStream {
   Result write(std::string_view line) noexcept;
   void close() noexcept;
 
-  [[nodiscard]] bool is_open() const noexcept { return fd_ >= 0; }
+  [[nodiscard]] bool is_open() const noexcept { return fd_ >= 0 || reopen_pending_; }
   // Whether `fd` is one of the descriptors it holds (up to three: fd 2's copy and the relay).
   [[nodiscard]] bool holds(int fd) const noexcept {
     return fd >= 0 && (fd == fd_ || fd == relay_[0] || fd == relay_[1]);
@@ -55,9 +59,10 @@ class StderrStream {
   static constexpr int kDescriptors = 3;
   // `fd` is one of them and the app wants its number (dup2 onto it): it moves above it.
   void move_away_from(int fd) noexcept;
-  // In a forked child: a relay of its own, so that parent and child never splice each other's
-  // records (the relay is inherited).
-  void renew_relay_in_child() noexcept;
+  // In a forked child: its descriptors go (a daemon that reopens stderr on /dev/null must not
+  // keep its parent's pipe open); the next write opens them again if fd 2 still names the same
+  // file, with a relay of the child's own (parent and child never splice each other's records).
+  void detach_in_child() noexcept;
 
  private:
   enum class Kind : std::uint8_t { file, pipe, relayed_pipe, terminal, socket };
@@ -67,11 +72,17 @@ class StderrStream {
   long write_some(const char* data, std::size_t size) noexcept;
   void drain_relay() noexcept;
   bool open_relay() noexcept;
+  // fd 2 names the file it named at open.
+  [[nodiscard]] bool still_names_stderr() const noexcept;
 
   int fd_ = -1;
   int relay_[2] = {-1, -1};
   int floor_ = 3;
   Kind kind_ = Kind::file;
+  // What fd 2 named at open (st_dev, st_ino).
+  std::uint64_t stderr_device_ = 0;
+  std::uint64_t stderr_inode_ = 0;
+  bool reopen_pending_ = false;
   // What a terminal or stream socket took only part of, written before the next record (the
   // pipe's scratch for draining the relay otherwise).
   char tail_[kStderrRecordLimit]{};

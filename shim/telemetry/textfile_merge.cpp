@@ -1,14 +1,17 @@
 #include "textfile_merge.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <system_error>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "process_identity.hpp"
 #include "prometheus_textfile.hpp"
@@ -108,6 +111,90 @@ std::optional<std::string> read_file(const std::string& path, const FileCalls& c
   return text;
 }
 
+// What an ended process left beside the file (see the header): its identity, the shares it
+// had added in the file's generation `generation` (if any), and its last ones.
+constexpr std::string_view kLeftoverInfix = ".leftover.";
+constexpr std::string_view kLeftoverHeader = "# tcptune-leftover ";
+constexpr std::string_view kLeftoverCurrent = "# tcptune-leftover-current\n";
+
+struct Leftover {
+  std::string generation;
+  ProcessIdentity process;
+  std::optional<Exposition> previous;
+  Exposition current;
+};
+
+std::optional<Leftover> parse_leftover(std::string_view text) {
+  const std::size_t header_end = text.find('\n');
+  const std::size_t split = text.find(kLeftoverCurrent);
+  if (!text.starts_with(kLeftoverHeader) || header_end == std::string_view::npos || split == std::string_view::npos ||
+      split <= header_end) {
+    return std::nullopt;
+  }
+  Leftover leftover;
+  std::string_view fields = text.substr(kLeftoverHeader.size(), header_end - kLeftoverHeader.size());
+  while (!fields.empty()) {
+    const std::size_t space = std::min(fields.find(' '), fields.size());
+    const std::string_view field = fields.substr(0, space);
+    fields.remove_prefix(std::min(space + 1, fields.size()));
+    const std::size_t equals = field.find('=');
+    if (equals == std::string_view::npos) {
+      return std::nullopt;
+    }
+    const std::string_view name = field.substr(0, equals);
+    const std::string value(field.substr(equals + 1));
+    try {
+      if (name == "generation") {
+        leftover.generation = value;
+      } else if (name == "pid") {
+        leftover.process.pid = std::stol(value);
+      } else if (name == "start") {
+        leftover.process.start_ticks = std::stoull(value);
+      } else if (name == "ns") {
+        leftover.process.pid_namespace = std::stoull(value);
+      }
+    } catch (const std::logic_error&) {
+      return std::nullopt;
+    }
+  }
+  std::string why;
+  const std::string_view previous = text.substr(header_end + 1, split - header_end - 1);
+  if (!previous.empty()) {
+    leftover.previous = parse_exposition(previous, why);
+    if (!leftover.previous) {
+      return std::nullopt;
+    }
+  }
+  auto current = parse_exposition(text.substr(split + kLeftoverCurrent.size()), why);
+  if (!current) {
+    return std::nullopt;
+  }
+  leftover.current = std::move(*current);
+  return leftover;
+}
+
+// The leftovers beside `path`, in name order (never one still being written: those are
+// renamed into place whole).
+std::vector<std::string> leftover_paths(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + std::string(kLeftoverInfix);
+  std::vector<std::string> found;
+  DIR* listing = ::opendir(directory.c_str());
+  if (listing == nullptr) {
+    return found;
+  }
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string_view name = entry->d_name;
+    if (name.starts_with(prefix) && name.find(".tmp.") == std::string_view::npos) {
+      found.push_back((slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + std::string(name));
+    }
+  }
+  ::closedir(listing);
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 }  // namespace
 
 Exposition merge_contribution(const std::optional<Exposition>& file, const Exposition* previous,
@@ -194,6 +281,27 @@ std::string per_process_pattern_warning(const std::string& pattern) {
 
 MergedTextfile::MergedTextfile(const FileCalls& calls) : calls_(calls) {}
 
+MergedTextfile::Result MergedTextfile::leave_aside(const std::string& path, const std::string& contribution) {
+  Result result;
+  const ProcessIdentity me = own_process_identity(calls_);
+  const bool previous_there = path == previous_path_ && !previous_generation_.empty();
+  std::string text = std::string(kLeftoverHeader) + "generation=" + (previous_there ? previous_generation_ : "") +
+                     " pid=" + std::to_string(me.pid) + " start=" + std::to_string(me.start_ticks) +
+                     " ns=" + std::to_string(me.pid_namespace) + "\n";
+  if (previous_there) {
+    text += render_exposition(previous_);
+  }
+  text += kLeftoverCurrent;
+  text += contribution;
+  timespec now{};
+  (void)clock_gettime(CLOCK_MONOTONIC, &now);
+  const std::string aside = path + std::string(kLeftoverInfix) + std::to_string(getpid()) + "-" +
+                            std::to_string(now.tv_sec * 1000000000LL + now.tv_nsec);
+  result.error = write_file_atomically(aside, text, calls_);
+  result.outcome = result.error.empty() ? Outcome::left_aside : Outcome::failed;
+  return result;
+}
+
 MergedTextfile::Result MergedTextfile::write(const std::string& path, const std::string& contribution, bool leaving,
                                              std::chrono::milliseconds wait) {
   Result result;
@@ -227,6 +335,9 @@ MergedTextfile::Result MergedTextfile::write(const std::string& path, const std:
     if (std::chrono::steady_clock::now() >= deadline) {
       lock_fd_.store(-1, std::memory_order_release);
       calls_.close(lock);
+      if (leaving) {
+        return leave_aside(path, contribution);
+      }
       result.outcome = Outcome::busy;
       return result;
     }
@@ -241,14 +352,30 @@ MergedTextfile::Result MergedTextfile::write(const std::string& path, const std:
       unusable = "it does not parse (" + why + ")";
     }
   }
+  const ProcessIdentity me = own_process_identity(calls_);
+  const auto running = [&](const ProcessIdentity& other) { return may_be_running(other, me, calls_); };
+  // What ended processes left aside, folded in as their last writes would have been.
+  std::vector<std::string> folded;
+  for (std::string& aside : leftover_paths(path)) {
+    std::string ignored;
+    const auto text = read_file(aside, calls_, ignored);
+    if (const std::optional<Leftover> leftover = text ? parse_leftover(*text) : std::nullopt) {
+      const bool previous_in_file = leftover->previous.has_value() && file.has_value() &&
+                                    !leftover->generation.empty() && file->generation == leftover->generation;
+      file = merge_contribution(file, previous_in_file ? &*leftover->previous : nullptr, leftover->current,
+                                leftover->process, true, running, new_generation_token());
+    }
+    folded.push_back(std::move(aside));  // one that does not parse is no use to anyone either
+  }
   const bool previous_there = file.has_value() && path == previous_path_ && !previous_generation_.empty() &&
                               file->generation == previous_generation_;
-  const ProcessIdentity me = own_process_identity(calls_);
-  const Exposition merged = merge_contribution(
-      file, previous_there ? &previous_ : nullptr, *current, me, leaving,
-      [&](const ProcessIdentity& other) { return may_be_running(other, me, calls_); }, new_generation_token());
+  const Exposition merged = merge_contribution(file, previous_there ? &previous_ : nullptr, *current, me, leaving,
+                                               running, new_generation_token());
   result.error = write_file_atomically(path, render_exposition(merged), calls_);
   if (result.error.empty()) {
+    for (const std::string& aside : folded) {
+      (void)::unlink(aside.c_str());
+    }
     result.outcome = Outcome::written;
     if (!unusable.empty()) {
       result.started_over = path + " could not be used: " + unusable + "; started over";

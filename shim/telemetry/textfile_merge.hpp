@@ -7,6 +7,11 @@
 // live processes' shares, each kept in a comment line with who wrote it, so that a process's
 // share leaves with its last write, or, when it died without one, at the next write of
 // another process that sees it gone.
+//
+// A process whose last write finds the file locked past its wait (many processes ending at
+// once) leaves its last shares beside the file, in PATH.leftover.PID-NS (node_exporter reads
+// only *.prom), rather than lose them; the next merge of any process folds them in and removes
+// them. (A merger killed between its rename and those removals counts them twice.)
 #pragma once
 
 #include <atomic>
@@ -39,7 +44,9 @@ class MergedTextfile {
  public:
   explicit MergedTextfile(const FileCalls& calls);
 
-  enum class Outcome : std::uint8_t { written, busy, failed };
+  // left_aside: a last write that found the file locked, its shares left beside it for the
+  // next merge.
+  enum class Outcome : std::uint8_t { written, busy, failed, left_aside };
   struct Result {
     Outcome outcome = Outcome::failed;
     std::string error;         // failed: why
@@ -48,7 +55,8 @@ class MergedTextfile {
 
   // Merges `contribution` (render_prometheus's text for this process) into `path`, under an
   // flock on `path`.lock (released by the kernel if this process dies holding it), waiting at
-  // most `wait` for another process's merge to finish (busy otherwise: nothing changed).
+  // most `wait` for another process's merge to finish (busy otherwise: nothing changed; when
+  // `leaving`, left_aside instead). Folds in what ended processes left aside.
   Result write(const std::string& path, const std::string& contribution, bool leaving, std::chrono::milliseconds wait);
 
   // The lock's descriptor while a write holds it, else -1. A child forked in the middle of a
@@ -56,6 +64,8 @@ class MergedTextfile {
   [[nodiscard]] int lock_held() const noexcept { return lock_fd_.load(std::memory_order_acquire); }
 
  private:
+  Result leave_aside(const std::string& path, const std::string& contribution);
+
   FileCalls calls_;
   std::atomic<int> lock_fd_{-1};
   // What this process added to the file last time, and where.

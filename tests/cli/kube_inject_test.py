@@ -2,7 +2,7 @@
 """tcptune kube-inject against golden files (kube_inject/cases): for each NAME.in.yaml the output
 is NAME.out.yaml and the notes on stderr NAME.stderr; injecting the output again changes nothing;
 --uninject gives the input back byte for byte. Refused inputs (kube_inject/refused) print their
-NAME.err line, exit 1 and write nothing. The injected example of examples/kubernetes is checked to
+NAME.err line, exit 1 and write nothing; --quiet leaves out the notes but not those errors. The injected example of examples/kubernetes is checked to
 be current. kube_inject_models_test.py checks the same outputs against the Kubernetes API models.
 
 --regenerate rewrites the golden files from the current build (review them before committing)."""
@@ -47,6 +47,8 @@ def main():
 
     cases = sorted((here / "cases").glob("*.in.yaml"))
     expect(len(cases) >= 10, "the golden cases are there")
+    expect(any(case.with_name(case.name.replace(".in.yaml", ".stderr")).read_bytes() for case in cases),
+           "some golden case has notes on stderr (for --quiet to leave out)")
     for case in cases:
         name = case.name[: -len(".in.yaml")]
         original = case.read_bytes()
@@ -62,6 +64,9 @@ def main():
         expect(injected.stderr == err_file.read_bytes(), f"{name}: stderr is {err_file.name}: {injected.stderr.decode()}")
         twice = run(options.tcptune, args, injected.stdout)
         expect(twice.returncode == 0 and twice.stdout == injected.stdout, f"{name}: injecting twice equals once")
+        quiet = run(options.tcptune, [*args, "--quiet"], original)
+        expect(quiet.returncode == 0 and quiet.stdout == injected.stdout and quiet.stderr == b"",
+               f"{name}: --quiet: the same output, nothing on stderr ({quiet.stderr.decode()})")
         back = run(options.tcptune, ["--uninject"], injected.stdout)
         expect(back.returncode == 0 and back.stdout == original, f"{name}: --uninject gives the input back")
         expect(back.stderr == b"", f"{name}: --uninject says nothing ({back.stderr.decode()})")
@@ -83,6 +88,9 @@ def main():
         expect(result.stdout == b"", f"refused/{refused.name}: nothing on stdout")
         expect(result.stderr == err_file.read_bytes(), f"refused/{refused.name}: {result.stderr.decode()}")
         expect(result.stderr.count(b"\n") == 1, f"refused/{refused.name}: one line")
+        quiet = run(options.tcptune, ["-q"], refused.read_bytes())
+        expect(quiet.returncode == 1 and quiet.stdout == b"" and quiet.stderr == result.stderr,
+               f"refused/{refused.name}: -q still says the error ({quiet.stderr.decode()})")
 
     # Injected manifests as kubectl get -o yaml gives them back (keys sorted, comments gone): the
     # injection is still taken out (kube_inject_models_test.py compares them with the inputs as data).

@@ -80,6 +80,16 @@ def main():
     cxx = [s for s in stage_exports | core_exports if s.startswith("_Z") or re.search("spdlog|fmt|toml", s)]
     checks.check(not cxx, f"no C++ or library symbols exported ({cxx[:5]})")
 
+    # Every process of a container maps the stage: one library more to open and map at each exec
+    # costs about as much as the stage itself (bench/startup). The dl functions it finds at run
+    # time (shim/stage/dl_functions.h): a reference would need libdl.so.2 before glibc 2.34.
+    needed = re.findall(r"\(NEEDED\).*\[(.*)\]", subprocess.run(["readelf", "-d", stage], capture_output=True,
+                                                                 text=True, check=True).stdout)
+    checks.check(needed == ["libc.so.6"], f"libtcptune.so needs libc.so.6 alone ({needed})")
+    referenced = set(dynamic_symbols(stage, "--undefined-only"))
+    dl_names = sorted(name for name in referenced if re.fullmatch(r"dl(open|sym|vsym|addr|error|close|info|mopen)", name))
+    checks.check(len(referenced) > 3 and not dl_names, f"libtcptune.so references no dl function ({dl_names})")
+
     # musl resolves every undefined symbol of a preloaded object at load (and maps libc.so.6 to
     # itself): one it lacks stops the program before main.
     musl = musl_libc(args.work_dir)

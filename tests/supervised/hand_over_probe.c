@@ -12,6 +12,8 @@
  *                                   print "closed" and wait for a line on stdin, so that another
  *                                   process can bind the port while this one lives
  *   hand_over_probe again PORT      a nonblocking connect, polled, then connect called again on it
+ *   hand_over_probe binds N PORT    N binds each of a UDP, a unix and a netlink socket, then one
+ *                                   TCP socket connected to PORT
  *   hand_over_probe setuid PORT     (root) a socket, then setresuid(65534) and gid, then socket()
  *                                   and connect
  *   hand_over_probe netns PORT      (root) a socket, then unshare(CLONE_NEWNET), then socket()
@@ -21,16 +23,19 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static const char* errno_name(int error) {
@@ -183,6 +188,37 @@ static int mode_rebind(int port) {
   return 0;
 }
 
+/* Binds of sockets that are not TCP, each to a free address: how many succeeded, per kind. */
+static int mode_binds(int count, int port) {
+  int udp = 0, unix_local = 0, netlink = 0;
+  for (int i = 0; i < count; ++i) {
+    const struct sockaddr_in any_port = loopback(0);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    udp += bind(fd, (const struct sockaddr*)&any_port, sizeof any_port) == 0;
+    close(fd);
+    struct sockaddr_un local;
+    memset(&local, 0, sizeof local);
+    local.sun_family = AF_UNIX;
+    /* An abstract name (no file left behind), unique to this process and call. */
+    const int length =
+        snprintf(local.sun_path + 1, sizeof local.sun_path - 1, "hand_over_probe.%d.%d", (int)getpid(), i);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    unix_local +=
+        bind(fd, (const struct sockaddr*)&local, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + length)) == 0;
+    close(fd);
+    struct sockaddr_nl kernel_link;
+    memset(&kernel_link, 0, sizeof kernel_link);
+    kernel_link.nl_family = AF_NETLINK;
+    fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    netlink += bind(fd, (const struct sockaddr*)&kernel_link, sizeof kernel_link) == 0;
+    close(fd);
+  }
+  printf("R udp_binds %d\nR unix_binds %d\nR netlink_binds %d\n", udp, unix_local, netlink);
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  connect_and_report("tcp", fd, port);
+  return 0;
+}
+
 static int mode_identity(const char* how, int port) {
   /* A socket first, as the program it was: what tcptune knows of this thread is then stale. */
   const int before = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -217,10 +253,14 @@ int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "rebind") == 0) {
     return mode_rebind(atoi(argv[2]));
   }
+  if (argc == 4 && strcmp(argv[1], "binds") == 0) {
+    return mode_binds(atoi(argv[2]), atoi(argv[3]));
+  }
   if (argc == 3 && (strcmp(argv[1], "setuid") == 0 || strcmp(argv[1], "netns") == 0)) {
     return mode_identity(argv[1], atoi(argv[2]));
   }
   fprintf(stderr,
-          "usage: hand_over_probe creation | reuse PORT FD | again PORT | rebind PORT | setuid PORT | netns PORT\n");
+          "usage: hand_over_probe creation | reuse PORT FD | again PORT | rebind PORT | binds N PORT | setuid PORT | "
+          "netns PORT\n");
   return 2;
 }

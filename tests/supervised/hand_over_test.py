@@ -13,9 +13,13 @@ result (R lines) with the run under tcptune. One --case per ctest:
              number is tuned, and the conn_open record names that socket's inode
   again      a nonblocking connect polled, then connect called again: tuned at the first, the
              second goes on as without tcptune, and no warning (the socket is tcptune's)
-  rebind     bind, close, bind the same port at once: free at once (the bind is trapped and the
-             held reference dropped first); a port bound and closed is free for another process
-             within the documented bound (20 ms; checked at 500 ms)
+  rebind     bind, close, socket, bind the same port at once: free at once (the held reference
+             is dropped at the trapped socket(), before the kernel makes the socket); a port bound
+             and closed is free for another process within the documented bound (20 ms; checked
+             at 500 ms)
+  binds      binds of UDP, unix and netlink sockets are not trapped: a run making 100 of each
+             has tcptune answer exactly as many calls (supervisor_summary's trapped_calls) as
+             one making none; the results are those without tcptune, the TCP socket is tuned
   setuid     (root) the program switches to uid 65534: its sockets run untuned, with a warning
              naming the uid and the fix
   netns      (root) the program unshares its network namespace: untuned, with a warning
@@ -220,6 +224,27 @@ class Harness:
         self.checks.check(elapsed["under tcptune"] is not None and elapsed["under tcptune"] < RELEASE_BOUND_S,
                           f"another process binds it within {RELEASE_BOUND_S} s ({elapsed['under tcptune']} s)")
 
+    def case_binds(self):
+        port = str(self.sink.port)
+        trapped = {}
+        for count in ("0", "100"):
+            control = self.run([*self.drop, self.args.probe, "binds", count, port], f"{count} binds without tcptune")
+            argv, log = self.supervised("binds" + count, ["binds", count, port])
+            tuned = self.run(argv, f"{count} binds under tcptune")
+            what = f"{count} binds of each kind"
+            self.handed_over(log, tuned.stderr, what)
+            self.same_results(control, tuned, what)
+            self.checks.check(lines(control.stdout, "R").get("udp_binds") == count,
+                              f"{what}: each bind succeeds without tcptune ({lines(control.stdout, 'R')})")
+            self.checks.check(lines(tuned.stdout, "T").get("tcp") == "nodelay=1",
+                              f"{what}: the TCP socket is tuned ({lines(tuned.stdout, 'T')})")
+            summaries = [r for r in records(log) if r.get("event") == "supervisor_summary"]
+            trapped[count] = summaries[0].get("trapped_calls") if summaries else None
+        self.checks.check(isinstance(trapped["0"], int) and trapped["0"] > 0,
+                          f"the run without binds has its TCP socket() and connect trapped ({trapped['0']})")
+        self.checks.check(trapped["100"] == trapped["0"],
+                          f"300 binds add no trapped call ({trapped['100']} calls, without them {trapped['0']})")
+
     def case_identity(self, how, expected):
         if os.geteuid() != 0:
             skip("not root: the program cannot switch user or network namespace")
@@ -240,7 +265,7 @@ def main():
     p = argparse.ArgumentParser()
     for a in ("--tcptune", "--probe", "--container-profile", "--work-dir"):
         p.add_argument(a, required=True)
-    p.add_argument("--case", required=True, choices=("creation", "reuse", "again", "rebind", "setuid", "netns"))
+    p.add_argument("--case", required=True, choices=("creation", "reuse", "again", "rebind", "binds", "setuid", "netns"))
     p.add_argument("--user", choices=("current", "unprivileged"), default="current")
     args = p.parse_args()
     for name in ("tcptune", "probe", "container_profile", "work_dir"):
@@ -257,6 +282,7 @@ def main():
         "reuse": h.case_reuse,
         "again": h.case_again,
         "rebind": h.case_rebind,
+        "binds": h.case_binds,
         "setuid": lambda: h.case_identity("setuid", "runs as uid 65534"),
         "netns": lambda: h.case_identity("netns", "another network namespace"),
     }[args.case]()

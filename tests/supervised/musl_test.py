@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """A program linked against musl (option_probe.c built by Debian's musl-tools, `musl-gcc`: its
-program interpreter is /lib/ld-musl-x86_64.so.1), which the shim, built for glibc, would stop
-before main. Each case connects to a loopback listener under a rule with nodelay = "force";
+program interpreter is /lib/ld-musl-x86_64.so.1), where the shim's tuning core, built for
+glibc, never runs. Each case connects to a loopback listener under a rule with nodelay = "force";
 the same program alone has TCP_NODELAY off.
 
   --case run: plain `tcptune run` (no --supervise) picks supervised mode, says why in one line
     naming musl and the interpreter, and tunes it (the probe's own getsockopt, the log's
-    conn_open); with the shim in an inherited LD_PRELOAD (a container's environment) it takes
-    the shim out for the program, says so, and the program runs tuned.
+    conn_open); with the shim in an inherited LD_PRELOAD (a container's environment) the shim
+    stays (harmless under musl: preload.musl_program), nothing is said of it, and the program
+    runs tuned from outside.
   --case entrypoint: examples/container-entrypoint.sh with tcptune and the shim copied in gives
     the musl program supervision (and says why) and a glibc program (option_probe_dynamic) the
     shim, without supervision; with tcptune alone (no shim in the image) it supervises both.
@@ -92,8 +93,7 @@ def case_run(args, checks, musl_probe, client_args, policy_env):
         checks.check(modes == ["supervised"] and options == [{"name": "nodelay", "requested": "force",
                                                               "effective": "1"}],
                      f"{label}: the log has the connection under {RULE}, effective 1 ({modes}, {options})")
-        took_out = "libtcptune.so taken out of LD_PRELOAD" in result.stderr
-        checks.check(took_out == bool(extra), f"{label}: the shim taken out of LD_PRELOAD only where it was in it")
+        checks.check("LD_PRELOAD" not in result.stderr, f"{label}: LD_PRELOAD left as it is, and nothing said of it")
 
 
 def case_entrypoint(args, checks, musl_probe, client_args, policy_file):

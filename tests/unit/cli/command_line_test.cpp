@@ -143,12 +143,15 @@ TEST(CommandLine, KubeInjectAndInstall) {
   EXPECT_EQ(plain.kube_inject.file, "-");
   EXPECT_EQ(plain.kube_inject.output, "-");
   EXPECT_FALSE(plain.kube_inject.uninject);
+  EXPECT_FALSE(plain.kube_inject.quiet);
   EXPECT_EQ(plain.kube_inject.image.rfind("tcptune-init:", 0), 0U) << plain.kube_inject.image;
   EXPECT_EQ(plain.kube_inject.policy_key, "policy.toml");
-  const CommandLine full = parse_command_line({"kube-inject", "-f", "in.yaml", "-o", "out.yaml", "--uninject", "--image",
-                                               "reg/tcptune-init:1", "--policy-configmap", "tcptune.policy",
-                                               "--policy-key", "p.toml"});
+  const CommandLine full = parse_command_line({"kube-inject", "-f", "in.yaml", "-o", "out.yaml", "--uninject",
+                                               "--image", "reg/tcptune-init:1", "--policy-configmap", "tcptune.policy",
+                                               "--policy-key", "p.toml", "--quiet"});
   ASSERT_EQ(full.subcommand, Subcommand::kube_inject);
+  EXPECT_TRUE(full.kube_inject.quiet);
+  EXPECT_TRUE(parse_command_line({"kube-inject", "-q"}).kube_inject.quiet);
   EXPECT_EQ(full.kube_inject.file, "in.yaml");
   EXPECT_EQ(full.kube_inject.output, "out.yaml");
   EXPECT_TRUE(full.kube_inject.uninject);
@@ -163,6 +166,19 @@ TEST(CommandLine, KubeInjectAndInstall) {
   ASSERT_EQ(install.subcommand, Subcommand::install);
   EXPECT_EQ(install.install.destination, "/dir");
   expect_usage_error(parse_command_line({"install"}), "DIR is required");
+  const CommandLine enable =
+      parse_command_line({"enable", "nginx", "--policy", "/etc/p.toml", "--root", "/img", "--supervise"});
+  ASSERT_EQ(enable.subcommand, Subcommand::enable);
+  EXPECT_EQ(enable.enable.unit, "nginx");
+  EXPECT_EQ(enable.enable.policy, "/etc/p.toml");
+  EXPECT_EQ(enable.enable.root, "/img");
+  EXPECT_TRUE(enable.enable.supervise);
+  expect_usage_error(parse_command_line({"enable"}), "UNIT is required");
+  const CommandLine disable = parse_command_line({"disable", "getty@tty1.service", "--root", "/img"});
+  ASSERT_EQ(disable.subcommand, Subcommand::disable);
+  EXPECT_EQ(disable.disable.unit, "getty@tty1.service");
+  EXPECT_EQ(disable.disable.root, "/img");
+  expect_usage_error(parse_command_line({"disable", "x", "--policy", "p"}), "--policy");
 }
 
 TEST(CommandLine, HelpAndVersionGoToStdoutAndExitZero) {
@@ -171,7 +187,7 @@ TEST(CommandLine, HelpAndVersionGoToStdoutAndExitZero) {
     EXPECT_FALSE(line.subcommand.has_value());
     EXPECT_EQ(line.exit_status, 0);
     EXPECT_FALSE(line.message_to_stderr);
-    for (const char* name : {"run", "check", "doctor", "report", "ab", "kube-inject", "install"}) {
+    for (const char* name : {"run", "check", "doctor", "report", "ab", "kube-inject", "install", "enable", "disable"}) {
       EXPECT_NE(line.message.find(name), std::string::npos) << name;
     }
   }

@@ -127,16 +127,20 @@ TEST(ExecutableInspector, AMuslProgramIsSupervised) {
   ASSERT_EQ(obstacles.reasons.size(), 1U);
   EXPECT_EQ(obstacles.reasons[0], musl.path() +
                                       " is linked against musl (program interpreter /lib/ld-musl-x86_64.so.1): the "
-                                      "shim, built for glibc, would stop it before main");
+                                      "shim tunes programs linked against glibc only");
   EXPECT_TRUE(obstacles.bypasses_loader);
-  EXPECT_TRUE(obstacles.foreign_loader);
+  EXPECT_FALSE(obstacles.unknown_loader) << "the shim is harmless under musl: an inherited LD_PRELOAD stays";
   const TempLog other(elf_with_interpreter("/system/bin/linker64"));
   EXPECT_TRUE(mentions(preload_obstacles(other.path()).reasons, "is not linked against glibc"));
-  EXPECT_TRUE(preload_obstacles(other.path()).foreign_loader);
-  const TempLog script("#!" + musl.path() + "\n");
-  EXPECT_TRUE(preload_obstacles(script.path()).foreign_loader);
-  EXPECT_FALSE(preload_obstacles(self()).foreign_loader);
-  EXPECT_FALSE(preload_obstacles(TCPTUNE_STATIC_HELLO).foreign_loader);
+  EXPECT_TRUE(preload_obstacles(other.path()).bypasses_loader);
+  EXPECT_TRUE(preload_obstacles(other.path()).unknown_loader);
+  const TempLog script("#!" + other.path() + "\n");
+  EXPECT_TRUE(preload_obstacles(script.path()).unknown_loader);
+  const TempLog musl_script("#!" + musl.path() + "\n");
+  EXPECT_TRUE(preload_obstacles(musl_script.path()).bypasses_loader);
+  EXPECT_FALSE(preload_obstacles(musl_script.path()).unknown_loader);
+  EXPECT_FALSE(preload_obstacles(self()).unknown_loader);
+  EXPECT_FALSE(preload_obstacles(TCPTUNE_STATIC_HELLO).unknown_loader);
 }
 
 TEST(ExecutableInspector, NotElf) {

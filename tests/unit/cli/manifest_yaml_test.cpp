@@ -46,6 +46,27 @@ TEST(YamlOutline, SyntaxErrorsNameDocumentLineAndColumn) {
                ManifestError);
 }
 
+TEST(YamlOutline, AByteOrderMarkLeavesTheFirstLineWhereItIs) {
+  const std::string text = "\xEF\xBB\xBFkind: Pod\nspec: {}\n";
+  const YamlDocument document = read_yaml_outline(text).at(0);
+  const int kind = document.value_of(document.root, "kind");
+  ASSERT_GE(kind, 0);
+  EXPECT_EQ(text.substr(document.node(kind).start, 3), "Pod");
+  EXPECT_EQ(document.node(document.key_of(document.root, "kind")).column, 1U);
+}
+
+TEST(YamlOutline, NestingPastAThousandIsRefused) {
+  EXPECT_NO_THROW(read_yaml_outline(std::string(1000, '[') + std::string(1000, ']')));
+  EXPECT_THROW(read_yaml_outline(std::string(1001, '[') + std::string(1001, ']')), ManifestError);
+}
+
+TEST(TextEdits, OverlappingDeletionsDeleteTheirUnion) {
+  // Two flow entries taken out side by side: "b" through the separator before "c", and "c"
+  // from the end of "b".
+  EXPECT_EQ(apply_text_edits("{a: 1, b: 2, c: 3}", {{7, 13, ""}, {11, 17, ""}}), "{a: 1, }");
+  EXPECT_THROW(apply_text_edits("abcdef", {{1, 4, ""}, {2, 3, "x"}}), std::logic_error);
+}
+
 TEST(TextEdits, AppliedTogetherInOrderAndOverlapsRefused) {
   EXPECT_EQ(apply_text_edits("abcdef", {{4, 4, "Y"}, {1, 3, ""}, {4, 4, "Z"}}), "adYZef");
   EXPECT_THROW(apply_text_edits("abcdef", {{1, 4, ""}, {2, 3, "x"}}), std::logic_error);
@@ -102,6 +123,17 @@ TEST(YamlEditor, NewEntriesGoAboveTheCommentsOfTheKeyTheyPrecede) {
   const int again_spec = again.value_of(again.root, "spec");
   EXPECT_EQ(apply_text_edits(inserted, {again_editor.remove_entry(again_spec, again.key_of(again_spec, "volumes"))}),
             text);
+}
+
+TEST(YamlEditor, FirstItemsOfASequenceWithATagOrAnAnchor) {
+  for (const std::string property : {"!!seq", "&list", "&list # a comment\n  # another"}) {
+    const std::string text = "a: " + property + "\n- x\n";
+    const YamlDocument document = read_yaml_outline(text).at(0);
+    const YamlEditor editor(text, document, BlockLayout{});
+    const std::string inserted = apply_text_edits(
+        text, {editor.insert_first_items(document.value_of(document.root, "a"), std::vector<Snippet>{Snippet("w")})});
+    EXPECT_EQ(inserted, "a: " + property + "\n- w\n- x\n");
+  }
 }
 
 TEST(YamlEditor, ScalarPrefixInsideQuotes) {

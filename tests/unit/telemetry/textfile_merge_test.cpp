@@ -321,6 +321,47 @@ TEST_F(MergedTextfileFiles, ALockHeldElsewhereIsWaitedForAtMostAsLongAsAsked) {
   EXPECT_EQ(sample(parsed(), kWrites), (SampleValue{2, 0}));
 }
 
+// Many processes ending at once: a last write that finds the file locked past its wait leaves
+// its shares beside the file, and the next merge of any process adds them as that write would
+// have (its earlier share replaced, its gauges gone) and removes them.
+TEST_F(MergedTextfileFiles, ALastWriteThatFindsTheLockHeldIsLeftAsideAndFoldedInNext) {
+  MergedTextfile ending(plain_file_calls());
+  ASSERT_EQ(ending.write(path_, contribution(10), false, std::chrono::milliseconds(0)).outcome,
+            MergedTextfile::Outcome::written);
+  const int other = open((path_ + ".lock").c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(other, 0);
+  ASSERT_EQ(flock(other, LOCK_EX), 0);
+  EXPECT_EQ(ending.write(path_, contribution(25), false, std::chrono::milliseconds(0)).outcome,
+            MergedTextfile::Outcome::busy)
+      << "a write that is not the last waits for the next";
+  const auto last = ending.write(path_, contribution(30), true, std::chrono::milliseconds(10));
+  ASSERT_EQ(last.outcome, MergedTextfile::Outcome::left_aside) << last.error;
+  EXPECT_EQ(sample(parsed(), kWrites), (SampleValue{10, 0})) << "the file itself is untouched";
+  close(other);
+  MergedTextfile next(plain_file_calls());
+  ASSERT_EQ(next.write(path_, contribution(4), false, std::chrono::milliseconds(0)).outcome,
+            MergedTextfile::Outcome::written);
+  const Exposition file = parsed();
+  EXPECT_EQ(sample(file, kWrites), (SampleValue{34, 0})) << "30 in place of the ending one's 10, and 4";
+  EXPECT_EQ(sample(file, kProcesses), (SampleValue{1, 0})) << "the ending one's gauges are gone";
+  ASSERT_EQ(next.write(path_, contribution(5), false, std::chrono::milliseconds(0)).outcome,
+            MergedTextfile::Outcome::written);
+  EXPECT_EQ(sample(parsed(), kWrites), (SampleValue{35, 0})) << "folded in once";
+  // Left aside in a file of another generation (deleted meanwhile): the whole last share counts.
+  MergedTextfile again(plain_file_calls());
+  ASSERT_EQ(again.write(path_, contribution(8), false, std::chrono::milliseconds(0)).outcome,
+            MergedTextfile::Outcome::written);
+  const int held = open((path_ + ".lock").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_EQ(flock(held, LOCK_EX), 0);
+  ASSERT_EQ(again.write(path_, contribution(9), true, std::chrono::milliseconds(0)).outcome,
+            MergedTextfile::Outcome::left_aside);
+  close(held);
+  ASSERT_EQ(std::remove(path_.c_str()), 0);
+  ASSERT_EQ(next.write(path_, contribution(6), false, std::chrono::milliseconds(0)).outcome,
+            MergedTextfile::Outcome::written);
+  EXPECT_EQ(sample(parsed(), kWrites), (SampleValue{15, 0}));
+}
+
 TEST_F(MergedTextfileFiles, AnUnwritableDirectoryIsAnError) {
   MergedTextfile mine(plain_file_calls());
   const auto result = mine.write(dir_ + "/missing/x.prom", contribution(1), false, std::chrono::milliseconds(0));

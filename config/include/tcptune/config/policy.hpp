@@ -19,6 +19,7 @@ struct SourcePos {
   std::string file;
   std::uint32_t line = 0;
   std::uint32_t column = 0;
+  bool operator==(const SourcePos&) const = default;
 };
 
 enum class NodelayMode {
@@ -39,11 +40,13 @@ struct Cidr {
   int family = 4;                        // 4 or 6
   std::array<std::uint8_t, 16> bytes{};  // network byte order, first 4 used for v4
   int prefix_len = 0;
+  bool operator==(const Cidr&) const = default;
 };
 
 struct PortRange {
   std::uint16_t first = 0;
   std::uint16_t last = 0;
+  bool operator==(const PortRange&) const = default;
 };
 
 struct Match {
@@ -51,6 +54,7 @@ struct Match {
   std::vector<PortRange> ports;  // peer port for clients, local port for servers; empty: any
   Role role = Role::any;
   std::vector<std::string> programs;  // globs on the program name; empty: any
+  bool operator==(const Match&) const = default;
 };
 
 // Socket buffer sizing: either from a bandwidth-delay product or explicit sizes.
@@ -60,12 +64,14 @@ struct BufferSpec {
   bool rtt_auto = false;
   std::optional<std::uint64_t> sndbuf;  // explicit sizes, bytes as given to setsockopt
   std::optional<std::uint64_t> rcvbuf;
+  bool operator==(const BufferSpec&) const = default;
 };
 
 struct Keepalive {
   Duration idle{};
   Duration interval{};
   int count = 0;
+  bool operator==(const Keepalive&) const = default;
 };
 
 // A raw setsockopt the policy asks for: `sockopt = [{level=..., name=..., value=...}]`.
@@ -75,6 +81,7 @@ struct RawSockopt {
   int value = 0;
   std::string level_name;
   std::string option_name;
+  bool operator==(const RawSockopt&) const = default;
 };
 
 // Which end of a connection may send a keep_warm heartbeat. A protocol's no-op is often valid in
@@ -110,6 +117,7 @@ struct KeepWarm {
   Framing framing = Framing::guessed;            // a preset's; explicit bytes can only guess
   std::optional<Duration> interval;              // unset: "auto", the connection's RTO less a margin
   Duration max_idle = std::chrono::seconds(60);  // stop once the app has written nothing this long
+  bool operator==(const KeepWarm&) const = default;
 };
 
 // Every tunable. Unset means "do not touch"; a rule's unset keys inherit [defaults].
@@ -127,6 +135,7 @@ struct Tuning {
   std::optional<int> tos;
   std::optional<KeepWarm> keep_warm;
   std::vector<RawSockopt> sockopts;
+  bool operator==(const Tuning&) const = default;
 };
 
 struct Rule {
@@ -135,6 +144,7 @@ struct Rule {
   Tuning tuning;     // as written in the rule
   Tuning effective;  // [defaults] overlaid with the rule: what the shim applies
   SourcePos pos;
+  bool operator==(const Rule&) const = default;
 };
 
 enum class LogLevel { trace, debug, info, warn, error, off };
@@ -153,6 +163,7 @@ struct LogSettings {
   int keep = 5;                                  // rotated files kept (FILE.1 .. FILE.keep)
   bool callsite = false;                         // call sites for every rule that does not say
   bool summary = true;                           // conn_close records and the summary at exit
+  bool operator==(const LogSettings&) const = default;
 };
 
 // The most [[rule]]s a policy may have. The shim keeps a socket's rule index in an int16_t
@@ -165,6 +176,7 @@ struct Policy {
   Tuning defaults;
   LogSettings log;
   std::vector<Rule> rules;
+  bool operator==(const Policy&) const = default;
 };
 
 // The policy used when none is found: TCP_NODELAY on for every TCP socket, nothing else.

@@ -57,6 +57,13 @@ struct PolicySource {
   std::string name;
 };
 PolicySource discover_policy_source(bool secure_execution, const char* system_path = "/etc/tcptune/policy.toml");
+// A discovered policy's text and the name messages and records give it (Kind::builtin has none).
+struct PolicyText {
+  std::string name;
+  std::string text;
+};
+std::variant<PolicyText, PolicyError> read_discovered(const PolicySource& source);
+// read_discovered, then load_policy_text; the built-in default for Kind::builtin.
 LoadResult load_discovered(const PolicySource& source);
 
 }  // namespace tcptune::config
