@@ -208,7 +208,9 @@ bool stage_running_on_glibc(void) {
 /* Another copy of libtcptune.so, at another path, comes first in LD_PRELOAD (an image's own and
    an injected one, or `tcptune run`'s and an inherited one): that copy and its core tune the
    process, this one passes every call on (two cores would tune, log and count each connection
-   twice). Its hooks are the first definitions in the global scope. */
+   twice). Its hooks are the first definitions in the global scope. The dl functions are the
+   stage's own (dl_functions.h): a direct reference would stop the program before main on
+   glibc before 2.34. Without them no core loads anyway: no answer is kept. */
 static bool another_stage_comes_first(void) {
   static int answer = -1; /* asked once: -1 not yet, else 0 or 1 */
   const int known = __atomic_load_n(&answer, __ATOMIC_ACQUIRE);
@@ -216,10 +218,15 @@ static bool another_stage_comes_first(void) {
     return known != 0;
   }
   const int saved_errno = errno;
+  const struct stage_dl_functions* dl = stage_dl();
+  if (dl == NULL) {
+    errno = saved_errno;
+    return false;
+  }
   Dl_info first;
   Dl_info self;
-  void* const first_socket = dlsym(RTLD_DEFAULT, "socket");
-  bool other = first_socket != NULL && dladdr(first_socket, &first) != 0 && dladdr(&g_state, &self) != 0 &&
+  void* const first_socket = dl->dlsym(RTLD_DEFAULT, "socket");
+  bool other = first_socket != NULL && dl->dladdr(first_socket, &first) != 0 && dl->dladdr(&g_state, &self) != 0 &&
                first.dli_fbase != self.dli_fbase && first.dli_fname != NULL;
   if (other) {
     const char* const slash = strrchr(first.dli_fname, '/');
