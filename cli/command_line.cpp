@@ -179,7 +179,7 @@ void add_kube_inject(CLI::App& app, KubeInjectOptions& options) {
 void add_install(CLI::App& app, InstallOptions& options) {
   CLI::App* command = app.add_subcommand(
       "install",
-      "copy the directory holding this tcptune (tcptune and the shim) into DIR, as kube-inject's init "
+      "copy this tcptune and the shim (libtcptune.so and its core) into DIR, as kube-inject's init "
       "container does");
   command->add_option("DIR", options.destination, "where to copy them")->required();
 }

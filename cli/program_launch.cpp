@@ -50,7 +50,8 @@ bool g_original_saved = false;
 
 }  // namespace
 
-// libtcptune.so next to this binary: the build tree (bin/ and lib/) or an install tree.
+// libtcptune.so next to this binary: beside it (an image's /opt/tcptune), the build tree (bin/
+// and lib/), or the installed layout (bin/ and TCPTUNE_SHIMDIR_FROM_BINDIR, cmake/InstallLayout.cmake).
 // TCPTUNE_SHIM overrides the search; it must name a file, or the run would go untuned silently.
 std::string locate_shim(std::string& problem) {
   std::error_code error;
@@ -68,8 +69,7 @@ std::string locate_shim(std::string& problem) {
   }
   const fs::path dir = self.parent_path();
   for (const fs::path& candidate :
-       {dir / "libtcptune.so", dir / "../lib/libtcptune.so", dir / "../lib/" TCPTUNE_MULTIARCH "/libtcptune.so",
-        dir / "../lib64/libtcptune.so", dir / "../lib/tcptune/libtcptune.so"}) {
+       {dir / kShimFileName, dir / "../lib" / kShimFileName, dir / TCPTUNE_SHIMDIR_FROM_BINDIR / kShimFileName}) {
     if (fs::exists(candidate, error)) {
       return fs::weakly_canonical(candidate, error).string();
     }

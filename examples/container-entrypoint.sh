@@ -11,9 +11,23 @@
 #   ENTRYPOINT ["/opt/tcptune/tcptune", "run", "--no-log", "--"]
 # TCPTUNE_BIN, TCPTUNE_SHIM, TCPTUNE_POLICY (or TCPTUNE_POLICY_TOML) and TCPTUNE_LOG can be set
 # with `docker run -e`; TCPTUNE_DISABLE=1 runs the command untouched, for the A/B "off" arm.
+# Run from the installed package (/usr/share/tcptune/container-entrypoint.sh), it uses the
+# installed tcptune and shim instead: PREFIX/bin/tcptune and PREFIX/lib/*/tcptune/libtcptune.so.
 set -eu
-shim=${TCPTUNE_SHIM:-/opt/tcptune/libtcptune.so}
-tcptune=${TCPTUNE_BIN:-/opt/tcptune/tcptune}
+dir=/opt/tcptune
+shim_default=$dir/libtcptune.so
+self=$(readlink -f "$0" 2>/dev/null) || self=$0
+case $self in
+  */share/tcptune/container-entrypoint.sh)
+    prefix=${self%/share/tcptune/container-entrypoint.sh}
+    dir=$prefix/bin
+    for shim_default in "$prefix"/lib/*/tcptune/libtcptune.so "$prefix"/lib/tcptune/libtcptune.so; do
+      [ -f "$shim_default" ] && break
+    done
+    ;;
+esac
+shim=${TCPTUNE_SHIM:-$shim_default}
+tcptune=${TCPTUNE_BIN:-$dir/tcptune}
 if [ "${TCPTUNE_DISABLE:-0}" != 1 ]; then
   if [ -z "${TCPTUNE_POLICY:-}${TCPTUNE_POLICY_TOML:-}" ] && [ -f /opt/tcptune/policy.toml ]; then
     export TCPTUNE_POLICY=/opt/tcptune/policy.toml

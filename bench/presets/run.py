@@ -14,7 +14,7 @@ results to bench/results/presets-<UTC time>.json.
   bench/presets/run.py [--preset http1-nginx,http1-haproxy,redis,amqp091,stomp,lines] [--runs 3]
                        [--count 8] [--gap 2] [--build build/release] [--out bench/results]
 
-Root, /dev/net/tun and the servers' Debian packages (scripts/deps.sh installs them). Holds
+Root, /dev/net/tun and the servers' Debian packages (scripts/deps.sh test installs them). Holds
 /tmp/tcptune-linkem.lock for the whole run: one link per host.
 """
 import argparse
@@ -180,7 +180,7 @@ def main():
              "rabbitmq": servers.RabbitMq, "lines": servers.LineService}
     missing = sorted({kinds[CASES[n].server].missing() for n in names} - {None})
     if missing:
-        print(f"missing: {', '.join(missing)} (scripts/deps.sh installs them)", file=sys.stderr)
+        print(f"missing: {', '.join(missing)} (scripts/deps.sh test installs them)", file=sys.stderr)
         return 77
     # SIGTERM unwinds like an error: the servers stop and the link comes down.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -130,7 +130,7 @@ def main():
     exporter_bin = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
     prometheus_bin = shutil.which("prometheus")
     if not exporter_bin or not prometheus_bin:
-        print("skipped: needs Debian's prometheus and prometheus-node-exporter (scripts/deps.sh)", flush=True)
+        print("skipped: needs Debian's prometheus and prometheus-node-exporter (scripts/deps.sh test)", flush=True)
         sys.exit(SKIP)
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
     rules = os.path.join(args.source_dir, "examples", "prometheus", "tcptune.rules.yml")
