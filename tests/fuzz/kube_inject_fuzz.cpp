@@ -29,6 +29,11 @@ namespace {
 // scalar is plain (a plain "true" is a boolean, a quoted one a string). Layout and the style of
 // collections are left out. nullopt: libyaml refuses the text.
 std::optional<std::string> meaning(std::string_view text) {
+  // A UTF-8 byte order mark, which the manifests keep, is not given to libyaml: told the
+  // encoding, it reads the mark as a character of the first line (as read_yaml_outline does).
+  if (text.starts_with("\xEF\xBB\xBF")) {
+    text.remove_prefix(3);
+  }
   yaml_parser_t parser;
   if (yaml_parser_initialize(&parser) == 0) {
     std::abort();
