@@ -18,6 +18,10 @@ Measured for each arm:
                 turn, 300 times, the order rotating, and times each exec ($EPOCHREALTIME): the
                 paired ratio of an arm's exec to the no-shim exec of the same turn, which other
                 load on the machine disturbs far less than whole loops
+  spawn         this script's own posix_spawn of /bin/true, every arm in turn, 300 times a round:
+                the paired difference in microseconds to the no-shim spawn and to the empty
+                object's spawn of the same turn (the shim's cost beyond what any preloaded object
+                costs)
   true          minor page faults of one /bin/true (wait4), median of many
   sleep         Rss and Pss of a running `sleep` (/proc/PID/smaps_rollup), and whether the core
                 is mapped in it
@@ -125,6 +129,19 @@ def exec_pass(arms, execs, command="/bin/true"):
         stamps = [float(field) for field in line.split()]
         for index, arm in enumerate(names):
             times[arm].append(stamps[2 * index + 1] - stamps[2 * index])
+    return times
+
+
+def spawn_pass(arms, spawns):
+    """{arm: [seconds of each posix_spawn+wait of /bin/true]}, the arms interleaved spawn by spawn: no
+    shell between the clock and the process, so the pairs are tighter than the exec pass's."""
+    times = {arm: [] for arm in arms}
+    for _ in range(spawns):
+        for arm, env in arms.items():
+            start = time.perf_counter()
+            pid = os.posix_spawn("/bin/true", ["/bin/true"], env)
+            os.waitpid(pid, 0)
+            times[arm].append(time.perf_counter() - start)
     return times
 
 
@@ -376,7 +393,7 @@ def main():
         name, _, path = named.partition("=")
         arms[name] = arm_env(str(Path(path).resolve()), {})
 
-    results = {arm: {"loop_s": [], "loop_cpu_s": [], "exec_s": [], "true_minflt": [], "sleep": []}
+    results = {arm: {"loop_s": [], "loop_cpu_s": [], "exec_s": [], "spawn_s": [], "true_minflt": [], "sleep": []}
                for arm in arms}
     order = random.Random(1)
     for round_number in range(1, options.rounds + 1):
@@ -391,6 +408,8 @@ def main():
             print(f"round {round_number}/{options.rounds} {arm:12} loop {wall:.3f} s", file=sys.stderr, flush=True)
         for arm, times in exec_pass(arms, options.execs).items():
             results[arm]["exec_s"].extend(times)
+        for arm, times in spawn_pass(arms, options.execs).items():
+            results[arm]["spawn_s"].extend(times)
 
     def med(arm, key):
         return statistics.median(results[arm][key])
@@ -401,8 +420,14 @@ def main():
     print(f"\n{options.execs} execs of /bin/true from bash per loop, {options.rounds} interleaved rounds"
           f"{' under SCHED_FIFO' if options.realtime else ''}; median [min-max]\n")
     print("| arm | loop s | vs off (paired) | loop CPU s | vs off (paired) | exec ms | vs off (paired; quartiles) | "
-          "/bin/true minor faults | sleep Rss KiB | vs off | core mapped |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "spawn us vs off (paired) | vs empty-so | /bin/true minor faults | sleep Rss KiB | vs off | core mapped |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def spawn_extra_us(arm, baseline):
+        if baseline not in results:
+            return float("nan")
+        return statistics.median(1e6 * (a - b) for a, b in zip(results[arm]["spawn_s"], results[baseline]["spawn_s"]))
+
     summary = {}
     for arm in arms:
         paired = [a / o for a, o in zip(results[arm]["loop_s"], results["off"]["loop_s"])]
@@ -413,13 +438,16 @@ def main():
         exec_quartiles = statistics.quantiles(paired_exec, n=4)
         rss_delta = sleep_rss(arm) - sleep_rss("off")
         core = any(s["core_mapped"] for s in results[arm]["sleep"])
-        summary[arm] = {"loop_ratio": loop_ratio, "loop_ratios": paired, "loop_cpu_ratio": cpu_ratio,
+        spawn_off, spawn_empty = spawn_extra_us(arm, "off"), spawn_extra_us(arm, "empty-so")
+        summary[arm] = {"spawn_extra_us": spawn_off, "spawn_extra_over_empty_us": spawn_empty,
+                        "loop_ratio": loop_ratio, "loop_ratios": paired, "loop_cpu_ratio": cpu_ratio,
                         "exec_ms": 1000 * med(arm, "exec_s"), "exec_ratio": exec_ratio, "exec_ratio_quartiles": exec_quartiles,
                         "true_minflt": med(arm, "true_minflt"), "sleep_rss_kib": sleep_rss(arm),
                         "sleep_rss_delta_kib": rss_delta, "core_mapped": core}
         print(f"| {arm} | {median_range(results[arm]['loop_s'])} | {median_range(paired)} | "
               f"{median_range(results[arm]['loop_cpu_s'])} | {median_range(paired_cpu)} | {1000 * med(arm, 'exec_s'):.2f} | "
-              f"{exec_ratio:.3f} ({exec_quartiles[0]:.3f}-{exec_quartiles[2]:.3f}) | {med(arm, 'true_minflt'):.0f} | "
+              f"{exec_ratio:.3f} ({exec_quartiles[0]:.3f}-{exec_quartiles[2]:.3f}) | {spawn_off:+.0f} | {spawn_empty:+.0f} | "
+              f"{med(arm, 'true_minflt'):.0f} | "
               f"{sleep_rss(arm):.0f} | {rss_delta:+.0f} | {'yes' if core else 'no'} |")
     failed = []
     for arm in arms:
@@ -429,7 +457,8 @@ def main():
         exec_ratio = summary[arm]["exec_ratio"]
         print(f"{arm}: loop {100 * (ratio - 1):+.1f}%, CPU {100 * (summary[arm]['loop_cpu_ratio'] - 1):+.1f}%, "
               f"exec {100 * (exec_ratio - 1):+.1f}% (target at most +5%: {'met' if exec_ratio <= 1.05 else 'NOT met'}; "
-              f"an empty object: {100 * (summary.get('empty-so', {}).get('exec_ratio', float('nan')) - 1):+.1f}%), "
+              f"an empty object: {100 * (summary.get('empty-so', {}).get('exec_ratio', float('nan')) - 1):+.1f}%; "
+              f"beyond an empty object: {summary[arm]['spawn_extra_over_empty_us']:+.0f} us per spawn), "
               f"resident {delta:+.0f} KiB (target at most +256 KiB: {'met' if delta <= 256 else 'NOT met'})")
         if delta > 256 or summary[arm]["core_mapped"]:
             failed.append(arm)
