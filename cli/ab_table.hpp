@@ -1,21 +1,28 @@
-// The rows of `tcptune ab`'s table: each metric's median and range per arm, and their ratio.
+// `tcptune ab`'s table as text (stdout and summary.txt): per metric each arm's median and range
+// across runs, the ratio of medians with its interval, the p-value and the verdict; then the
+// advice and the reasons a metric was not judged.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "ab_results.hpp"
+
 namespace tcptune::cli {
 
-struct Spread {
-  double median = 0;
-  double low = 0;
-  double high = 0;
-};
+// A value as the table and the report show it: 4 significant digits; below the resolution
+// "<" and the resolution ("<1"), never 0.
+std::string format_value(const RunValue& value);
+// "median [low-high]"; "-" for no runs.
+std::string format_arm(const std::vector<RunValue>& runs);
+// "ratio [low-high]", "ratio" without an interval, "-" without a ratio.
+std::string format_ratio(const Verdict& verdict);
+// One row with its newline.
+std::string metric_row(const AbMetric& metric);
+// The heading, every row, then one line per advice or reason.
+std::string ab_table(const AbResults& results);
 
-// Median (the mean of the middle two for an even count), min and max; zeros for no values.
-Spread spread_of(std::vector<double> values);
-// "name  observe [low-high]  tuned [low-high]  tuned/observe" with its newline; "-" for the
-// ratio when the observe-only median is 0.
-std::string metric_row(const std::string& name, const Spread& observe, const Spread& tuned);
+// The command as a shell reads it back: words single-quoted where they need to be.
+std::string shell_words(const std::vector<std::string>& words);
 
 }  // namespace tcptune::cli

@@ -1,157 +1,160 @@
 #include "cdf_plot.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
-#include <sstream>
 
-#include "program_launch.hpp"
+#include "svg_chart.hpp"
 
 namespace tcptune::cli {
 
 namespace {
 
-// (latency in us at a bucket's upper bound, fraction of values at or below it)
-using Curve = std::vector<std::pair<double, double>>;
+constexpr std::size_t kMaxPoints = 400;
+constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"};
 
-Curve curve_of(const MergedHistogram& histogram) {
-  std::uint64_t total = 0;
-  for (const auto& [bounds, count] : histogram.buckets) {
-    total += count;
-  }
-  Curve curve;
-  std::uint64_t seen = 0;
-  for (const auto& [bounds, count] : histogram.buckets) {
-    seen += count;
-    curve.emplace_back(bounds.second / 1000.0, static_cast<double>(seen) / static_cast<double>(total));
-  }
-  return curve;
+std::string percent(double fraction) {
+  char text[16];
+  (void)std::snprintf(text, sizeof text, "%.0f%%", fraction * 100);
+  return text;
 }
 
-bool run_gnuplot(const std::string& script) {
-  bool not_executable = false;
-  const std::string gnuplot = resolve_command("gnuplot", not_executable);
-  if (gnuplot.empty()) {
-    return false;
+std::string legend_of(const CdfCurve& curve, const CdfPlotSpec& spec) {
+  if (!curve.missing.empty()) {
+    return curve.name + ": not drawn: " + curve.missing;
   }
-  const pid_t child = fork();
-  if (child == 0) {
-    execl(gnuplot.c_str(), "gnuplot", script.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
+  std::string label = curve.name + ": " + std::to_string(curve.count) + " " + spec.counted;
+  if (curve.below_resolution > 0) {
+    label += ", " + percent(curve.below_resolution) + " below the " + duration_label(spec.resolution_ms) +
+             " resolution (shaded)";
   }
-  int status = 0;
-  return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-std::string svg_plot(const std::string& path, const std::vector<std::pair<std::string, Curve>>& curves) {
-  constexpr double kWidth = 800;
-  constexpr double kHeight = 480;
-  constexpr double kLeft = 70;
-  constexpr double kRight = 20;
-  constexpr double kTop = 20;
-  constexpr double kBottom = 50;
-  static constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"};
-  double low = 1e300;
-  double high = 0;
-  for (const auto& [name, curve] : curves) {
-    for (const auto& [x, y] : curve) {
-      low = std::min(low, x);
-      high = std::max(high, x);
-    }
-  }
-  const double decade_low = std::floor(std::log10(std::max(low, 1e-3)));
-  const double decade_high = std::max(decade_low + 1, std::ceil(std::log10(std::max(high, 1e-3))));
-  auto px = [&](double us) {
-    const double fraction = (std::log10(std::max(us, 1e-3)) - decade_low) / (decade_high - decade_low);
-    return kLeft + fraction * (kWidth - kLeft - kRight);
-  };
-  auto py = [&](double y) { return kTop + (1 - y) * (kHeight - kTop - kBottom); };
-  std::ostringstream svg;
-  svg << R"(<svg xmlns="http://www.w3.org/2000/svg" width=")" << kWidth << R"(" height=")" << kHeight
-      << R"(" font-family="sans-serif" font-size="12">)"
-      << "\n";
-  svg << R"(<rect width="100%" height="100%" fill="white"/>)"
-      << "\n";
-  for (double decade = decade_low; decade <= decade_high; ++decade) {
-    const double x = px(std::pow(10, decade));
-    svg << R"(<line x1=")" << x << R"(" y1=")" << py(0) << R"(" x2=")" << x << R"(" y2=")" << py(1)
-        << R"(" stroke="#ddd"/>)"
-        << R"(<text x=")" << x << R"(" y=")" << py(0) + 18 << R"(" text-anchor="middle">)" << std::pow(10, decade)
-        << "</text>\n";
-  }
-  for (int tenth = 0; tenth <= 10; tenth += 2) {
-    const double y = py(tenth / 10.0);
-    svg << R"(<line x1=")" << kLeft << R"(" y1=")" << y << R"(" x2=")" << kWidth - kRight << R"(" y2=")" << y
-        << R"(" stroke="#ddd"/>)"
-        << R"(<text x=")" << kLeft - 8 << R"(" y=")" << y + 4 << R"(" text-anchor="end">)" << tenth / 10.0
-        << "</text>\n";
-  }
-  svg << R"(<text x=")" << (kLeft + kWidth - kRight) / 2 << R"(" y=")" << kHeight - 12
-      << R"(" text-anchor="middle">latency (us, log scale)</text>)"
-      << "\n";
-  svg << R"(<text x="16" y=")" << (kTop + kHeight - kBottom) / 2 << R"(" transform="rotate(-90 16 )"
-      << (kTop + kHeight - kBottom) / 2 << R"svg()" text-anchor="middle">fraction at or below</text>)svg"
-      << "\n";
-  std::size_t index = 0;
-  for (const auto& [name, curve] : curves) {
-    const char* colour = kColours[index % 4];
-    svg << R"(<polyline fill="none" stroke=")" << colour << R"(" stroke-width="2" points=")";
-    double previous = 0;
-    for (const auto& [x, y] : curve) {
-      svg << px(x) << "," << py(previous) << " " << px(x) << "," << py(y) << " ";  // a step per bucket
-      previous = y;
-    }
-    svg << "\"/>\n";
-    const double legend_y = kTop + 16 + 16 * static_cast<double>(index);
-    svg << R"(<line x1=")" << kLeft + 12 << R"(" y1=")" << legend_y - 4 << R"(" x2=")" << kLeft + 36 << R"(" y2=")"
-        << legend_y - 4 << R"(" stroke=")" << colour << R"(" stroke-width="2"/>)"
-        << R"(<text x=")" << kLeft + 42 << R"(" y=")" << legend_y << R"(">)" << name << "</text>\n";
-    ++index;
-  }
-  svg << "</svg>\n";
-  std::ofstream(path) << svg.str();
-  return path;
+  return label;
 }
 
 }  // namespace
 
-std::string write_cdf_plot(const std::string& base, const std::vector<CdfSeries>& series) {
-  std::vector<std::pair<std::string, Curve>> curves;
-  for (const auto& [name, histogram] : series) {
-    if (Curve curve = curve_of(*histogram); !curve.empty()) {
-      curves.emplace_back(name, std::move(curve));
+CdfCurve cdf_of_values(const std::string& name, std::vector<double> ms, const std::string& missing_if_empty) {
+  CdfCurve curve;
+  curve.name = name;
+  curve.count = ms.size();
+  if (ms.empty()) {
+    curve.missing = missing_if_empty;
+    return curve;
+  }
+  std::sort(ms.begin(), ms.end());
+  const std::size_t steps = std::min(kMaxPoints, ms.size());
+  const auto total = static_cast<double>(ms.size());
+  for (std::size_t step = 1; step <= steps; ++step) {
+    // The last value at or below the step's fraction (nearest rank).
+    const auto rank = static_cast<std::size_t>(
+        std::ceil(static_cast<double>(step) / static_cast<double>(steps) * total - 1e-9));
+    std::size_t index = std::clamp<std::size_t>(rank, 1, ms.size()) - 1;
+    while (index + 1 < ms.size() && ms[index + 1] == ms[index]) {
+      ++index;  // ties: the fraction at or below counts them all
+    }
+    const std::pair<double, double> point{ms[index], static_cast<double>(index + 1) / total};
+    if (curve.points.empty() || curve.points.back() != point) {
+      curve.points.push_back(point);
     }
   }
-  std::ofstream data(base + ".dat");
-  for (const auto& [name, curve] : curves) {
-    data << "# " << name << "\n";
-    for (const auto& [x, y] : curve) {
-      data << x << " " << y << "\n";
-    }
-    data << "\n\n";  // a gnuplot data block per series
+  return curve;
+}
+
+CdfCurve cdf_of_histogram(const std::string& name, const MergedHistogram& histogram, std::uint64_t below_resolution,
+                          const std::string& missing_if_empty) {
+  CdfCurve curve;
+  curve.name = name;
+  std::uint64_t total = below_resolution;
+  for (const auto& [bounds, count] : histogram.buckets) {
+    total += count;
   }
-  data.close();
-  if (!curves.empty()) {
-    std::ofstream script(base + ".gp");
-    script << "set terminal pngcairo size 800,480\nset output '" << base << ".png'\nset logscale x\n"
-           << "set xlabel 'latency (us, log scale)'\nset ylabel 'fraction at or below'\nset yrange [0:1]\n"
-           << "set key bottom right\nplot ";
-    for (std::size_t i = 0; i < curves.size(); ++i) {
-      script << (i == 0 ? "" : ", ") << "'" << base << ".dat' index " << i << " with steps title '" << curves[i].first
-             << "'";
+  curve.count = total;
+  if (total == 0) {
+    curve.missing = missing_if_empty;
+    return curve;
+  }
+  curve.below_resolution = static_cast<double>(below_resolution) / static_cast<double>(total);
+  std::uint64_t seen = below_resolution;
+  for (const auto& [bounds, count] : histogram.buckets) {
+    seen += count;
+    curve.points.emplace_back(bounds.second / 1e6, static_cast<double>(seen) / static_cast<double>(total));
+  }
+  return curve;
+}
+
+AbPlot write_cdf_plot(const std::string& directory, const std::string& name, const CdfPlotSpec& spec) {
+  AbPlot plot;
+  plot.file = name + ".svg";
+  plot.title = spec.title.empty() ? name : spec.title.front();
+  double low = 1e300;
+  double high = 0;
+  for (const CdfCurve& curve : spec.curves) {
+    for (const auto& [x, y] : curve.points) {
+      if (x > 0) {
+        low = std::min(low, x);
+        high = std::max(high, x);
+      }
     }
-    script << "\n";
-    script.close();
-    if (run_gnuplot(base + ".gp")) {
-      return base + ".png";
+    if (curve.below_resolution > 0) {
+      low = std::min(low, spec.resolution_ms / 10);  // room for the band
+      high = std::max(high, spec.resolution_ms);
+    }
+    if (!curve.missing.empty()) {
+      plot.notes.push_back(curve.name + ": " + curve.missing);
     }
   }
-  return svg_plot(base + ".svg", curves);
+  if (high == 0) {  // nothing to draw: an empty axis of one decade, and the reasons
+    low = 0.1;
+    high = 1;
+  }
+  low = std::pow(10, std::floor(std::log10(low)));
+  high = std::max(low * 10, std::pow(10, std::ceil(std::log10(high))));
+  ChartAxis x_axis{spec.what + " (log scale)", low, high, true, decade_ticks(low, high, duration_label)};
+  ChartAxis y_axis{"fraction of " + spec.counted + " at or below", 0, 1, false, {}};
+  for (int tenth = 0; tenth <= 10; tenth += 2) {
+    char label[8];
+    (void)std::snprintf(label, sizeof label, "%.1f", tenth / 10.0);
+    y_axis.ticks.emplace_back(tenth / 10.0, label);
+  }
+  SvgChart chart(spec.title, x_axis, y_axis);
+  bool band_drawn = false;
+  std::size_t index = 0;
+  std::ofstream data(directory + "/" + name + ".dat");
+  data << "# " << spec.what << " CDF: latency in ms, fraction of " << spec.counted << " at or below\n";
+  for (const CdfCurve& curve : spec.curves) {
+    const std::string colour = kColours[index++ % 4];
+    if (curve.below_resolution > 0 && !band_drawn) {
+      chart.band(low, spec.resolution_ms, "below " + duration_label(spec.resolution_ms));
+      band_drawn = true;
+    }
+    data << "# " << curve.name << (curve.missing.empty() ? "" : ": not drawn: " + curve.missing) << "\n";
+    if (curve.below_resolution > 0) {
+      data << "# " << curve.below_resolution << " of them below the resolution (" << spec.resolution_ms << " ms)\n";
+    }
+    std::vector<std::pair<double, double>> steps;
+    double previous = curve.below_resolution;
+    if (curve.below_resolution > 0) {
+      steps.emplace_back(spec.resolution_ms, previous);  // the curve starts at the band's edge
+    }
+    for (const auto& [x, y] : curve.points) {
+      if (!steps.empty()) {
+        steps.emplace_back(x, previous);
+      }
+      steps.emplace_back(x, y);
+      previous = y;
+      data << x << ' ' << y << '\n';
+    }
+    data << "\n\n";
+    if (!steps.empty()) {
+      steps.emplace_back(high, previous);  // flat to the right edge: all values are at or below
+      chart.polyline(steps, colour);
+    }
+    chart.legend(curve.missing.empty() ? colour : "", legend_of(curve, spec));
+  }
+  plot.svg = chart.str();
+  std::ofstream(directory + "/" + plot.file) << plot.svg;
+  return plot;
 }
 
 }  // namespace tcptune::cli

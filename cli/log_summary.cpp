@@ -27,6 +27,7 @@ const nlohmann::json* member(const nlohmann::json& record, const char* key) {
 void MergedHistogram::add(const nlohmann::json* buckets_json, const nlohmann::json* summary_json) {
   if (summary_json != nullptr && summary_json->is_object()) {
     max_us = std::max(max_us, number_field(*summary_json, "max"));
+    below_resolution += count_field(*summary_json, "acked_before_first_poll");
   }
   if (buckets_json == nullptr || !buckets_json->is_array()) {
     return;
@@ -40,6 +41,7 @@ void MergedHistogram::add(const nlohmann::json* buckets_json, const nlohmann::js
 
 void MergedHistogram::merge(const MergedHistogram& other) {
   max_us = std::max(max_us, other.max_us);
+  below_resolution += other.below_resolution;
   for (const auto& [bounds, count] : other.buckets) {
     buckets[bounds] += count;
   }

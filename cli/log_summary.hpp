@@ -21,6 +21,8 @@ namespace tcptune::cli {
 struct MergedHistogram {
   std::map<std::pair<double, double>, std::uint64_t> buckets;
   double max_us = 0;
+  // Samples faster than the measurement's resolution, not timed ("acked_before_first_poll").
+  std::uint64_t below_resolution = 0;
 
   // A record's "*_latency_hist" ([[lower, upper, count], ...]) and "*_latency_us" ({"max": ...}); either may be null.
   void add(const nlohmann::json* buckets_json, const nlohmann::json* summary_json);

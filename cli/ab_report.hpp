@@ -1,0 +1,22 @@
+// What `tcptune ab --out DIR` keeps besides the logs: summary.txt (the table as printed),
+// summary.json (the same for machines) and report.html, one self-contained file with the table,
+// the verdicts, the plots inlined as SVG, the arms' policies, every run and how to reproduce it:
+// the file to attach to a ticket.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ab_results.hpp"
+
+namespace tcptune::cli {
+
+nlohmann::json ab_summary_json(const AbResults& results);
+std::string ab_report_html(const AbResults& results);
+
+// Writes summary.txt, summary.json and report.html into `directory`; false (and `error`) when
+// one cannot be written.
+bool write_ab_report(const std::string& directory, const AbResults& results, std::string& error);
+
+}  // namespace tcptune::cli

@@ -1,0 +1,53 @@
+// A metric's verdict in `tcptune ab`: better, worse or no difference shown, with its p-value,
+// the ratio of medians and its bootstrap interval, and what more runs would show when the arms
+// overlap. The runs are the samples (one value per run and arm): requests within one run share
+// that run's conditions, so pooling them would overstate the confidence.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ab_statistics.hpp"
+
+namespace tcptune::cli {
+
+constexpr double kVerdictAlpha = 0.05;       // two-sided level of the rank test
+constexpr double kIntervalConfidence = 0.95;  // of the bootstrap interval
+constexpr int kBootstrapResamples = 2000;
+constexpr std::uint64_t kBootstrapSeed = 1;  // fixed: the same runs give the same report
+constexpr int kMaxRunsPerArm = 1000;          // --runs' limit, for the advice
+
+// One run's value of a metric. Below the measurement's resolution the true value is only known
+// to be smaller than `value` (the resolution): it reads "<1", never 0, and ranks below every
+// measured value.
+struct RunValue {
+  double value = 0;
+  bool below_resolution = false;
+};
+
+struct ArmSummary {
+  double median = 0;
+  bool median_below_resolution = false;  // a middle value is below the resolution: median < `median`
+  RunValue low;
+  RunValue high;
+};
+
+// The median (mean of the middle two) and range of an arm's runs; zeros for none.
+ArmSummary summarize_arm(const std::vector<RunValue>& runs);
+
+enum class Better { lower, higher, unjudged };
+
+struct Verdict {
+  std::string word;    // "better", "worse", "no difference shown"; empty when not judged
+  std::string reason;  // why it was not judged
+  RankTest test;
+  std::optional<double> ratio;       // median tuned / median observe
+  std::optional<Interval> interval;  // bootstrap interval of that ratio
+  std::string advice;                // when the arms overlap: what more runs would show
+};
+
+Verdict judge(const std::vector<RunValue>& observe, const std::vector<RunValue>& tuned, Better better);
+
+}  // namespace tcptune::cli
