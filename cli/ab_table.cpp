@@ -1,5 +1,6 @@
 #include "ab_table.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace tcptune::cli {
@@ -11,8 +12,6 @@ std::string number(double value) {
   (void)std::snprintf(text, sizeof text, "%.4g", value);
   return text;
 }
-
-constexpr const char* kRowFormat = "%-20s %-26s %-26s %-24s %-8s %s\n";
 
 }  // namespace
 
@@ -32,26 +31,25 @@ std::string format_ratio(const Verdict& verdict) {
     return "-";
   }
   char text[64];
+  const char* bound = verdict.ratio_bound == '<' ? "<" : verdict.ratio_bound == '>' ? ">" : "";
   if (verdict.interval) {
-    (void)std::snprintf(text, sizeof text, "%.3g [%.3g-%.3g]", *verdict.ratio, verdict.interval->low,
+    (void)std::snprintf(text, sizeof text, "%s%.3g [%.3g-%.3g]", bound, *verdict.ratio, verdict.interval->low,
                         verdict.interval->high);
   } else {
-    (void)std::snprintf(text, sizeof text, "%.3g", *verdict.ratio);
+    (void)std::snprintf(text, sizeof text, "%s%.3g", bound, *verdict.ratio);
   }
   return text;
 }
 
-std::string metric_row(const AbMetric& metric) {
-  const bool judged = !metric.verdict.word.empty();
-  char p_value[16] = "";
-  if (judged) {
-    (void)std::snprintf(p_value, sizeof p_value, "%.2g", metric.verdict.test.p_value);
+std::vector<std::string> metric_cells(const AbMetric& metric) {
+  std::string p_value;
+  if (!metric.verdict.word.empty()) {
+    char text[16];
+    (void)std::snprintf(text, sizeof text, "%.2g", metric.verdict.test.p_value);
+    p_value = text;
   }
-  const std::string ratio = format_ratio(metric.verdict);
-  char row[256];
-  (void)std::snprintf(row, sizeof row, kRowFormat, metric.label().c_str(), format_arm(metric.observe).c_str(),
-                      format_arm(metric.tuned).c_str(), ratio.c_str(), p_value, metric.verdict.word.c_str());
-  return row;
+  return {metric.label(),        format_arm(metric.observe), format_arm(metric.tuned), format_ratio(metric.verdict),
+          std::move(p_value), metric.verdict.word};
 }
 
 std::string ab_table(const AbResults& results) {
@@ -62,12 +60,26 @@ std::string ab_table(const AbResults& results) {
   std::string text = std::to_string(runs) +
                      " run(s) per arm, interleaved; median [min-max] across runs; tuned/obs: ratio of medians [95% "
                      "bootstrap interval]; p: Mann-Whitney U, two-sided; verdict at p < 0.05\n";
-  char heading[256];
-  (void)std::snprintf(heading, sizeof heading, kRowFormat, "metric", results.observe.name.c_str(),
-                      results.tuned.name.c_str(), "tuned/obs", "p", "verdict");
-  text += heading;
+  std::vector<std::vector<std::string>> rows = {
+      {"metric", results.observe.name, results.tuned.name, "tuned/obs", "p", "verdict"}};
   for (const AbMetric& metric : results.metrics) {
-    text += metric_row(metric);
+    rows.push_back(metric_cells(metric));
+  }
+  std::vector<std::size_t> widths(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t column = 0; column < row.size(); ++column) {
+      widths[column] = std::max(widths[column], row[column].size());
+    }
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t column = 0; column < row.size(); ++column) {
+      line += row[column];
+      if (column + 1 < row.size()) {
+        line += std::string(widths[column] - row[column].size() + 2, ' ');
+      }
+    }
+    text += line.substr(0, line.find_last_not_of(' ') + 1) + "\n";
   }
   for (const AbMetric& metric : results.metrics) {
     if (!metric.verdict.advice.empty()) {

@@ -15,11 +15,12 @@ namespace tcptune::cli {
 std::string format_value(const RunValue& value);
 // "median [low-high]"; "-" for no runs.
 std::string format_arm(const std::vector<RunValue>& runs);
-// "ratio [low-high]", "ratio" without an interval, "-" without a ratio.
+// "ratio [low-high]", "ratio" without an interval, "-" without a ratio; "<" or ">" first when
+// the ratio is a bound.
 std::string format_ratio(const Verdict& verdict);
-// One row with its newline.
-std::string metric_row(const AbMetric& metric);
-// The heading, every row, then one line per advice or reason.
+// A row's cells: label, each arm, ratio, p-value and verdict (the last two empty when not judged).
+std::vector<std::string> metric_cells(const AbMetric& metric);
+// The heading, every row in columns two spaces apart, then one line per advice or reason.
 std::string ab_table(const AbResults& results);
 
 // The command as a shell reads it back: words single-quoted where they need to be.

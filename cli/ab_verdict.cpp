@@ -30,26 +30,33 @@ std::string percent(double fraction) { return format("%.0f%%", fraction * 100); 
 
 std::string runs_advice(const std::vector<double>& observe, const std::vector<double>& tuned,
                         const std::optional<double>& ratio) {
+  const auto zero = [](double value) { return value == 0; };
+  if (std::all_of(observe.begin(), observe.end(), zero) && std::all_of(tuned.begin(), tuned.end(), zero)) {
+    return "every run of both arms was below the resolution: this measurement cannot tell them apart";
+  }
   const std::size_t runs = std::min(observe.size(), tuned.size());
+  const std::string with = observe.size() == tuned.size()
+                               ? std::to_string(runs) + (runs == 1 ? " run" : " runs") + " per arm"
+                               : std::to_string(observe.size()) + " observe-only and " + std::to_string(tuned.size()) +
+                                     " tuned runs with a value";
   const int fewest = fewest_runs_for(kVerdictAlpha);
   const std::optional<double> sd = pooled_log_sd(observe, tuned);
   std::optional<int> to_show;
   if (sd && ratio) {
     to_show = runs_to_show(*sd, *ratio, kVerdictAlpha, kMaxRunsPerArm);
   }
-  const std::string per_arm = std::to_string(runs) + (runs == 1 ? " run" : " runs") + " per arm";
-  if (smallest_p_value(observe.size(), tuned.size()) >= kVerdictAlpha) {
-    return "with " + per_arm + " no difference can be shown (the smallest p-value possible is " +
-           format("%.2g", smallest_p_value(observe.size(), tuned.size())) + "); rerun with --runs " +
-           std::to_string(std::max(fewest + 1, to_show.value_or(0)));
+  const double smallest = smallest_p_value(observe.size(), tuned.size());
+  if (smallest >= kVerdictAlpha) {
+    return "with " + with + " no difference can be shown (the smallest p-value possible is " +
+           format("%.2g", smallest) + "); rerun with --runs " + std::to_string(std::max(fewest + 1, to_show.value_or(0)));
   }
   if (!sd) {
-    return "arms overlap; values at or below the resolution give no estimate of the runs needed";
+    return "arms overlap; values below the resolution give no estimate of the runs needed";
   }
   if (*sd == 0) {
     return "every run gave the same value in both arms: no difference to show";
   }
-  std::string advice = "arms overlap; with " + per_arm + " a difference of " +
+  std::string advice = "arms overlap; with " + with + " a difference of " +
                        percent(detectable_difference(*sd, static_cast<int>(runs), kVerdictAlpha)) +
                        " would be shown (80% of the time)";
   if (to_show && static_cast<std::size_t>(*to_show) > runs) {
@@ -96,9 +103,13 @@ Verdict judge(const std::vector<RunValue>& observe, const std::vector<RunValue>&
   const std::vector<double> tuned_values = rank_values(tuned);
   const ArmSummary observe_summary = summarize_arm(observe);
   const ArmSummary tuned_summary = summarize_arm(tuned);
-  if (!observe_summary.median_below_resolution && !tuned_summary.median_below_resolution &&
-      observe_summary.median > 0) {
+  // With one median below the resolution the ratio is a bound; with both, unknown.
+  if (observe_summary.median > 0 &&
+      !(observe_summary.median_below_resolution && tuned_summary.median_below_resolution)) {
     verdict.ratio = tuned_summary.median / observe_summary.median;
+    verdict.ratio_bound = tuned_summary.median_below_resolution     ? '<'
+                          : observe_summary.median_below_resolution ? '>'
+                                                                    : 0;
   }
   verdict.interval =
       bootstrap_median_ratio(tuned_values, observe_values, kIntervalConfidence, kBootstrapResamples, kBootstrapSeed);

@@ -44,6 +44,9 @@ struct Verdict {
   std::string reason;  // why it was not judged
   RankTest test;
   std::optional<double> ratio;       // median tuned / median observe
+  // '<': the true ratio is below `ratio` (the tuned median is below the resolution); '>': above
+  // it (the observe-only median is); 0: `ratio` is the ratio.
+  char ratio_bound = 0;
   std::optional<Interval> interval;  // bootstrap interval of that ratio
   std::string advice;                // when the arms overlap: what more runs would show
 };

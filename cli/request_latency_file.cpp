@@ -10,11 +10,11 @@ namespace tcptune::cli {
 namespace {
 
 std::string_view trimmed(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\r");
+  const auto first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) {
     return {};
   }
-  const auto last = text.find_last_not_of(" \t\r");
+  const auto last = text.find_last_not_of(" \t\r\n");
   return text.substr(first, last - first + 1);
 }
 
