@@ -144,8 +144,10 @@ AbMetric metric_of(const std::string& name, const std::string& unit, Better bett
     }
   }
   metric.verdict = judge(metric.observe, metric.tuned, better);
-  if (metric.observe.empty() && metric.tuned.empty() && better != Better::unjudged) {
-    metric.verdict.reason = reason_if_none;
+  if ((metric.observe.empty() || metric.tuned.empty()) && better != Better::unjudged) {
+    metric.verdict.reason = reason_if_none + (metric.observe.empty() && metric.tuned.empty() ? ""
+                                              : metric.observe.empty() ? " in the " + observe.name + " arm"
+                                                                       : " in the " + tuned.name + " arm");
   }
   return metric;
 }

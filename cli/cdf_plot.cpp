@@ -136,6 +136,8 @@ AbPlot write_cdf_plot(const std::string& directory, const std::string& name, con
     double previous = curve.below_resolution;
     if (curve.below_resolution > 0) {
       steps.emplace_back(spec.resolution_ms, previous);  // the curve starts at the band's edge
+    } else if (!curve.points.empty()) {
+      steps.emplace_back(curve.points.front().first, 0);  // and rises from 0 at the first value
     }
     for (const auto& [x, y] : curve.points) {
       if (!steps.empty()) {
