@@ -126,15 +126,15 @@ void add_report(CLI::App& app, ReportOptions& report) {
 
 void add_ab(CLI::App& app, AbOptions& ab) {
   CLI::App* command =
-      app.add_subcommand("ab", "CMD observed vs tuned, interleaved runs side by side, with a latency CDF plot");
-  command->add_option("--runs", ab.runs, "runs per arm, 1 to 1000 (default: 3)")
+      app.add_subcommand("ab", "CMD observed vs tuned in interleaved runs: a verdict per metric, plots, a report");
+  command->add_option("--runs", ab.runs, "runs per arm, 1 to 1000 (default: 5)")
       ->option_text("N")
       ->check(whole_number(1, 1000));
   CLI::Option* policy =
       command->add_option("--policy", ab.policy, "the tuned arm's policy (default: the built-in default)")
           ->option_text("FILE");
   add_preset(*command, ab.policy, "instead of --policy FILE")->excludes(policy);
-  command->add_option("--out", ab.out, "directory for logs, summary and plot (default: tcptune-ab)")
+  command->add_option("--out", ab.out, "directory for logs, summary.txt/.json, plots and report.html (default: tcptune-ab)")
       ->option_text("DIR");
   add_program(*command, ab.command);
 }

@@ -37,7 +37,7 @@ struct ReportOptions {
 };
 
 struct AbOptions {
-  int runs = 3;
+  int runs = 5;  // the fewest with some margin for p < 0.05 (3 runs per arm can never reach it)
   std::string policy;
   std::string out = "tcptune-ab";
   std::vector<std::string> command;

@@ -93,7 +93,7 @@ TEST(CommandLine, AbRunsMustBeAWholeNumberFromOneToAThousand) {
 TEST(CommandLine, AbDefaultsAndOptions) {
   CommandLine line = parse_command_line({"ab", "--", "prog", "--runs", "9"});
   ASSERT_EQ(line.subcommand, Subcommand::ab) << line.message;
-  EXPECT_EQ(line.ab.runs, 3);
+  EXPECT_EQ(line.ab.runs, 5);
   EXPECT_EQ(line.ab.out, "tcptune-ab");
   EXPECT_EQ(line.ab.policy, "");
   EXPECT_EQ(line.ab.command, (Args{"prog", "--runs", "9"}));
