@@ -43,8 +43,8 @@ set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
 # The dependency is computed by dpkg-shlibdeps from the symbol versions the shim imports (tcptune
 # itself is static): libc6 alone, at the shim's glibc floor (cmake/GlibcFloor.cmake).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# gnuplot draws `tcptune ab`'s latency CDF; libunwind8 is dlopened for `callsite = true` backtraces.
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "gnuplot-nox | gnuplot, libunwind8")
+# libunwind8 is dlopened for `callsite = true` backtraces (`tcptune ab` draws its plots itself).
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libunwind8")
 # conffiles: /etc/tcptune/policy.toml, the one file under /etc; dpkg keeps the admin's edits across
 # upgrades and removes it on purge only. postrm: /var/log/tcptune goes on purge.
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${TCPTUNE_DEB_DIR}/conffiles ${TCPTUNE_DEB_DIR}/postrm)
