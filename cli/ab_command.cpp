@@ -157,9 +157,7 @@ std::vector<AbMetric> metrics_of(const Arm& observe, const Arm& tuned) {
       "the program handed over no latency (one a line, appended to the file TCPTUNE_AB_LATENCY_FILE names)";
   const std::string no_write = "no write measured (no TCP connection under the shim, or supervised)";
   const std::string no_ack = "no write sampled for its ack";
-  auto request = [](double p) {
-    return [p](const RunResult& r) { return values_percentile(r.latencies.ms, p); };
-  };
+  auto request = [](double p) { return [p](const RunResult& r) { return values_percentile(r.latencies.ms, p); }; };
   auto write = [](double p) {
     return [p](const RunResult& r) -> std::optional<RunValue> {
       const MergedHistogram& histogram = r.summary.total.write_latency;
@@ -170,7 +168,8 @@ std::vector<AbMetric> metrics_of(const Arm& observe, const Arm& tuned) {
     };
   };
   auto ack = [](double p) {
-    return [p](const RunResult& r) { return histogram_percentile_ms(r.summary.total.ack_latency, p, kAckResolutionMs); };
+    return
+        [p](const RunResult& r) { return histogram_percentile_ms(r.summary.total.ack_latency, p, kAckResolutionMs); };
   };
   auto count = [](std::uint64_t telemetry::ConnectionCounters::*field) {
     return [field](const RunResult& r) {
@@ -178,32 +177,38 @@ std::vector<AbMetric> metrics_of(const Arm& observe, const Arm& tuned) {
     };
   };
   return {
-      metric_of("wall time", "s", Better::lower, observe, tuned,
-                [](const RunResult& r) { return std::optional<RunValue>(RunValue{r.wall_s, false}); }, ""),
+      metric_of(
+          "wall time", "s", Better::lower, observe, tuned,
+          [](const RunResult& r) {
+            return std::optional<RunValue>(RunValue{r.wall_s, false});
+          },
+          ""),
       metric_of("request p50", "ms", Better::lower, observe, tuned, request(50), no_latency),
       metric_of("request p99", "ms", Better::lower, observe, tuned, request(99), no_latency),
       metric_of("write p50", "us", Better::lower, observe, tuned, write(50), no_write),
       metric_of("write p99", "us", Better::lower, observe, tuned, write(99), no_write),
       metric_of("ack p50", "ms", Better::lower, observe, tuned, ack(50), no_ack),
       metric_of("ack p99", "ms", Better::lower, observe, tuned, ack(99), no_ack),
-      metric_of("throughput", "MB/s", Better::higher, observe, tuned,
-                [](const RunResult& r) -> std::optional<RunValue> {
-                  if (r.summary.total.counters.bytes == 0 || r.wall_s <= 0) {
-                    return std::nullopt;
-                  }
-                  return RunValue{static_cast<double>(r.summary.total.counters.bytes) / r.wall_s / 1e6, false};
-                },
-                "no byte written"),
+      metric_of(
+          "throughput", "MB/s", Better::higher, observe, tuned,
+          [](const RunResult& r) -> std::optional<RunValue> {
+            if (r.summary.total.counters.bytes == 0 || r.wall_s <= 0) {
+              return std::nullopt;
+            }
+            return RunValue{static_cast<double>(r.summary.total.counters.bytes) / r.wall_s / 1e6, false};
+          },
+          "no byte written"),
       metric_of("idle restarts", "", Better::unjudged, observe, tuned,
                 count(&telemetry::ConnectionCounters::idle_restarts), ""),
       metric_of("heartbeats", "", Better::unjudged, observe, tuned, count(&telemetry::ConnectionCounters::heartbeats),
                 ""),
       metric_of("writes", "", Better::unjudged, observe, tuned, count(&telemetry::ConnectionCounters::writes), ""),
-      metric_of("connections", "", Better::unjudged, observe, tuned,
-                [](const RunResult& r) {
-                  return std::optional<RunValue>(RunValue{static_cast<double>(r.summary.total.connections), false});
-                },
-                ""),
+      metric_of(
+          "connections", "", Better::unjudged, observe, tuned,
+          [](const RunResult& r) {
+            return std::optional<RunValue>(RunValue{static_cast<double>(r.summary.total.connections), false});
+          },
+          ""),
   };
 }
 
@@ -213,8 +218,8 @@ std::vector<AbPlot> plots_of(const std::string& out, const std::vector<std::stri
   if (shown.size() > 90) {
     shown = shown.substr(0, 87) + "...";
   }
-  const std::string arms = observe.name + ": " + basename_of(observe.policy) + "  vs  " + tuned.name + ": " +
-                           basename_of(tuned.policy);
+  const std::string arms =
+      observe.name + ": " + basename_of(observe.policy) + "  vs  " + tuned.name + ": " + basename_of(tuned.policy);
   auto title = [&](const std::string& what) { return std::vector<std::string>{what + ": " + shown, arms}; };
   std::vector<AbPlot> plots;
   std::vector<WallTimeColumn> columns;
@@ -235,14 +240,13 @@ std::vector<AbPlot> plots_of(const std::string& out, const std::vector<std::stri
                                   {cdf_of_values(observe.name, observe.request_ms, no_latency),
                                    cdf_of_values(tuned.name, tuned.request_ms, no_latency)}}));
   const std::string no_write = "no write measured";
-  plots.push_back(write_cdf_plot(
-      out, "write-latency-cdf",
-      {title("Write-call latency, all runs"),
-       "write-call latency",
-       "writes",
-       0,
-       {cdf_of_histogram(observe.name, observe.merged.write_latency, 0, no_write),
-        cdf_of_histogram(tuned.name, tuned.merged.write_latency, 0, no_write)}}));
+  plots.push_back(write_cdf_plot(out, "write-latency-cdf",
+                                 {title("Write-call latency, all runs"),
+                                  "write-call latency",
+                                  "writes",
+                                  0,
+                                  {cdf_of_histogram(observe.name, observe.merged.write_latency, 0, no_write),
+                                   cdf_of_histogram(tuned.name, tuned.merged.write_latency, 0, no_write)}}));
   const std::string no_ack = "no write sampled for its ack";
   plots.push_back(write_cdf_plot(
       out, "ack-latency-cdf",
@@ -378,8 +382,8 @@ int ab_command(const AbOptions& options) {
   (void)std::fputs(ab_table(results).c_str(), stdout);
   std::string error;
   if (write_ab_report(out, results, error)) {
-    std::printf("report: %s/report.html; summary: %s/summary.txt, %s/summary.json; logs and plots in %s\n",
-                out.c_str(), out.c_str(), out.c_str(), out.c_str());
+    std::printf("report: %s/report.html; summary: %s/summary.txt, %s/summary.json; logs and plots in %s\n", out.c_str(),
+                out.c_str(), out.c_str(), out.c_str());
   } else {
     (void)std::fprintf(stderr, "tcptune ab: the report was not written: %s\n", error.c_str());
   }

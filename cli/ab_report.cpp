@@ -72,7 +72,9 @@ nlohmann::json metric_json(const AbMetric& metric) {
   return out;
 }
 
-std::string escaped(const std::string& text) { return xml_escaped(text); }
+std::string escaped(const std::string& text) {
+  return xml_escaped(text);
+}
 
 std::string host_line() {
   struct utsname name {};
@@ -218,8 +220,8 @@ std::string ab_report_html(const AbResults& results) {
   html += "<h1>tcptune ab: <code>" + escaped(command) + "</code></h1>\n";
   html += "<p>" + escaped(results.observe.name) + " (policy <code>" + escaped(results.observe.policy) +
           "</code>) against " + escaped(results.tuned.name) + " (policy <code>" + escaped(results.tuned.policy) +
-          "</code>), " + std::to_string(results.runs_requested) + " run(s) per arm, interleaved. Host: " +
-          escaped(host_line()) + ".</p>\n";
+          "</code>), " + std::to_string(results.runs_requested) +
+          " run(s) per arm, interleaved. Host: " + escaped(host_line()) + ".</p>\n";
   html += "<h2>Verdicts</h2>\n" + html_verdicts(results);
   if (!results.notes.empty()) {
     html += "<h2>Notes</h2>\n<ul>\n";
@@ -250,7 +252,9 @@ std::string ab_report_html(const AbResults& results) {
 
 bool write_ab_report(const std::string& directory, const AbResults& results, std::string& error) {
   return write_file_atomically(directory + "/summary.txt", ab_table(results), error) &&
-         write_file_atomically(directory + "/summary.json", ab_summary_json(results).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", error) &&
+         write_file_atomically(
+             directory + "/summary.json",
+             ab_summary_json(results).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", error) &&
          write_file_atomically(directory + "/report.html", ab_report_html(results), error);
 }
 

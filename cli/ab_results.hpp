@@ -17,13 +17,13 @@ struct AbArm {
 
 struct AbRun {
   std::string arm;
-  int run = 0;                // 1-based, per arm
-  std::string outcome;        // "exit 0", "killed by signal 15 (Terminated)"
+  int run = 0;          // 1-based, per arm
+  std::string outcome;  // "exit 0", "killed by signal 15 (Terminated)"
   bool failed = false;
   double wall_s = 0;
-  std::string log;            // file names, in the out directory
+  std::string log;  // file names, in the out directory
   std::string latency_file;
-  std::size_t requests = 0;   // latencies the program handed over
+  std::size_t requests = 0;  // latencies the program handed over
   std::uint64_t bad_latency_lines = 0;
   std::string first_bad_latency_line;
 };

@@ -9,7 +9,9 @@ namespace tcptune::cli {
 namespace {
 
 // P(Z > z) for a standard normal Z.
-double normal_sf(double z) { return 0.5 * std::erfc(z / std::numbers::sqrt2); }
+double normal_sf(double z) {
+  return 0.5 * std::erfc(z / std::numbers::sqrt2);
+}
 
 // z with P(Z > z) = tail, by bisection: exact enough for sample sizes, and no table to trust.
 double normal_upper_quantile(double tail) {
@@ -192,8 +194,8 @@ double median_of(std::vector<double> values) {
 }
 
 std::optional<Interval> bootstrap_median_ratio(const std::vector<double>& numerator,
-                                               const std::vector<double>& denominator, double confidence,
-                                               int resamples, std::uint64_t seed) {
+                                               const std::vector<double>& denominator, double confidence, int resamples,
+                                               std::uint64_t seed) {
   auto positive = [](const std::vector<double>& sample) {
     return !sample.empty() && std::all_of(sample.begin(), sample.end(), [](double v) { return v > 0; });
   };

@@ -41,8 +41,8 @@ struct Interval {
 // quantiles (nearest rank) are the bounds. None when a sample is empty or holds a value <= 0
 // (a ratio would divide by 0 or mean nothing).
 std::optional<Interval> bootstrap_median_ratio(const std::vector<double>& numerator,
-                                               const std::vector<double>& denominator, double confidence,
-                                               int resamples, std::uint64_t seed);
+                                               const std::vector<double>& denominator, double confidence, int resamples,
+                                               std::uint64_t seed);
 
 // Sample sizes for the test at two-sided level alpha and 80% power, from the spread of the log
 // values (so a difference reads as a ratio): the normal-theory size for a t test on the logs,

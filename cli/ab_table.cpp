@@ -15,7 +15,9 @@ std::string number(double value) {
 
 }  // namespace
 
-std::string format_value(const RunValue& value) { return (value.below_resolution ? "<" : "") + number(value.value); }
+std::string format_value(const RunValue& value) {
+  return (value.below_resolution ? "<" : "") + number(value.value);
+}
 
 std::string format_arm(const std::vector<RunValue>& runs) {
   if (runs.empty()) {
@@ -48,7 +50,7 @@ std::vector<std::string> metric_cells(const AbMetric& metric) {
     (void)std::snprintf(text, sizeof text, "%.2g", metric.verdict.test.p_value);
     p_value = text;
   }
-  return {metric.label(),        format_arm(metric.observe), format_arm(metric.tuned), format_ratio(metric.verdict),
+  return {metric.label(),     format_arm(metric.observe), format_arm(metric.tuned), format_ratio(metric.verdict),
           std::move(p_value), metric.verdict.word};
 }
 
@@ -100,8 +102,9 @@ std::string shell_words(const std::vector<std::string>& words) {
     if (!line.empty()) {
       line += ' ';
     }
-    const bool plain = !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                                "0123456789-_./:=,+@%") == std::string::npos;
+    const bool plain = !word.empty() && word.find_first_not_of(
+                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789-_./:=,+@%") == std::string::npos;
     if (plain) {
       line += word;
       continue;

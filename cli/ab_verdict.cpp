@@ -9,7 +9,9 @@ namespace tcptune::cli {
 namespace {
 
 // Below the resolution ranks below every measured value, tied with the others below it.
-double rank_value(const RunValue& run) { return run.below_resolution ? 0 : run.value; }
+double rank_value(const RunValue& run) {
+  return run.below_resolution ? 0 : run.value;
+}
 
 std::vector<double> rank_values(const std::vector<RunValue>& runs) {
   std::vector<double> values;
@@ -26,7 +28,9 @@ std::string format(const char* pattern, double value) {
   return text;
 }
 
-std::string percent(double fraction) { return format("%.0f%%", fraction * 100); }
+std::string percent(double fraction) {
+  return format("%.0f%%", fraction * 100);
+}
 
 std::string runs_advice(const std::vector<double>& observe, const std::vector<double>& tuned,
                         const std::optional<double>& ratio) {
@@ -48,7 +52,8 @@ std::string runs_advice(const std::vector<double>& observe, const std::vector<do
   const double smallest = smallest_p_value(observe.size(), tuned.size());
   if (smallest >= kVerdictAlpha) {
     return "with " + with + " no difference can be shown (the smallest p-value possible is " +
-           format("%.2g", smallest) + "); rerun with --runs " + std::to_string(std::max(fewest + 1, to_show.value_or(0)));
+           format("%.2g", smallest) + "); rerun with --runs " +
+           std::to_string(std::max(fewest + 1, to_show.value_or(0)));
   }
   if (!sd) {
     return "arms overlap; values below the resolution give no estimate of the runs needed";
@@ -95,8 +100,8 @@ Verdict judge(const std::vector<RunValue>& observe, const std::vector<RunValue>&
   }
   if (observe.empty() || tuned.empty()) {
     verdict.reason = std::string("no value in ") + (observe.empty() && tuned.empty() ? "either arm"
-                                                    : observe.empty()              ? "the observe-only arm"
-                                                                                   : "the tuned arm");
+                                                    : observe.empty()                ? "the observe-only arm"
+                                                                                     : "the tuned arm");
     return verdict;
   }
   const std::vector<double> observe_values = rank_values(observe);

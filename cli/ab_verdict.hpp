@@ -13,11 +13,11 @@
 
 namespace tcptune::cli {
 
-constexpr double kVerdictAlpha = 0.05;       // two-sided level of the rank test
+constexpr double kVerdictAlpha = 0.05;        // two-sided level of the rank test
 constexpr double kIntervalConfidence = 0.95;  // of the bootstrap interval
 constexpr int kBootstrapResamples = 2000;
 constexpr std::uint64_t kBootstrapSeed = 1;  // fixed: the same runs give the same report
-constexpr int kMaxRunsPerArm = 1000;          // --runs' limit, for the advice
+constexpr int kMaxRunsPerArm = 1000;         // --runs' limit, for the advice
 
 // One run's value of a metric. Below the measurement's resolution the true value is only known
 // to be smaller than `value` (the resolution): it reads "<1", never 0, and ranks below every
@@ -43,7 +43,7 @@ struct Verdict {
   std::string word;    // "better", "worse", "no difference shown"; empty when not judged
   std::string reason;  // why it was not judged
   RankTest test;
-  std::optional<double> ratio;       // median tuned / median observe
+  std::optional<double> ratio;  // median tuned / median observe
   // '<': the true ratio is below `ratio` (the tuned median is below the resolution); '>': above
   // it (the observe-only median is); 0: `ratio` is the ratio.
   char ratio_bound = 0;

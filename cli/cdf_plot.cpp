@@ -47,8 +47,8 @@ CdfCurve cdf_of_values(const std::string& name, std::vector<double> ms, const st
   const auto total = static_cast<double>(ms.size());
   for (std::size_t step = 1; step <= steps; ++step) {
     // The last value at or below the step's fraction (nearest rank).
-    const auto rank = static_cast<std::size_t>(
-        std::ceil(static_cast<double>(step) / static_cast<double>(steps) * total - 1e-9));
+    const auto rank =
+        static_cast<std::size_t>(std::ceil(static_cast<double>(step) / static_cast<double>(steps) * total - 1e-9));
     std::size_t index = std::clamp<std::size_t>(rank, 1, ms.size()) - 1;
     while (index + 1 < ms.size() && ms[index + 1] == ms[index]) {
       ++index;  // ties: the fraction at or below counts them all

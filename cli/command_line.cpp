@@ -134,7 +134,9 @@ void add_ab(CLI::App& app, AbOptions& ab) {
       command->add_option("--policy", ab.policy, "the tuned arm's policy (default: the built-in default)")
           ->option_text("FILE");
   add_preset(*command, ab.policy, "instead of --policy FILE")->excludes(policy);
-  command->add_option("--out", ab.out, "directory for logs, summary.txt/.json, plots and report.html (default: tcptune-ab)")
+  command
+      ->add_option("--out", ab.out,
+                   "directory for logs, summary.txt/.json, plots and report.html (default: tcptune-ab)")
       ->option_text("DIR");
   add_program(*command, ab.command);
 }

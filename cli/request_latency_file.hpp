@@ -14,10 +14,10 @@ namespace tcptune::cli {
 constexpr const char* kLatencyFileVariable = "TCPTUNE_AB_LATENCY_FILE";
 
 struct RequestLatencies {
-  std::vector<double> ms;         // in the file's order, in milliseconds
-  std::uint64_t bad_lines = 0;    // not a latency: ignored
-  std::string first_bad;          // "line N: 'text'", for the note that says why they were left out
-  bool readable = false;          // the file existed after the run
+  std::vector<double> ms;       // in the file's order, in milliseconds
+  std::uint64_t bad_lines = 0;  // not a latency: ignored
+  std::string first_bad;        // "line N: 'text'", for the note that says why they were left out
+  bool readable = false;        // the file existed after the run
 };
 
 // One line: the latency in milliseconds, or a negative value when the line is not a latency.

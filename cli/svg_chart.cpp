@@ -60,8 +60,8 @@ double SvgChart::py(double y) const {
   return plot_bottom() - std::clamp(fraction, 0.0, 1.0) * kPlotHeight;
 }
 
-void SvgChart::polyline(const std::vector<std::pair<double, double>>& points, const std::string& colour,
-                        double width, const std::string& dash) {
+void SvgChart::polyline(const std::vector<std::pair<double, double>>& points, const std::string& colour, double width,
+                        const std::string& dash) {
   body_ << R"(<polyline fill="none" stroke=")" << colour << R"(" stroke-width=")" << width << '"';
   if (!dash.empty()) {
     body_ << R"( stroke-dasharray=")" << dash << '"';
@@ -94,7 +94,9 @@ void SvgChart::text(double x, double y, const std::string& content, const std::s
         << R"(" fill=")" << colour << R"(">)" << xml_escaped(content) << "</text>\n";
 }
 
-void SvgChart::legend(const std::string& colour, const std::string& label) { legend_.emplace_back(colour, label); }
+void SvgChart::legend(const std::string& colour, const std::string& label) {
+  legend_.emplace_back(colour, label);
+}
 
 std::string SvgChart::str() const {
   const double height = plot_bottom() + 56 + kLegendLine * static_cast<double>(legend_.size()) + 8;

@@ -42,9 +42,9 @@ AbPlot write_wall_time_plot(const std::string& directory, const std::string& nam
     data << "# " << column.name << "\n";
     for (std::size_t run = 0; run < column.seconds.size(); ++run) {
       // Spread across the column by run order so that equal times stay visible.
-      const double offset =
-          column.seconds.size() > 1 ? -0.2 + 0.4 * static_cast<double>(run) / static_cast<double>(column.seconds.size() - 1)
-                                    : 0;
+      const double offset = column.seconds.size() > 1
+                                ? -0.2 + 0.4 * static_cast<double>(run) / static_cast<double>(column.seconds.size() - 1)
+                                : 0;
       chart.dot(centre + offset, column.seconds[run], colour);
       data << run + 1 << ' ' << column.seconds[run] << '\n';
     }

@@ -108,8 +108,7 @@ TEST(AbStatistics, BootstrapIsSeededAndBracketsTheRatio) {
   EXPECT_LE(first->high, 0.060 / 0.98);
   const auto other_seed = bootstrap_median_ratio(tuned, observe, 0.95, 2000, 2);
   ASSERT_TRUE(other_seed);
-  EXPECT_TRUE(other_seed->low != first->low || other_seed->high != first->high)
-      << "the seed drives the resampling";
+  EXPECT_TRUE(other_seed->low != first->low || other_seed->high != first->high) << "the seed drives the resampling";
 }
 
 TEST(AbStatistics, BootstrapOfConstantSamplesIsThePointRatio) {

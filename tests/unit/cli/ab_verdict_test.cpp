@@ -14,8 +14,8 @@ std::vector<RunValue> values(std::initializer_list<double> list) {
 }
 
 TEST(AbVerdict, TenfasterIsBetterWithFiveRuns) {
-  const Verdict verdict = judge(values({0.89, 0.88, 0.93, 0.90, 0.91}), values({0.054, 0.037, 0.063, 0.05, 0.06}),
-                                Better::lower);
+  const Verdict verdict =
+      judge(values({0.89, 0.88, 0.93, 0.90, 0.91}), values({0.054, 0.037, 0.063, 0.05, 0.06}), Better::lower);
   EXPECT_EQ(verdict.word, "better");
   EXPECT_TRUE(verdict.test.exact);
   EXPECT_DOUBLE_EQ(verdict.test.p_value, 2.0 / 252) << "fully separated 5 vs 5";
@@ -37,8 +37,9 @@ TEST(AbVerdict, ThreeRunsCanShowNothing) {
   const Verdict verdict = judge(values({1.0, 1.1, 1.2}), values({0.1, 0.11, 0.12}), Better::lower);
   EXPECT_EQ(verdict.word, "no difference shown");
   EXPECT_DOUBLE_EQ(verdict.test.p_value, 0.1);
-  EXPECT_EQ(verdict.advice.rfind("with 3 runs per arm no difference can be shown (the smallest p-value possible is 0.1)", 0),
-            0U)
+  EXPECT_EQ(
+      verdict.advice.rfind("with 3 runs per arm no difference can be shown (the smallest p-value possible is 0.1)", 0),
+      0U)
       << verdict.advice;
   EXPECT_NE(verdict.advice.find("rerun with --runs 5"), std::string::npos) << verdict.advice;
 }
