@@ -215,12 +215,12 @@ std::vector<AbMetric> metrics_of(const Arm& observe, const Arm& tuned) {
 std::vector<AbPlot> plots_of(const std::string& out, const std::vector<std::string>& command, const Arm& observe,
                              const Arm& tuned) {
   std::string shown = shell_words(command);
-  if (shown.size() > 90) {
-    shown = shown.substr(0, 87) + "...";
+  if (shown.size() > 110) {  // what fits the plot's width
+    shown = shown.substr(0, 107) + "...";
   }
   const std::string arms =
       observe.name + ": " + basename_of(observe.policy) + "  vs  " + tuned.name + ": " + basename_of(tuned.policy);
-  auto title = [&](const std::string& what) { return std::vector<std::string>{what + ": " + shown, arms}; };
+  auto title = [&](const std::string& what) { return std::vector<std::string>{what, "command: " + shown, arms}; };
   std::vector<AbPlot> plots;
   std::vector<WallTimeColumn> columns;
   for (const Arm* arm : {&observe, &tuned}) {
@@ -335,7 +335,8 @@ int ab_command(const AbOptions& options) {
   for (int run = 1; run <= runs && !killed; ++run) {
     for (Arm* arm : {&observe, &tuned}) {  // interleaved: drift hits both arms alike
       const std::string stem = arm->file_prefix + "-" + std::to_string(run);
-      RunResult result = run_once(resolved, argv, *arm, out + "/" + stem + ".jsonl", out + "/" + stem + ".latency");
+      const std::string path = out + "/" + stem;
+      RunResult result = run_once(resolved, argv, *arm, path + ".jsonl", path + ".latency");
       AbRun& record = results.runs.emplace_back();
       record.arm = arm->name;
       record.run = run;

@@ -114,7 +114,7 @@ Verdict judge(const std::vector<RunValue>& observe, const std::vector<RunValue>&
     verdict.ratio = tuned_summary.median / observe_summary.median;
     verdict.ratio_bound = tuned_summary.median_below_resolution     ? '<'
                           : observe_summary.median_below_resolution ? '>'
-                                                                    : 0;
+                                                                    : '\0';
   }
   verdict.interval =
       bootstrap_median_ratio(tuned_values, observe_values, kIntervalConfidence, kBootstrapResamples, kBootstrapSeed);

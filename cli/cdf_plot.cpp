@@ -24,12 +24,12 @@ std::string legend_of(const CdfCurve& curve, const CdfPlotSpec& spec) {
   if (!curve.missing.empty()) {
     return curve.name + ": not drawn: " + curve.missing;
   }
-  std::string label = curve.name + ": " + std::to_string(curve.count) + " " + spec.counted;
+  std::string label = curve.name + " (n = " + std::to_string(curve.count);
   if (curve.below_resolution > 0) {
-    label += ", " + percent(curve.below_resolution) + " below the " + duration_label(spec.resolution_ms) +
-             " resolution (shaded)";
+    label += "; " + percent(curve.below_resolution) + " below the " + duration_label(spec.resolution_ms) +
+             " resolution, shaded";
   }
-  return label;
+  return label + ")";
 }
 
 }  // namespace
@@ -150,7 +150,8 @@ AbPlot write_cdf_plot(const std::string& directory, const std::string& name, con
     data << "\n\n";
     if (!steps.empty()) {
       steps.emplace_back(high, previous);  // flat to the right edge: all values are at or below
-      chart.polyline(steps, colour);
+      // The second curve dashed, so that where the two coincide both stay visible.
+      chart.polyline(steps, colour, 2, index % 2 == 0 ? "6,4" : "");
     }
     chart.legend(curve.missing.empty() ? colour : "", legend_of(curve, spec));
   }

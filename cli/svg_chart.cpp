@@ -154,7 +154,9 @@ std::string SvgChart::str() const {
 std::vector<std::pair<double, std::string>> decade_ticks(double low, double high,
                                                          const std::function<std::string(double)>& label) {
   std::vector<std::pair<double, std::string>> ticks;
-  for (double decade = std::ceil(std::log10(low) - 1e-9); decade <= std::log10(high) + 1e-9; ++decade) {
+  const auto first = static_cast<int>(std::ceil(std::log10(low) - 1e-9));
+  const auto last = static_cast<int>(std::floor(std::log10(high) + 1e-9));
+  for (int decade = first; decade <= last; ++decade) {
     const double value = std::pow(10, decade);
     ticks.emplace_back(value, label(value));
   }

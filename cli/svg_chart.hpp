@@ -45,8 +45,9 @@ class SvgChart {
   // Text at drawing coordinates.
   void text(double x, double y, const std::string& content, const std::string& anchor = "start",
             const std::string& colour = "#000");
-  // A legend entry (a short line in `colour`, or none when empty) below the plot.
-  void legend(const std::string& colour, const std::string& label);
+  // A legend entry (a short line in `colour`, dashed as `dash`, or none when `colour` is empty)
+  // below the plot.
+  void legend(const std::string& colour, const std::string& label, const std::string& dash = "");
 
   [[nodiscard]] std::string str() const;
 
@@ -62,7 +63,12 @@ class SvgChart {
   ChartAxis y_;
   double top_;
   std::ostringstream body_;
-  std::vector<std::pair<std::string, std::string>> legend_;
+  struct LegendEntry {
+    std::string colour;
+    std::string label;
+    std::string dash;
+  };
+  std::vector<LegendEntry> legend_;
 };
 
 // Decade ticks for a log axis over [low, high] (> 0), labelled by `label`.

@@ -134,9 +134,10 @@ for name in ("wall-time.svg", "request-latency-cdf.svg", "write-latency-cdf.svg"
         check(False, f"{name} parses as XML ({error})")
         continue
     texts = ["".join(t.itertext()) for t in root.iter(SVG + "text")]
-    check(any("nagle_pair 20" in t for t in texts[:1]) and any("nodelay-on.toml" in t and "observe-only.toml" in t
-                                                               for t in texts[:2]),
-          f"{name}: the title names the command and each arm's policy ({texts[:2]})")
+    title = texts[:3]  # what, the command, the arms
+    check(any("nagle_pair 20" in t for t in title) and any("nodelay-on.toml" in t and "observe-only.toml" in t
+                                                           for t in title),
+          f"{name}: the title names the command and each arm's policy ({title})")
     check(any("(s)" in t or "(log scale)" in t for t in texts) and any("fraction of" in t or "wall time" in t
                                                                       for t in texts),
           f"{name}: both axes say what they measure")
