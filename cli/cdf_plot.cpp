@@ -123,7 +123,9 @@ AbPlot write_cdf_plot(const std::string& directory, const std::string& name, con
   std::ofstream data(directory + "/" + name + ".dat");
   data << "# " << spec.what << " CDF: latency in ms, fraction of " << spec.counted << " at or below\n";
   for (const CdfCurve& curve : spec.curves) {
-    const std::string colour = kColours[index++ % 4];
+    const std::string colour = kColours[index % 4];
+    // The second curve dashed, so that where the two coincide both stay visible.
+    const std::string dash = index++ % 2 == 1 ? "6,4" : "";
     if (curve.below_resolution > 0 && !band_drawn) {
       chart.band(low, spec.resolution_ms, "below " + duration_label(spec.resolution_ms));
       band_drawn = true;
@@ -150,10 +152,9 @@ AbPlot write_cdf_plot(const std::string& directory, const std::string& name, con
     data << "\n\n";
     if (!steps.empty()) {
       steps.emplace_back(high, previous);  // flat to the right edge: all values are at or below
-      // The second curve dashed, so that where the two coincide both stay visible.
-      chart.polyline(steps, colour, 2, index % 2 == 0 ? "6,4" : "");
+      chart.polyline(steps, colour, 2, dash);
     }
-    chart.legend(curve.missing.empty() ? colour : "", legend_of(curve, spec));
+    chart.legend(curve.missing.empty() ? colour : "", legend_of(curve, spec), dash);
   }
   plot.svg = chart.str();
   std::ofstream(directory + "/" + plot.file) << plot.svg;

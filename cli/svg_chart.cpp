@@ -94,8 +94,8 @@ void SvgChart::text(double x, double y, const std::string& content, const std::s
         << R"(" fill=")" << colour << R"(">)" << xml_escaped(content) << "</text>\n";
 }
 
-void SvgChart::legend(const std::string& colour, const std::string& label) {
-  legend_.emplace_back(colour, label);
+void SvgChart::legend(const std::string& colour, const std::string& label, const std::string& dash) {
+  legend_.push_back({colour, label, dash});
 }
 
 std::string SvgChart::str() const {
@@ -138,10 +138,14 @@ std::string SvgChart::str() const {
   svg << R"(<text x="18" y=")" << coordinate(middle) << R"(" transform="rotate(-90 18 )" << coordinate(middle)
       << R"svg()" text-anchor="middle">)svg" << xml_escaped(y_.label) << "</text>\n";
   double legend_y = plot_bottom() + 60;
-  for (const auto& [colour, label] : legend_) {
+  for (const auto& [colour, label, dash] : legend_) {
     if (!colour.empty()) {
       svg << R"(<line x1=")" << kLeft << R"(" y1=")" << coordinate(legend_y - 4) << R"(" x2=")" << kLeft + 24
-          << R"(" y2=")" << coordinate(legend_y - 4) << R"(" stroke=")" << colour << R"(" stroke-width="3"/>)";
+          << R"(" y2=")" << coordinate(legend_y - 4) << R"(" stroke=")" << colour << R"(" stroke-width="3")";
+      if (!dash.empty()) {
+        svg << R"( stroke-dasharray=")" << dash << '"';
+      }
+      svg << "/>";
     }
     svg << R"(<text x=")" << kLeft + 30 << R"(" y=")" << coordinate(legend_y) << "\">" << xml_escaped(label)
         << "</text>\n";
