@@ -383,7 +383,7 @@ int ab_command(const AbOptions& options) {
   (void)std::fputs(ab_table(results).c_str(), stdout);
   std::string error;
   if (write_ab_report(out, results, error)) {
-    std::printf("report: %s/report.html; summary: %s/summary.txt, %s/summary.json; logs and plots in %s\n", out.c_str(),
+    std::printf("report: %s/report.html; summary: %s/summary.txt, %s/summary.json; plots and logs in %s\n", out.c_str(),
                 out.c_str(), out.c_str(), out.c_str());
   } else {
     (void)std::fprintf(stderr, "tcptune ab: the report was not written: %s\n", error.c_str());

@@ -107,6 +107,9 @@ def check_end(what, mode, status, out, err, number, log, home, program_dir):
         if mode == "ab":
             checks.check("logs in " in out and f"killed by signal {number}" in err,
                          f"{what}: ab names its logs and the run the signal ended ({err.strip()[-200:]!r})")
+            report = os.path.join(os.path.dirname(log), "ab", "report.html")
+            checks.check(os.path.exists(report) and f"killed by signal {number}" in open(report).read(),
+                         f"{what}: ab writes the report of the runs so far, naming the run the signal ended")
         else:
             checks.check(f"tcptune: log {log} (tcptune report {log})" in err, f"{what}: the log path is printed")
     if cores_in_cwd:
