@@ -335,7 +335,8 @@ int ab_command(const AbOptions& options) {
   for (int run = 1; run <= runs && !killed; ++run) {
     for (Arm* arm : {&observe, &tuned}) {  // interleaved: drift hits both arms alike
       const std::string stem = arm->file_prefix + "-" + std::to_string(run);
-      const std::string path = out + "/" + stem;
+      std::string path = out;
+      path += "/" + stem;
       RunResult result = run_once(resolved, argv, *arm, path + ".jsonl", path + ".latency");
       AbRun& record = results.runs.emplace_back();
       record.arm = arm->name;
