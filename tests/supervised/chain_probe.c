@@ -11,7 +11,12 @@
  * for it; then closes its connections. Last, `run` starts CMD as a child (fork, exec) and exits
  * with its status, `exec` execs CMD in place. Every socket is close-on-exec: each connection
  * belongs to the process that made it. Usage errors exit 2, failed calls 1 (with a line on
- * stderr); a child that does not end within 20 s is killed (exit 3). */
+ * stderr); a child that does not end within 20 s is killed (exit 3).
+ *
+ * With CHAIN_PROBE_LOG naming a jsonl log, `exec` first waits (at most 10 s) until the log has a
+ * conn_open record of this pid for each of its connections: the preloaded shim writes its
+ * records from a thread that an exec ends, so without the wait a record still queued would be
+ * lost, which is not what the test looks at. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -85,6 +90,34 @@ static void connect_times(int port, int count, int forked) {
   }
 }
 
+/* Whether `line` is a conn_open record of process `pid`. */
+static int is_own_conn_open(const char* line, int pid) {
+  char own[32];
+  snprintf(own, sizeof own, "\"pid\":%d,", pid);
+  return strstr(line, own) != NULL && strstr(line, "\"event\":\"conn_open\"") != NULL;
+}
+
+/* Waits until `log` has `count` conn_open records of this process, at most 10 s. */
+static void wait_for_records(const char* log, int count) {
+  const time_t deadline = time(NULL) + 10;
+  for (;;) {
+    int found = 0;
+    FILE* file = fopen(log, "r");
+    if (file != NULL) {
+      char line[8192];
+      while (fgets(line, sizeof line, file) != NULL) {
+        found += is_own_conn_open(line, (int)getpid());
+      }
+      fclose(file);
+    }
+    if (found >= count || time(NULL) > deadline) {
+      return;
+    }
+    const struct timespec pause = {0, 10 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+}
+
 /* The child's exit status, or 3 if it does not end within kChildTimeoutS (then it is killed). */
 static int wait_bounded(pid_t child) {
   const time_t deadline = time(NULL) + kChildTimeoutS;
@@ -128,7 +161,7 @@ int main(int argc, char** argv) {
     }
     if (child == 0) {
       connect_times(port, forked, 1);
-      _exit(0);
+      exit(0); /* not _exit: the shim writes what it still holds at exit */
     }
     const int status = wait_bounded(child);
     if (status != 0) {
@@ -142,6 +175,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(argv[4], "exec") == 0) {
+    if (getenv("CHAIN_PROBE_LOG") != NULL) {
+      wait_for_records(getenv("CHAIN_PROBE_LOG"), connects);
+    }
     execv(argv[5], argv + 5);
     die(argv[5]);
   }

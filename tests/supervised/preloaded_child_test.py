@@ -89,7 +89,8 @@ def main():
         if os.path.exists(log):
             os.unlink(log)
         policy = f'version = 1\n[[rule]]\nname = "{RULE}"\nmatch = {{ port = {port} }}\nnodelay = "force"\n'
-        env = clean_env(TCPTUNE_POLICY_TOML=policy, LD_PRELOAD=shim)
+        # The glibc process waits for its records before its exec (chain_probe.c says why).
+        env = clean_env(TCPTUNE_POLICY_TOML=policy, LD_PRELOAD=shim, CHAIN_PROBE_LOG=log)
         command = [args.tcptune, "run", "--log", log, "--"] + chain
         if args.case == "hand_over":
             command = [args.container_profile] + command
