@@ -28,7 +28,7 @@ Marker marker_at(pid_t pid, std::uint64_t address) noexcept {
     return Marker::not_readable;
   }
   return read == static_cast<ssize_t>(sizeof marker) && config::is_core_marker(marker, address) ? Marker::in_place
-                                                                                                 : Marker::absent;
+                                                                                                : Marker::absent;
 }
 
 }  // namespace

@@ -80,7 +80,7 @@ void after_fork_in_parent() noexcept {
 void after_fork_in_child() noexcept {
   g_owner_pid.store(getpid(), std::memory_order_relaxed);
   announce_to_supervisor_after_fork();  // before fork() returns: the child's first call is known
-  detach_stderr_in_child();  // still under the log's mutex, taken before the fork
+  detach_stderr_in_child();             // still under the log's mutex, taken before the fork
   log_after_fork();
   telemetry_after_fork_in_child();
   keep_warm_after_fork_in_child();

@@ -94,8 +94,8 @@ std::string verdicts_for_child(PreloadedProcesses& preloaded, int& child_status)
     sock_fprog program{static_cast<unsigned short>(filter.size()), const_cast<sock_filter*>(filter.data())};
     int listener = -1;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) {
-      listener = static_cast<int>(
-          syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &program));
+      listener =
+          static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &program));
     }
     if (listener < 0 || send_status(channel[1], 0, listener) != 0) {
       _exit(2);
