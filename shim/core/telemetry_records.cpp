@@ -76,6 +76,9 @@ telemetry::Record summary_record(const ConnectionTotals& totals, const config::P
     record.add("untuned_in_signal_handlers", static_cast<std::uint64_t>(context.untuned_in_signal_handlers));
   }
   record.add("write_clock", context.write_clock_tsc ? "tsc" : "clock_gettime");
+  if (context.at_exec) {
+    record.add("ended_by", "exec");
+  }
   if (context.log_on_stderr) {
     record.add("log_records_dropped", context.log_records_dropped);
   }

@@ -42,6 +42,7 @@ struct SummaryContext {
   bool write_clock_tsc = false;
   bool log_on_stderr = false;
   std::uint64_t log_records_dropped = 0;  // by stderr, before the summary (shim_log.hpp)
+  bool at_exec = false;                   // written as an exec replaces the process image
 };
 telemetry::Record summary_record(const ConnectionTotals& totals, const config::Policy& policy,
                                  const SummaryContext& context);
