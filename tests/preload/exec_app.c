@@ -13,6 +13,7 @@
    what it did after it. Two connections stay open across the exec: a client made with
    SOCK_CLOEXEC (exec closes it) and one without (the program exec'd inherits it), each with
    its accepted end made the same way. Exit status 0 when every call did what it should. */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
