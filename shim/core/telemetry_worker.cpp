@@ -150,6 +150,7 @@ void drain(const Runtime& runtime) {
   g_totals->absorb_unrecorded();
   report_drops();
   report_log_drops();
+  write_waiting_log_lines();
 }
 
 // The textfile's reads and writes through libc's next definitions, past the shim's own hooks.
@@ -276,8 +277,10 @@ std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
 }
 
 SummaryContext summary_context() {
-  return {g_dropped_total, untuned_in_signal_handlers(), g_write_clock.uses_tsc(), log_on_stderr(),
-          log_drops().total()};
+  SummaryContext context{g_dropped_total, untuned_in_signal_handlers(), g_write_clock.uses_tsc(), log_on_stderr(),
+                         log_drops().total()};
+  context.log_lines_without_descriptor = log_lines_without_descriptor();
+  return context;
 }
 
 }  // namespace
