@@ -19,8 +19,8 @@
 #include <system_error>
 
 #include "held_signals.hpp"
-#include "private_descriptor.hpp"
 #include "next_symbols.hpp"
+#include "private_descriptor.hpp"
 #include "signal_context.hpp"
 #include "stderr_stream.hpp"
 #include "tcptune/config/escape.hpp"

@@ -29,6 +29,9 @@ int raw_copy(int fd, int floor) noexcept {
 
 // `fd` renumbered at `floor` or above (the original closed); -1, `fd` closed, on failure.
 int raw_move(int fd, int floor) noexcept {
+  if (fd >= floor) {
+    return fd;  // there already (a copy would need one number more)
+  }
   const int moved = raw_copy(fd, floor);
   raw_close(fd);
   return moved;
