@@ -3,6 +3,7 @@
    TCP socket, then the tuning core's entry, which does what the hook does today around the next
    definition. errno is what the call sets; no locks, no allocation. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core_interface.h"
@@ -281,62 +282,50 @@ TCPTUNE_HOOK int execvp(const char* file, char* const argv[]) {
   return STAGE_ROUTE(execvpe)(file, argv, environ);
 }
 
-/* The arguments after `first` up to the NULL that ends them. */
-static size_t count_arguments(const char* first, va_list arguments) {
-  size_t count = 1;
-  for (const char* argument = first; argument != NULL; argument = va_arg(arguments, const char*)) {
+/* execl, execlp and execle: the list from `first` to its NULL in an array on the stack, as
+   glibc builds it, then execle's environment, which follows the NULL. */
+static int exec_list(const char* target, bool search, const char* first, va_list arguments, bool environment) {
+  va_list counting;
+  va_copy(counting, arguments);
+  size_t count = 1; /* the NULL */
+  for (const char* argument = first; argument != NULL; argument = va_arg(counting, const char*)) {
     ++count;
   }
-  return count; /* with the NULL */
-}
-
-/* execl, execlp and execle: the list in an array on the stack, as glibc builds it. */
-TCPTUNE_HOOK int execl(const char* path, const char* first, ...) {
-  va_list arguments;
-  va_start(arguments, first);
-  const size_t count = count_arguments(first, arguments);
-  va_end(arguments);
+  va_end(counting);
   const char* argv[count];
-  va_start(arguments, first);
   argv[0] = first;
   for (size_t i = 1; i < count; ++i) {
     argv[i] = va_arg(arguments, const char*);
   }
+  char* const* envp = environment ? va_arg(arguments, char* const*) : environ;
+  return search ? STAGE_ROUTE(execvpe)(target, (char* const*)argv, envp)
+                : STAGE_ROUTE(execve)(target, (char* const*)argv, envp);
+}
+
+TCPTUNE_HOOK int execl(const char* path, const char* first, ...) {
+  va_list arguments;
+  va_start(arguments, first);
+  const int result = exec_list(path, false, first, arguments, false);
   va_end(arguments);
-  return STAGE_ROUTE(execve)(path, (char* const*)argv, environ);
+  return result;
 }
 
 TCPTUNE_HOOK int execlp(const char* file, const char* first, ...) {
   va_list arguments;
   va_start(arguments, first);
-  const size_t count = count_arguments(first, arguments);
+  const int result = exec_list(file, true, first, arguments, false);
   va_end(arguments);
-  const char* argv[count];
-  va_start(arguments, first);
-  argv[0] = first;
-  for (size_t i = 1; i < count; ++i) {
-    argv[i] = va_arg(arguments, const char*);
-  }
-  va_end(arguments);
-  return STAGE_ROUTE(execvpe)(file, (char* const*)argv, environ);
+  return result;
 }
 
-/* The environment follows the list's NULL. */
 TCPTUNE_HOOK int execle(const char* path, const char* first, ...) {
   va_list arguments;
   va_start(arguments, first);
-  const size_t count = count_arguments(first, arguments);
+  const int result = exec_list(path, false, first, arguments, true);
   va_end(arguments);
-  const char* argv[count];
-  va_start(arguments, first);
-  argv[0] = first;
-  for (size_t i = 1; i < count; ++i) {
-    argv[i] = va_arg(arguments, const char*);
-  }
-  char* const* envp = va_arg(arguments, char* const*);
-  va_end(arguments);
-  return STAGE_ROUTE(execve)(path, (char* const*)argv, envp);
+  return result;
 }
+
 TCPTUNE_HOOK int dprintf(int fd, const char* format, ...) {
   va_list arguments;
   va_start(arguments, format);
