@@ -288,7 +288,7 @@ int ab_command(const AbOptions& options) {
     policy_text = std::get<0>(std::move(read));
   }
   std::string problem;
-  const std::string shim = locate_shim(problem);
+  const std::string shim = locate_preloadable_shim(problem);
   if (shim.empty()) {
     (void)std::fprintf(stderr, "tcptune ab: %s\n", problem.c_str());
     return 1;

@@ -258,8 +258,10 @@ int enable_command(const EnableOptions& options) {
   }
   const std::string directory = under_root(root, std::string(kAdminUnitPath) + "/" + unit.name + ".d");
   const std::string path = directory + "/" + kDropinFileName;
-  // A drop-in of tcptune's from before keeps what it knew: whether enable made the directory.
+  // A drop-in of tcptune's from before keeps what it knew: whether enable made the directory,
+  // and what that enable was told (enable again is the refresh the drop-in asks for).
   bool made_directory = !fs::exists(directory, error);
+  EnableOptions chosen = options;
   std::string read_error;
   if (const std::optional<std::string> previous = read_text_file(path, read_error); previous.has_value()) {
     if (!is_tcptune_dropin(*previous)) {
@@ -268,6 +270,17 @@ int enable_command(const EnableOptions& options) {
       return 1;
     }
     made_directory = dropin_made_directory(*previous);
+    const DropinChoices before = dropin_choices(*previous);
+    if (chosen.policy.empty() && !before.policy.empty()) {
+      chosen.policy = before.policy;
+      findings.notes.push_back("--policy " + before.policy + " kept from the drop-in (tcptune disable " +
+                               unit_name_for_shell(unit.name) + " first to drop it)");
+    }
+    if (!chosen.supervise && before.supervise) {
+      chosen.supervise = true;
+      findings.notes.push_back("--supervise kept from the drop-in (tcptune disable " + unit_name_for_shell(unit.name) +
+                               " first to drop it)");
+    }
   }
   ServiceSettings settings;
   std::vector<std::string> later;
@@ -280,7 +293,7 @@ int enable_command(const EnableOptions& options) {
   }
   DropinRequest request;
   request.unit = unit;
-  request.supervise = options.supervise;
+  request.supervise = chosen.supervise;
   request.made_directory = made_directory;
   for (const ExecStartLine& line : settings.exec_start) {
     ExecCommands parsed = parse_exec_value(line.value);
@@ -295,7 +308,7 @@ int enable_command(const EnableOptions& options) {
     }
   }
   request.preload_files = check_environment_files(root, unit, settings, findings);
-  EnableOptions rooted = options;
+  EnableOptions rooted = chosen;
   rooted.root = root;
   if (!choose_policy(rooted, settings, request.policy, findings)) {
     return kExitConfig;
@@ -349,7 +362,7 @@ int enable_command(const EnableOptions& options) {
   (void)std::printf(
       "This is a snapshot of %s as it is now: after changing the unit or its drop-ins (or upgrading its package), "
       "run tcptune enable %s again.\n",
-      unit.name.c_str(), options.unit.c_str());
+      unit.name.c_str(), unit_name_for_shell(options.unit).c_str());
   print_systemctl_steps(stdout, unit, root);
   return 0;
 }

@@ -156,7 +156,7 @@ class PodInjection {
     const int spec = pod_.spec;
     const int containers = existing_list(document_, spec, "containers");
     if (containers < 0 || document_.node(containers).children.empty()) {
-      notes_.lines.push_back(pod_.owner + ": no containers; left unchanged");
+      notes_.lines.push_back(pod_.owner + ": no containers; nothing injected");
       return {};
     }
     const std::vector<std::string> volumes_ours{kVolume, kPolicyVolume};

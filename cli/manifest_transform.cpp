@@ -41,6 +41,17 @@ std::string one_pass(std::string_view text, bool inject, const InjectOptions& op
                           "aliases (*name) in a workload: an edit through an anchor would change every alias of it; "
                           "expand them first (yq 'explode(.)')");
     }
+    if (const int repeated = pods.empty() ? -1 : document.repeated_key(); repeated >= 0) {
+      const YamlNode& key = document.node(repeated);
+      throw ManifestError(document, key,
+                          "the key '" + key.value +
+                              "' appears twice in one mapping: Kubernetes refuses such a manifest, and an edit "
+                              "cannot know which one counts; remove one");
+    }
+    if (const int complex = pods.empty() ? -1 : document.collection_key(); complex >= 0) {
+      throw ManifestError(document, document.node(complex),
+                          "a key that is a mapping or a list: Kubernetes field names are strings");
+    }
     const std::string where = "document " + std::to_string(document.number) + ", ";
     InjectNotes pod_notes;
     for (const PodTemplate& pod : pods) {

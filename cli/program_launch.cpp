@@ -77,6 +77,26 @@ std::string locate_shim(std::string& problem) {
   return {};
 }
 
+std::string unpreloadable_path_problem(const std::string& shim) {
+  if (shim.find_first_of(": ") == std::string::npos) {
+    return {};
+  }
+  return "the shim's path " + shim +
+         " has a ':' or a space, which LD_PRELOAD cannot hold (the loader splits it there): install tcptune under a "
+         "path without them (tcptune install DIR copies it, with the shim, into DIR)";
+}
+
+std::string locate_preloadable_shim(std::string& problem) {
+  std::string shim = locate_shim(problem);
+  if (!shim.empty()) {
+    problem = unpreloadable_path_problem(shim);
+    if (!problem.empty()) {
+      shim.clear();
+    }
+  }
+  return shim;
+}
+
 // Like execvp's search: the path CMD will run from, or empty. `found_not_executable` is set
 // when only a non-executable file of that name was found (the shell's 126, not 127).
 std::string resolve_command(const std::string& command, bool& found_not_executable) {

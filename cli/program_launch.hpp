@@ -19,7 +19,12 @@ std::string locate_shim(std::string& problem);
 std::string resolve_command(const std::string& command, bool& found_not_executable);
 std::string absolute(const std::string& path);
 inline constexpr const char* kShimFileName = "libtcptune.so";
-// ld.so separates LD_PRELOAD entries with colons or spaces. The shim goes first, once, so
+// ld.so separates LD_PRELOAD entries with colons or spaces, so a path that has one cannot be
+// preloaded: why (naming the way out), or empty when `shim` can be.
+std::string unpreloadable_path_problem(const std::string& shim);
+// The shim as locate_shim finds it, when LD_PRELOAD can hold its path; otherwise empty, with why.
+std::string locate_preloadable_shim(std::string& problem);
+// The shim goes first, once, so
 // its hooks see every call before the other interposers.
 std::string preload_with_shim_first(const std::string& shim, const char* existing);
 // LD_PRELOAD without any file named libtcptune.so (colon-separated), for a program whose loader

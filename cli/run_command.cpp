@@ -214,7 +214,7 @@ int run_command(const RunOptions& options) {
     // Only a preloaded run needs the shim: a supervised one is this file alone (a static tcptune
     // copied into an image without glibc).
     std::string problem;
-    const std::string shim = locate_shim(problem);
+    const std::string shim = locate_preloadable_shim(problem);
     if (shim.empty()) {
       (void)std::fprintf(stderr, "tcptune run: %s\n", problem.c_str());
       return 1;

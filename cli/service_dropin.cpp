@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "program_launch.hpp"
+#include "systemctl_steps.hpp"
 #include "tcptune/config/log_destination.hpp"
+#include "unit_file_syntax.hpp"
 #include "unit_words.hpp"
 
 namespace tcptune::cli {
@@ -88,7 +91,7 @@ std::string wrapped_command(const DropinRequest& request, const ExecCommand& com
 
 // TCPTUNE_LOG: the journal (the service's stderr) unless the unit names a file of its own.
 void plan_log(const DropinRequest& request, std::vector<std::string>& lines, DropinPlan& plan) {
-  const std::string journal = "the journal: journalctl -u " + request.unit.name;
+  const std::string journal = "the journal: journalctl -u " + units_for_shell(request.unit);
   const EnvironmentEntry* own = request.settings.environment_entry("TCPTUNE_LOG");
   if (own != nullptr && (config::is_stderr_log(own->value) || own->value.starts_with('/'))) {
     plan.notes.push_back("log: the unit's own TCPTUNE_LOG=" + own->value + " (" + own->origin.to_string() + ")" +
@@ -108,8 +111,8 @@ void plan_log(const DropinRequest& request, std::vector<std::string>& lines, Dro
 }
 
 bool plan_preload(const DropinRequest& request, std::vector<std::string>& lines, DropinPlan& plan) {
-  if (request.shim.find_first_of(": ") != std::string::npos) {
-    plan.refusal = "the shim's path " + request.shim + " has a ':' or a space, which LD_PRELOAD cannot hold";
+  if (std::string problem = unpreloadable_path_problem(request.shim); !problem.empty()) {
+    plan.refusal = std::move(problem);
     return false;
   }
   const EnvironmentEntry* own = request.settings.environment_entry("LD_PRELOAD");
@@ -207,12 +210,14 @@ DropinPlan plan_dropin(const DropinRequest& request) {
   if (!request.policy.empty()) {
     lines.push_back("Environment=" + quote_unit_word("TCPTUNE_POLICY=" + request.policy, true));
   }
+  // The commands in the comments, as they are typed (a-b\x2dc.service quoted).
   const std::string& name = request.unit.name;
-  plan.text = std::string(kDropinMarker) + " for " + name + "; tcptune disable " + name + " removes it.\n";
+  const std::string typed = unit_name_for_shell(name);
+  plan.text = std::string(kDropinMarker) + " for " + name + "; tcptune disable " + typed + " removes it.\n";
   if (request.made_directory) {
     plan.text += std::string(kMadeDirectoryMarker) + ": tcptune disable removes it when it is empty.\n";
   }
-  plan.text += "# A snapshot of the unit as it was: after changing the unit, run tcptune enable " + name + " again.\n";
+  plan.text += "# A snapshot of the unit as it was: after changing the unit, run tcptune enable " + typed + " again.\n";
   for (const std::string& comment : comments) {
     plan.text += comment + "\n";
   }
@@ -229,6 +234,29 @@ bool is_tcptune_dropin(std::string_view text) {
 
 bool dropin_made_directory(std::string_view text) {
   return text.find(std::string("\n") + std::string(kMadeDirectoryMarker)) != std::string_view::npos;
+}
+
+DropinChoices dropin_choices(std::string_view text) {
+  DropinChoices choices;
+  ServiceSettings written;
+  written.apply(kDropinFileName, parse_unit_file(text));
+  if (const EnvironmentEntry* policy = written.environment_entry("TCPTUNE_POLICY"); policy != nullptr) {
+    // Written with '%' doubled (no specifier): the path itself.
+    for (std::size_t at = 0; at < policy->value.size(); ++at) {
+      choices.policy += policy->value[at];
+      at += policy->value.compare(at, 2, "%%") == 0 ? 1 : 0;
+    }
+  }
+  // A wrapped command is PREFIXES TCPTUNE run -q [--supervise] -- PROGRAM... (wrapped_command).
+  for (const ExecStartLine& line : written.exec_start) {
+    const UnitWords words = split_unit_words(line.value, true);
+    const auto is = [](std::string_view wanted) {
+      return [wanted](const UnitWord& word) { return word.text == wanted; };
+    };
+    const auto end = std::find_if(words.words.begin(), words.words.end(), is("--"));
+    choices.supervise = choices.supervise || std::find_if(words.words.begin(), end, is("--supervise")) != end;
+  }
+  return choices;
 }
 
 }  // namespace tcptune::cli

@@ -49,4 +49,12 @@ DropinPlan plan_dropin(const DropinRequest& request);
 bool is_tcptune_dropin(std::string_view text);
 bool dropin_made_directory(std::string_view text);
 
+// What an earlier `tcptune enable` was told, read back from its drop-in, so that running it again
+// (the refresh the drop-in asks for) keeps them: --policy's file and --supervise.
+struct DropinChoices {
+  std::string policy;  // TCPTUNE_POLICY it wrote; empty: none
+  bool supervise = false;
+};
+DropinChoices dropin_choices(std::string_view text);
+
 }  // namespace tcptune::cli

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <system_error>
@@ -17,6 +18,7 @@
 #include "socket_access.hpp"
 #include "supervision.hpp"
 #include "supervisor_log.hpp"
+#include "tcptune/config/core_announcement.hpp"
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/policy_loader.hpp"
@@ -72,6 +74,10 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv, const 
                        config::escape_for_display(program, false).c_str());
   }
   supervisor::prepare_to_supervise();
+  // A glibc program the supervised one starts keeps an inherited shim in LD_PRELOAD; its core,
+  // once active, announces itself, and the supervisor leaves that process to it
+  // (tcptune/config/core_announcement.hpp).
+  (void)setenv(config::kSupervisedEnv, "1", 1);
   ChildHooks hooks;
   hooks.before_exec = [&] {
     close(channel[0]);
@@ -109,6 +115,9 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv, const 
     summary.add("trapped_calls", served.calls).add("sockets_tuned", served.tuned);
     if (served.records_dropped != 0) {
       summary.add("records_dropped", served.records_dropped);
+    }
+    if (served.processes_left_to_shim != 0) {
+      summary.add("processes_left_to_shim", served.processes_left_to_shim);
     }
     log.flush();  // what stderr could not take is known once the rest is written
     if (log.on_stderr()) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 
 namespace tcptune::cli {
 
@@ -86,6 +87,37 @@ int YamlDocument::key_of(int map, std::string_view key) const {
     const YamlNode& candidate = node(children[i]);
     if (candidate.kind == YamlNode::Kind::scalar && candidate.value == key) {
       return children[i];
+    }
+  }
+  return -1;
+}
+
+int YamlDocument::repeated_key() const {
+  for (const YamlNode& map : nodes) {
+    if (map.kind != YamlNode::Kind::mapping) {
+      continue;
+    }
+    std::set<std::string_view> keys;
+    for (std::size_t i = 0; i + 1 < map.children.size(); i += 2) {
+      const YamlNode& key = node(map.children[i]);
+      if (key.kind == YamlNode::Kind::scalar && !keys.insert(key.value).second) {
+        return map.children[i];
+      }
+    }
+  }
+  return -1;
+}
+
+int YamlDocument::collection_key() const {
+  for (const YamlNode& map : nodes) {
+    if (map.kind != YamlNode::Kind::mapping) {
+      continue;
+    }
+    for (std::size_t i = 0; i + 1 < map.children.size(); i += 2) {
+      const YamlNode::Kind kind = node(map.children[i]).kind;
+      if (kind == YamlNode::Kind::mapping || kind == YamlNode::Kind::sequence) {
+        return map.children[i];
+      }
     }
   }
   return -1;

@@ -40,6 +40,11 @@ struct YamlDocument {
   int key_of(int map, std::string_view key) const;
   // A scalar value as a string, or empty when `index` is -1 or not a scalar.
   std::string scalar(int index) const;
+  // The second of two equal scalar keys in one mapping (the first such pair in document order),
+  // or -1. Which of the two counts is up to the reader, so an edit cannot rely on either.
+  int repeated_key() const;
+  // The first key that is a collection (`{a: b}: c`, `? [x]`), or -1.
+  int collection_key() const;
 };
 
 // A manifest the transform cannot read or will not edit: where, and why, for one line on stderr.

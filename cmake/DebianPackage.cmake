@@ -46,8 +46,10 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # libunwind8 is dlopened for `callsite = true` backtraces (`tcptune ab` draws its plots itself).
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libunwind8")
 # conffiles: /etc/tcptune/policy.toml, the one file under /etc; dpkg keeps the admin's edits across
-# upgrades and removes it on purge only. postrm: /var/log/tcptune goes on purge.
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${TCPTUNE_DEB_DIR}/conffiles ${TCPTUNE_DEB_DIR}/postrm)
+# upgrades and removes it on purge only. prerm: on removal, names each service `tcptune enable`
+# tuned (its drop-in names files the removal deletes). postrm: /var/log/tcptune and those
+# drop-ins go on purge.
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${TCPTUNE_DEB_DIR}/conffiles ${TCPTUNE_DEB_DIR}/prerm ${TCPTUNE_DEB_DIR}/postrm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
 set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/DebianCompressManPages.cmake)
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "TCP tuning for unmodified programs, by LD_PRELOAD")

@@ -9,6 +9,15 @@ if(TCPTUNE_INSTALL_STRIP)
   install(CODE "set(CMAKE_INSTALL_DO_STRIP TRUE)")
 endif()
 
+# The loader splits LD_PRELOAD at spaces and colons: a shim under such a prefix cannot be
+# preloaded (tcptune run and enable refuse it). Said at install time, as `--prefix` may differ
+# from the configured one.
+install(CODE [[
+  if(CMAKE_INSTALL_PREFIX MATCHES "[ :]")
+    message(WARNING "the prefix \"${CMAKE_INSTALL_PREFIX}\" has a space or a ':', which LD_PRELOAD cannot hold: "
+      "the shim installed there cannot be preloaded (tcptune run refuses it); install under a path without them")
+  endif()
+]])
 install(TARGETS tcptune_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The stage dlopens the core from its own directory: both go to the same private directory.
 install(TARGETS tcptune tcptune_core LIBRARY DESTINATION ${TCPTUNE_INSTALL_SHIMDIR})

@@ -39,7 +39,10 @@ test=("${package[@]}" "${demo[@]}" curl util-linux jq socat strace
   prometheus prometheus-node-exporter
   # kube-inject's output checked against the Kubernetes API models; the init image built (FROM
   # scratch, no container started).
-  python3-kubernetes python3-yaml buildah)
+  python3-kubernetes python3-yaml buildah
+  # The manual rendered by man --warnings, the zsh completion run in a zsh, the drop-ins checked
+  # by systemd-analyze verify (tests/docs, tests/cli): without them those tests skip.
+  man-db zsh systemd)
 fuzz=(clang libclang-rt-14-dev llvm)
 packages=("${build[@]}")
 case $mode in

@@ -177,6 +177,19 @@ void CallTuner::handle(int listener, const seccomp_notif& request) {
   const TrappedCall call(listener, request, threads_);
   try {
     const auto nr = call.data().nr;
+    if (PreloadedProcesses::is_announcement(call.data())) {
+      preloaded_.take_announcement(call, threads_.process(call.thread()));
+      return;
+    }
+    // A process whose preloaded shim tunes it: its sockets are the shim's (an exec is still
+    // looked at, for what no_new_privs strips; unshare and setns for the hand-over's check).
+    const bool socket_call = nr == SYS_connect || nr == SYS_listen || nr == SYS_sendto || nr == SYS_sendmsg ||
+                             nr == SYS_setsockopt || nr == SYS_socket;
+    if (socket_call && !preloaded_.empty() && preloaded_.core_tunes(call, threads_.process(call.thread()))) {
+      ++left_to_shim_;
+      call.continue_call();
+      return;
+    }
     if (nr == SYS_connect || nr == SYS_listen || nr == SYS_sendto || nr == SYS_sendmsg) {
       tune_connect_or_listen(call);
     } else if (nr == SYS_setsockopt) {

@@ -10,7 +10,8 @@
 // fails because of the supervisor. Where pidfd_getfd is refused (socket_access.hpp), a TCP
 // socket() is trapped too: the supervisor creates the socket and hands it over, holds it until
 // its connect or listen (held_sockets.hpp), and judges later setsockopt calls on it from what it
-// set then (handed_over_tuning.hpp).
+// set then (handed_over_tuning.hpp). A process whose preloaded shim announced that it tunes
+// it (preloaded_processes.hpp) is left to the shim: its socket calls go on untouched.
 #pragma once
 
 #include <linux/seccomp.h>
@@ -24,6 +25,7 @@
 #include "handed_over_tuning.hpp"
 #include "held_sockets.hpp"
 #include "option_applier.hpp"
+#include "preloaded_processes.hpp"
 #include "seccomp_filter.hpp"
 #include "socket_access.hpp"
 #include "socket_hand_over.hpp"
@@ -56,6 +58,10 @@ class CallTuner {
   // Calls answered, and sockets tuned, so far.
   [[nodiscard]] std::uint64_t calls() const noexcept { return calls_; }
   [[nodiscard]] std::uint64_t tuned() const noexcept { return tuned_; }
+  // Processes whose preloaded shim announced that it tunes them, and their calls let through
+  // untouched for it.
+  [[nodiscard]] std::uint64_t processes_left_to_shim() const noexcept { return preloaded_.announced(); }
+  [[nodiscard]] std::uint64_t calls_left_to_shim() const noexcept { return left_to_shim_; }
 
  private:
   void tune_connect_or_listen(const TrappedCall& call);
@@ -87,6 +93,8 @@ class CallTuner {
   HandOverCheck hand_over_check_;
   HeldSockets held_;
   HandedOverTunings handed_over_;
+  PreloadedProcesses preloaded_;
+  std::uint64_t left_to_shim_ = 0;
   std::uint64_t calls_ = 0;
   std::uint64_t tuned_ = 0;
 };

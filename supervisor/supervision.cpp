@@ -206,6 +206,7 @@ ServeResult serve(int listener, const Supervised& supervised, const config::Poli
   result.calls = tuner.calls();
   result.tuned = tuner.tuned();
   result.records_dropped = follow_ups.dropped();
+  result.processes_left_to_shim = tuner.processes_left_to_shim();
   return result;
 }
 

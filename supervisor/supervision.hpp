@@ -39,7 +39,8 @@ struct ServeResult {
   int child_status = 0;  // the program's wait status
   std::uint64_t calls = 0;
   std::uint64_t tuned = 0;
-  std::uint64_t records_dropped = 0;  // follow-ups beyond FollowUpQueue's bound
+  std::uint64_t records_dropped = 0;         // follow-ups beyond FollowUpQueue's bound
+  std::uint64_t processes_left_to_shim = 0;  // preloaded processes that tune themselves
 };
 
 // The program supervised: the child the parent started, and its name for the records and the

@@ -47,10 +47,12 @@ std::string option_names(const CommandReference& command) {
 
 // The shell functions, the same for every command line: they read the tables written before them.
 constexpr std::string_view kFunctions = R"bash(
-# The presets beside the tcptune being completed: PREFIX/share/tcptune/presets for PREFIX/bin/tcptune.
+# The presets beside the tcptune being completed: PREFIX/share/tcptune/presets for PREFIX/bin/tcptune,
+# links followed as tcptune follows them (/proc/self/exe).
 _tcptune_presets() {
   local bin file
   bin=$(type -P -- "$1") || return
+  bin=$(readlink -f -- "$bin") || return
   for file in "${bin%/*}/../share/tcptune/presets"/*.toml; do
     [[ -f $file ]] || continue
     file=${file##*/}
@@ -258,12 +260,13 @@ std::string positional_specs(const CommandReference& command) {
 constexpr std::string_view kZshHead = R"zsh(#compdef tcptune
 # zsh completion for tcptune, generated from its command line (cli/reference): edits here are lost.
 
-# The presets beside the tcptune being completed: PREFIX/share/tcptune/presets for PREFIX/bin/tcptune.
+# The presets beside the tcptune being completed: PREFIX/share/tcptune/presets for PREFIX/bin/tcptune,
+# links followed (:A) as tcptune follows them (/proc/self/exe).
 _tcptune_presets() {
   local bin=$_tcptune_bin
   [[ $bin == */* ]] || bin=${commands[$bin]}
   local -a presets
-  presets=(${bin:h}/../share/tcptune/presets/*.toml(N-.:t:r))
+  presets=(${bin:A:h}/../share/tcptune/presets/*.toml(N-.:t:r))
   _wanted presets expl preset compadd -a presets
 }
 

@@ -27,6 +27,7 @@ void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, Connection
   out.role = slot.role.load(std::memory_order_relaxed);
   out.rule_index = slot.rule_index.load(std::memory_order_relaxed);
   out.open_at_exit = open_at_exit;
+  out.at_exec = AtExec::none;
   out.opened_ns = stats.opened_ns.load(std::memory_order_relaxed);
   out.closed_ns = monotonic_ns();
   out.counters = stats.counters.load();
@@ -92,8 +93,11 @@ telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const co
   if (snapshot.peer.family != 0) {
     record.add("peer", config::format_endpoint(snapshot.peer));
   }
-  record.add("open_at_exit", snapshot.open_at_exit)
-      .add("duration_s", static_cast<double>(snapshot.closed_ns - snapshot.opened_ns) / 1e9);
+  record.add("open_at_exit", snapshot.open_at_exit);
+  if (snapshot.at_exec != AtExec::none) {
+    record.add("at_exec", snapshot.at_exec == AtExec::closed ? "closed" : "inherited");
+  }
+  record.add("duration_s", static_cast<double>(snapshot.closed_ns - snapshot.opened_ns) / 1e9);
   add_counters(record, snapshot.counters);
   if (snapshot.framing_loss != FramingLoss::none) {
     record.add("keep_warm_ended_by", framing_loss_name(snapshot.framing_loss));

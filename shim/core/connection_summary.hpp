@@ -20,12 +20,17 @@
 
 namespace tcptune::shim {
 
+// What an exec of the process did to a connection summarized just before it: closed it
+// (FD_CLOEXEC), or left it open for the program exec'd, which measures it from then on.
+enum class AtExec : std::uint8_t { none, closed, inherited };
+
 struct ConnectionSnapshot {
   int fd = -1;
   std::uint32_t generation = 0;
   SocketRole role = SocketRole::unknown;
   std::int16_t rule_index = kRuleDefaults;
   bool open_at_exit = false;
+  AtExec at_exec = AtExec::none;
   std::int64_t opened_ns = 0;
   std::int64_t closed_ns = 0;
   telemetry::ConnectionCounters counters;

@@ -20,6 +20,7 @@
 #include "next_symbols.hpp"
 #include "shim_log.hpp"
 #include "socket_calls.hpp"
+#include "supervisor_announcement.hpp"
 #include "tcptune/config/host_sysctl.hpp"
 #include "tcptune/config/log_cut_notice.hpp"
 #include "tcptune/config/log_destination.hpp"
@@ -78,7 +79,8 @@ void after_fork_in_parent() noexcept {
 // operator expects one file per process.
 void after_fork_in_child() noexcept {
   g_owner_pid.store(getpid(), std::memory_order_relaxed);
-  detach_stderr_in_child();  // still under the log's mutex, taken before the fork
+  announce_to_supervisor_after_fork();  // before fork() returns: the child's first call is known
+  detach_stderr_in_child();             // still under the log's mutex, taken before the fork
   log_after_fork();
   telemetry_after_fork_in_child();
   keep_warm_after_fork_in_child();
@@ -170,6 +172,10 @@ void initialize() {
     }
     if (!handed.note.empty()) {
       start.add("policy_snapshot_note", handed.note);
+    }
+    // Before any hook reaches the core: the supervisor above, if any, leaves this process to it.
+    if (announce_to_supervisor()) {
+      start.add("supervisor_defers", true);
     }
     log_start_record(config::LogLevel::info, start);
   } else {

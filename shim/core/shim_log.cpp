@@ -20,6 +20,7 @@
 
 #include "held_signals.hpp"
 #include "next_symbols.hpp"
+#include "private_descriptor.hpp"
 #include "signal_context.hpp"
 #include "stderr_stream.hpp"
 #include "tcptune/config/escape.hpp"
@@ -43,6 +44,22 @@ std::mutex& log_mutex() {
 // close hooks never let the app close it or dup2 over it (see protect_log_fd_from).
 constexpr int kLogFdFloor = 900;
 std::atomic<int> g_log_fd{-1};
+// Where RLIMIT_NOFILE leaves no number out of the app's range (private_descriptor.hpp: a hard
+// limit as low as the soft one, under 900), the log holds no descriptor between lines: each line
+// opens the file, is written and closes it (open_transient_log), so that the app is handed every
+// number it would be without the shim, but in the microseconds of a write. A line that finds no
+// number free waits for one (write_waiting_lines); past kMostWaiting bytes it is lost, and counted.
+std::atomic<bool> g_log_transient{false};
+std::atomic<std::uint64_t> g_lines_without_descriptor{0};
+std::string* g_waiting_lines = nullptr;  // under the log's mutex; never freed, like the logger
+constexpr std::size_t kMostWaiting = 64 * 1024;
+// open_log_fd's answer when it opened the file but keeps no descriptor (transient).
+constexpr int kTransientLog = -2;
+constexpr int kLogOpenFlags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+// The log file's (st_dev, st_ino) when last opened, under the log's mutex: a transient
+// descriptor is written only while it names that file.
+dev_t g_log_device = 0;
+ino_t g_log_inode = 0;
 std::atomic<bool> g_jsonl{false};
 
 // The log on the process's own stderr ([log] path = "stderr"), under the log's mutex. Its
@@ -87,9 +104,12 @@ void rotate_log() {
   (void)::rename(g_log_path->c_str(), (*g_log_path + ".1").c_str());
   std::string error;
   const int fd = open_log_fd(*g_log_path, error);
-  if (fd >= 0) {
-    const int previous = g_log_fd.exchange(fd, std::memory_order_acq_rel);
-    next::close(previous);
+  if (fd >= 0 || fd == kTransientLog) {
+    g_log_transient.store(fd == kTransientLog, std::memory_order_release);
+    const int previous = g_log_fd.exchange(fd >= 0 ? fd : -1, std::memory_order_acq_rel);
+    if (previous >= 0) {
+      next::close(previous);
+    }
   }
   g_log_bytes = 0;  // on failure the old descriptor keeps writing to path.1
 }
@@ -201,6 +221,98 @@ void write_to_stderr(std::string_view line) noexcept {
   }
 }
 
+bool same_file(const struct stat& info, dev_t device, ino_t inode) noexcept {
+  return info.st_dev == device && info.st_ino == inode;
+}
+
+// Under the log's mutex, in transient mode: the log file opened for one write, its number
+// published (from then on the close and dup2 hooks treat it as the shim's, and a dup2 onto it
+// waits for the write), and written only if that number still names the log file: the app may
+// have put a file of its own there (dup2, close) between the open and the publication, where no
+// hook could know the number was the shim's. -1 when no number is free, or it is not the log's.
+int open_transient_log() noexcept {
+  if (g_log_path == nullptr) {
+    return -1;
+  }
+  const int fd = ::open(g_log_path->c_str(), kLogOpenFlags, 0644);
+  if (fd < 0) {
+    return -1;
+  }
+  g_log_fd.store(fd, std::memory_order_release);
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    g_log_fd.store(-1, std::memory_order_release);
+    return -1;  // closed by the app meanwhile: nothing of the shim's to close
+  }
+  if (same_file(info, g_log_device, g_log_inode)) {
+    return fd;
+  }
+  // Another file: the path names a new one (the old moved away by logrotate), or the number is
+  // the app's now (left open: it is not the shim's to close).
+  struct stat at_path {};
+  if (S_ISREG(info.st_mode) && ::stat(g_log_path->c_str(), &at_path) == 0 &&
+      same_file(at_path, info.st_dev, info.st_ino)) {
+    g_log_device = info.st_dev;
+    g_log_inode = info.st_ino;
+    g_log_bytes = static_cast<std::uint64_t>(info.st_size);
+    return fd;
+  }
+  g_log_fd.store(-1, std::memory_order_release);
+  return -1;
+}
+
+// Its number goes back to the app: unpublished first, so that the hooks never take an app's
+// descriptor of that number for the shim's. The one published now: a signal handler that
+// interrupted the write may have moved it away from a number the app dup2()ed onto.
+void close_transient_log() noexcept {
+  const int fd = g_log_fd.exchange(-1, std::memory_order_acq_rel);
+  if (fd >= 0) {
+    next::close(fd);
+  }
+}
+
+// Under the log's mutex: whole lines in one write(2). False when the log ended there.
+bool write_to_file(int fd, std::string_view text) noexcept {
+  ssize_t written = 0;
+  do {
+    written = write_holding_sigxfsz(fd, text.data(), text.size());
+  } while (written < 0 && errno == EINTR);
+  if (written != static_cast<ssize_t>(text.size())) {
+    // A regular file writes short only at its size limit or a full disk: never reaches the app.
+    end_log(fd, written > 0 ? static_cast<std::size_t>(written) : 0, written < 0 ? errno : 0);
+    return false;
+  }
+  g_log_bytes += text.size();
+  return true;
+}
+
+// Under the log's mutex, in transient mode: the lines waiting for a free number, then `line`
+// (empty: only those waiting), in one write; without a free number `line` waits too.
+bool write_transient(std::string_view line) noexcept {
+  try {
+    if (g_waiting_lines == nullptr) {
+      g_waiting_lines = new std::string;
+    }
+    const int fd = open_transient_log();
+    if (fd < 0) {
+      if (g_waiting_lines->size() + line.size() > kMostWaiting) {
+        g_lines_without_descriptor.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        g_waiting_lines->append(line);
+      }
+      return false;
+    }
+    g_waiting_lines->append(line);
+    const bool written = write_to_file(fd, *g_waiting_lines);
+    g_waiting_lines->clear();
+    close_transient_log();
+    return written;
+  } catch (...) {
+    g_lines_without_descriptor.fetch_add(1, std::memory_order_relaxed);  // out of memory
+    return false;
+  }
+}
+
 // Writes formatted lines to g_log_fd through the next write(), never through our own hook,
 // each line in one write(2); or to stderr (write_to_stderr).
 class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
@@ -215,18 +327,11 @@ class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex
       write_to_stderr(std::string_view(line.data(), line.size()));
       return;
     }
-    const int fd = g_log_fd.load(std::memory_order_relaxed);
-    ssize_t written = 0;
-    do {
-      written = write_holding_sigxfsz(fd, line.data(), line.size());
-    } while (written < 0 && errno == EINTR);
-    if (written != static_cast<ssize_t>(line.size())) {
-      // A regular file writes short only at its size limit or a full disk: never reaches the app.
-      end_log(fd, written > 0 ? static_cast<std::size_t>(written) : 0, written < 0 ? errno : 0);
-      return;
-    }
-    g_log_bytes += line.size();
-    if (g_rotate_size != 0 && g_log_bytes >= g_rotate_size && g_log_path != nullptr) {
+    const std::string_view text(line.data(), line.size());
+    const bool written = g_log_transient.load(std::memory_order_acquire)
+                             ? write_transient(text)
+                             : write_to_file(g_log_fd.load(std::memory_order_relaxed), text);
+    if (written && g_rotate_size != 0 && g_log_bytes >= g_rotate_size && g_log_path != nullptr) {
       rotate_log();  // between lines: every file holds whole records
     }
   }
@@ -273,7 +378,7 @@ int open_log_fd(const std::string& path, std::string& error) {
   // O_NONBLOCK: a FIFO must not hang start-up waiting for a reader (without one the open fails
   // with ENXIO); on a regular file it changes nothing. Only a regular file is a log: a FIFO or
   // a device would block the writer or lose the lines.
-  const int opened = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
+  const int opened = ::open(path.c_str(), kLogOpenFlags, 0644);
   struct stat info {};
   if (opened < 0) {
     const int open_error = errno;
@@ -296,12 +401,11 @@ int open_log_fd(const std::string& path, std::string& error) {
   } else {
     *g_log_path = path;
   }
-  const int fd = next::fcntl(opened, F_DUPFD_CLOEXEC, kLogFdFloor);
-  if (fd < 0) {
-    return opened;  // a low RLIMIT_NOFILE: keep the number we have
-  }
+  g_log_device = info.st_dev;
+  g_log_inode = info.st_ino;
+  const int fd = telemetry::copy_out_of_app_range(opened, kLogFdFloor);
   next::close(opened);
-  return fd;
+  return fd >= 0 ? fd : kTransientLog;
 }
 
 }  // namespace
@@ -323,10 +427,11 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
     g_log_path = new std::string("stderr");
   } else {
     const int fd = open_log_fd(path, error);
-    if (fd < 0) {
+    if (fd < 0 && fd != kTransientLog) {
       return error;
     }
-    g_log_fd.store(fd, std::memory_order_release);
+    g_log_transient.store(fd == kTransientLog, std::memory_order_release);
+    g_log_fd.store(fd >= 0 ? fd : -1, std::memory_order_release);
   }
   try {
     g_program = new std::string(program);  // never freed, like the logger
@@ -366,10 +471,11 @@ std::string switch_log_file(const std::string& path) {
   }
   std::string error;
   const int fd = open_log_fd(path, error);
-  if (fd < 0) {
+  if (fd < 0 && fd != kTransientLog) {
     return error;
   }
-  const int previous = g_log_fd.exchange(fd, std::memory_order_acq_rel);
+  g_log_transient.store(fd == kTransientLog, std::memory_order_release);
+  const int previous = g_log_fd.exchange(fd >= 0 ? fd : -1, std::memory_order_acq_rel);
   if (previous >= 0) {
     next::close(previous);
   }
@@ -516,6 +622,24 @@ bool log_on_stderr() noexcept {
   return g_stderr != nullptr;
 }
 
+void write_waiting_log_lines() noexcept {
+  if (!g_log_transient.load(std::memory_order_acquire) || g_log_ended.load(std::memory_order_acquire) || t_in_logger) {
+    return;
+  }
+  const InsideLogger inside;
+  try {
+    const std::lock_guard lock(log_mutex());
+    if (g_waiting_lines != nullptr && !g_waiting_lines->empty()) {
+      (void)write_transient({});
+    }
+  } catch (...) {
+  }
+}
+
+std::uint64_t log_lines_without_descriptor() noexcept {
+  return g_lines_without_descriptor.load(std::memory_order_relaxed);
+}
+
 telemetry::LogDrops log_drops() noexcept {
   return {g_stderr_dropped_full.load(std::memory_order_relaxed),
           g_stderr_dropped_too_long.load(std::memory_order_relaxed)};
@@ -588,6 +712,9 @@ void move_log_fd_away_from(int fd) noexcept {
     g_stderr->move_away_from(fd);
     publish_stderr_fds();
     return;
+  }
+  if (fd != g_log_fd.load(std::memory_order_acquire)) {
+    return;  // no longer the log's (rotated, or a line's transient descriptor, closed meanwhile)
   }
   const int moved = next::fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
   if (moved >= 0) {

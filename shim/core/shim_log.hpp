@@ -55,6 +55,12 @@ bool log_drop_notice(config::LogLevel level, const telemetry::Record& record) no
 bool log_on_stderr() noexcept;
 // Records the log on stderr could not take so far (a full pipe, a record too long).
 telemetry::LogDrops log_drops() noexcept;
+// A log file that holds no descriptor (RLIMIT_NOFILE leaves none out of the app's range): each
+// write opens the file. Lines that found no number free wait for one (up to 64 KiB), written
+// before the next line or by this call (the worker's, at each wake-up, and at exit); those past
+// that are lost, and counted here.
+void write_waiting_log_lines() noexcept;
+std::uint64_t log_lines_without_descriptor() noexcept;
 // One line on the process's stderr, never blocking, never into a network socket.
 void say_on_stderr(const std::string& text) noexcept;
 // The app closed fd 2 or is putting another file on it: the log on stderr ends there, its

@@ -76,6 +76,12 @@ telemetry::Record summary_record(const ConnectionTotals& totals, const config::P
     record.add("untuned_in_signal_handlers", static_cast<std::uint64_t>(context.untuned_in_signal_handlers));
   }
   record.add("write_clock", context.write_clock_tsc ? "tsc" : "clock_gettime");
+  if (context.log_lines_without_descriptor != 0) {
+    record.add("log_lines_without_descriptor", context.log_lines_without_descriptor);
+  }
+  if (context.at_exec) {
+    record.add("ended_by", "exec");
+  }
   if (context.log_on_stderr) {
     record.add("log_records_dropped", context.log_records_dropped);
   }

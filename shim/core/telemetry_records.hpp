@@ -41,7 +41,9 @@ struct SummaryContext {
   unsigned long untuned_in_signal_handlers = 0;
   bool write_clock_tsc = false;
   bool log_on_stderr = false;
-  std::uint64_t log_records_dropped = 0;  // by stderr, before the summary (shim_log.hpp)
+  std::uint64_t log_records_dropped = 0;           // by stderr, before the summary (shim_log.hpp)
+  bool at_exec = false;                            // written as an exec replaces the process image
+  std::uint64_t log_lines_without_descriptor = 0;  // shim_log.hpp
 };
 telemetry::Record summary_record(const ConnectionTotals& totals, const config::Policy& policy,
                                  const SummaryContext& context);

@@ -1,5 +1,6 @@
 #include "telemetry_worker.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -10,6 +11,8 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 #include "ack_sampler.hpp"
@@ -77,7 +80,8 @@ telemetry::EventRing<TelemetryEvent, 2048> g_ring;
 telemetry::SnapshotPool<ConnectionSnapshot, 128> g_pool;
 std::atomic<std::uint64_t> g_pool_exhausted{0};
 
-enum class WorkerState : int { not_started, starting, running, stopped };
+// exec_pending: stopped for an exec of the process (flush_telemetry_before_exec), until it fails.
+enum class WorkerState : int { not_started, starting, running, stopped, exec_pending };
 std::atomic<WorkerState> g_state{WorkerState::not_started};
 WorkerThread g_thread;
 
@@ -146,6 +150,7 @@ void drain(const Runtime& runtime) {
   g_totals->absorb_unrecorded();
   report_drops();
   report_log_drops();
+  write_waiting_log_lines();
 }
 
 // The textfile's reads and writes through libc's next definitions, past the shim's own hooks.
@@ -272,8 +277,10 @@ std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
 }
 
 SummaryContext summary_context() {
-  return {g_dropped_total, untuned_in_signal_handlers(), g_write_clock.uses_tsc(), log_on_stderr(),
-          log_drops().total()};
+  SummaryContext context{g_dropped_total, untuned_in_signal_handlers(), g_write_clock.uses_tsc(), log_on_stderr(),
+                         log_drops().total()};
+  context.log_lines_without_descriptor = log_lines_without_descriptor();
+  return context;
 }
 
 }  // namespace
@@ -327,7 +334,13 @@ void count_unrecorded(const SocketSlot& slot) noexcept {
 }  // namespace
 
 void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t generation) noexcept {
-  if (g_state.load(std::memory_order_acquire) != WorkerState::running) {
+  if (const WorkerState state = g_state.load(std::memory_order_acquire); state != WorkerState::running) {
+    if (state == WorkerState::exec_pending) {
+      // Another thread's close while an exec runs: counted for the image that goes on should
+      // it fail, as a record lost.
+      g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
+      count_unrecorded(slot);
+    }
     return;
   }
   ConnectionSnapshot* snapshot = g_pool.acquire();
@@ -428,6 +441,90 @@ void flush_telemetry_at_exit() noexcept {
     }
   } catch (...) {
   }
+}
+
+namespace {
+
+// Every measured connection, summarized as the exec leaves it.
+void summarize_open_connections_at_exec(const Runtime& runtime) {
+  fd_table().for_each_tcp([&](int fd, const SocketSlot& slot) {
+    if (slot.has_flag(flag_measured)) {
+      static ConnectionSnapshot snapshot;  // 3 KiB: not on the app's stack
+      // -1 (closed meanwhile) has FD_CLOEXEC's bit set: not inherited.
+      const bool inherited = (next::fcntl(fd, F_GETFD, 0) & FD_CLOEXEC) == 0;
+      take_snapshot(fd, slot, inherited, snapshot);
+      snapshot.at_exec = inherited ? AtExec::inherited : AtExec::closed;
+      handle(snapshot, runtime);
+    }
+  });
+}
+
+// The image's accounting ends with its summary: what follows (another thread's writes while the
+// exec runs, and all of it should the exec fail) counts from zero, as in a new process.
+void start_counting_again() {
+  g_totals->reset();
+  g_dropped_total = 0;
+  option_misses_after_fork_in_child();
+  fd_table().for_each_tcp([](int /*fd*/, SocketSlot& slot) {
+    if (slot.has_flag(flag_measured)) {
+      slot.stats.reset(monotonic_ns());  // its outstanding ack sample too, dropped with the sampler
+    }
+  });
+  delete std::exchange(g_acks, new AckSampler);
+  delete std::exchange(g_textfile, nullptr);  // its share left the file with the last write
+}
+
+}  // namespace
+
+bool flush_telemetry_before_exec() noexcept {
+  WorkerState expected = WorkerState::running;
+  if (!g_state.compare_exchange_strong(expected, WorkerState::exec_pending, std::memory_order_acq_rel)) {
+    return false;  // nothing measured, or the process is exiting
+  }
+  const ErrnoSaver saver;
+  set_line_deferrer(nullptr);  // from now on lines go straight to the log, after what is queued
+  g_thread.stop();
+  const Runtime* runtime = active_runtime();
+  if (runtime == nullptr || g_totals == nullptr) {
+    return true;
+  }
+  try {
+    drain(*runtime);
+    // The image leaves the textfile as at exit; before its open connections join the totals.
+    write_prometheus_textfile(*runtime, true, kExitLockWait);
+    summarize_open_connections_at_exec(*runtime);
+    if (runtime->policy->log.summary) {
+      SummaryContext context = summary_context();
+      context.at_exec = true;
+      log_record(LogLevel::info, summary_record(*g_totals, *runtime->policy, context));
+    }
+    start_counting_again();
+  } catch (...) {
+    // Out of memory: what was not written is lost, as it was before the exec flushed anything.
+  }
+  return true;
+}
+
+void telemetry_after_failed_exec(int error) noexcept {
+  if (g_state.load(std::memory_order_acquire) != WorkerState::exec_pending) {
+    return;
+  }
+  const ErrnoSaver saver;
+  if (const Runtime* runtime = active_runtime(); runtime != nullptr) {
+    try {
+      telemetry::Record start("start");
+      if (!log_is_jsonl()) {
+        start.add("program", runtime->program);
+      }
+      start.add("policy", runtime->policy->source)
+          .add("rules", static_cast<std::int64_t>(runtime->policy->rules.size()))
+          .add("exec_failed", std::generic_category().message(error));
+      log_record(LogLevel::info, start);
+    } catch (...) {
+    }
+  }
+  g_state.store(WorkerState::not_started, std::memory_order_release);
+  ensure_telemetry_worker();
 }
 
 void telemetry_after_fork_in_child() noexcept {

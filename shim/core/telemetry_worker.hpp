@@ -46,6 +46,15 @@ bool post_keep_warm(const WarmConnection& connection) noexcept;
 
 // Process exit: stop the worker, summarize connections still open, write the summary.
 void flush_telemetry_at_exit() noexcept;
+// An exec is about to replace this process image (exec_flush.hpp): the worker stops, the
+// calling thread writes what it had not, then a conn_close for each measured connection (marked
+// `at_exec`: closed by the exec, or inherited by the program exec'd) and the summary. The
+// image's counts then start again from zero, for what follows should the exec fail. True when
+// it did so (the worker was running); not from a signal handler.
+bool flush_telemetry_before_exec() noexcept;
+// That exec failed with `error`: this image goes on as a new lifetime of the process, said by a
+// start record naming the failure, and the worker starts again. Preserves errno.
+void telemetry_after_failed_exec(int error) noexcept;
 // Fork child: no worker yet (it restarts on the next measured connection), nothing inherited.
 void telemetry_after_fork_in_child() noexcept;
 

@@ -6,6 +6,7 @@
 #include "deferred_destructors.hpp"
 #include "next_symbols.hpp"
 #include "process_runtime.hpp"
+#include "shim_log.hpp"
 #include "signal_context.hpp"
 #include "telemetry_worker.hpp"
 
@@ -32,6 +33,7 @@ namespace {
 // a process that loaded the core. Its static objects are destroyed after that, not before.
 [[gnu::destructor]] void unload_core() {
   core::flush_telemetry_at_exit();
+  core::write_waiting_log_lines();  // a log that holds no descriptor, where none was free before
   core::run_deferred_destructors();
 }
 

@@ -21,6 +21,7 @@
 
 #include "app_memory.hpp"
 #include "errno_saver.hpp"
+#include "exec_flush.hpp"
 #include "keep_warm.hpp"
 #include "next_symbols.hpp"
 #include "process_runtime.hpp"
@@ -426,6 +427,36 @@ int aio_write64(aiocb64* request) {
     core::before_unfollowed_write(*fd);
   }
   return next::aio_write64(request);
+}
+
+// exec replaces the process image: the records on their way to the log are written first
+// (exec_flush.hpp). The call returns only when it failed, and then the program goes on.
+int execve(const char* path, char* const argv[], char* const envp[]) {
+  const bool flushed = core::before_exec({.path = path});
+  const int result = next::execve(path, argv, envp);
+  core::after_failed_exec(flushed);
+  return result;
+}
+
+int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  const bool flushed = core::before_exec({.path = file, .search = true});
+  const int result = next::execvpe(file, argv, envp);
+  core::after_failed_exec(flushed);
+  return result;
+}
+
+int fexecve(int fd, char* const argv[], char* const envp[]) {
+  const bool flushed = core::before_exec({.dirfd = fd, .path = "", .flags = AT_EMPTY_PATH});
+  const int result = next::fexecve(fd, argv, envp);
+  core::after_failed_exec(flushed);
+  return result;
+}
+
+int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+  const bool flushed = core::before_exec({.dirfd = dirfd, .path = path, .flags = flags});
+  const int result = next::execveat(dirfd, path, argv, envp, flags);
+  core::after_failed_exec(flushed);
+  return result;
 }
 
 FILE* fdopen(int fd, const char* mode) {

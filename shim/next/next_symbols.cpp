@@ -1,5 +1,6 @@
 #include "next_symbols.hpp"
 
+#include <fcntl.h>
 #include <sys/sendfile.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -179,6 +180,21 @@ int raw_fcntl(int fd, int cmd, ...) {
   const long value = va_arg(args, long);
   va_end(args);
   return static_cast<int>(sys(SYS_fcntl, fd, cmd, value));
+}
+// The exec family: execve and execveat are system calls, fexecve is execveat of the descriptor
+// itself (AT_EMPTY_PATH), execvpe's search of PATH is libc's alone.
+int raw_execve(const char* path, char* const argv[], char* const envp[]) {
+  return static_cast<int>(sys(SYS_execve, arg(path), arg(argv), arg(envp)));
+}
+int raw_execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+  return static_cast<int>(sys(SYS_execveat, dirfd, arg(path), arg(argv), arg(envp), flags));
+}
+int raw_fexecve(int fd, char* const argv[], char* const envp[]) {
+  return raw_execveat(fd, "", argv, envp, AT_EMPTY_PATH);
+}
+int unresolved_execvpe(const char* /*file*/, char* const /*argv*/[], char* const /*envp*/[]) {
+  errno = ENOSYS;
+  return -1;
 }
 // fclose has no system call of its own; dlsym(RTLD_NEXT) finds libc's in every real setting.
 int unresolved_fclose(FILE* /*stream*/) {

@@ -3,6 +3,8 @@
    TCP socket, then the tuning core's entry, which does what the hook does today around the next
    definition. errno is what the call sets; no locks, no allocation. */
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "core_interface.h"
 #include "routes.h"
@@ -235,6 +237,22 @@ TCPTUNE_HOOK int aio_write64(struct aiocb64* request) {
   return STAGE_ROUTE(aio_write64)(request);
 }
 
+TCPTUNE_HOOK int execve(const char* path, char* const argv[], char* const envp[]) {
+  return STAGE_ROUTE(execve)(path, argv, envp);
+}
+
+TCPTUNE_HOOK int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  return STAGE_ROUTE(execvpe)(file, argv, envp);
+}
+
+TCPTUNE_HOOK int fexecve(int fd, char* const argv[], char* const envp[]) {
+  return STAGE_ROUTE(fexecve)(fd, argv, envp);
+}
+
+TCPTUNE_HOOK int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+  return STAGE_ROUTE(execveat)(dirfd, path, argv, envp, flags);
+}
+
 /* fcntl's third argument is an int, a long or a pointer depending on the command; on this ABI
    each travels in one register, so it is passed on as an unsigned long. */
 TCPTUNE_HOOK int fcntl(int fd, int command, ...) {
@@ -254,6 +272,60 @@ TCPTUNE_HOOK int fcntl64(int fd, int command, ...) {
 }
 
 /* The table's VIA hooks: through the route of the function they forward to. */
+
+/* As glibc's and musl's: the caller's environment. */
+TCPTUNE_HOOK int execv(const char* path, char* const argv[]) {
+  return STAGE_ROUTE(execve)(path, argv, environ);
+}
+
+TCPTUNE_HOOK int execvp(const char* file, char* const argv[]) {
+  return STAGE_ROUTE(execvpe)(file, argv, environ);
+}
+
+/* execl, execlp and execle: the list from `first` to its NULL in an array on the stack, as
+   glibc builds it, then execle's environment, which follows the NULL. */
+static int exec_list(const char* target, bool search, const char* first, va_list arguments, bool environment) {
+  va_list counting;
+  va_copy(counting, arguments);
+  size_t count = 1; /* the NULL */
+  for (const char* argument = first; argument != NULL; argument = va_arg(counting, const char*)) {
+    ++count;
+  }
+  va_end(counting);
+  const char* argv[count];
+  argv[0] = first;
+  for (size_t i = 1; i < count; ++i) {
+    argv[i] = va_arg(arguments, const char*);
+  }
+  char* const* envp = environment ? va_arg(arguments, char* const*) : environ;
+  return search ? STAGE_ROUTE(execvpe)(target, (char* const*)argv, envp)
+                : STAGE_ROUTE(execve)(target, (char* const*)argv, envp);
+}
+
+TCPTUNE_HOOK int execl(const char* path, const char* first, ...) {
+  va_list arguments;
+  va_start(arguments, first);
+  const int result = exec_list(path, false, first, arguments, false);
+  va_end(arguments);
+  return result;
+}
+
+TCPTUNE_HOOK int execlp(const char* file, const char* first, ...) {
+  va_list arguments;
+  va_start(arguments, first);
+  const int result = exec_list(file, true, first, arguments, false);
+  va_end(arguments);
+  return result;
+}
+
+TCPTUNE_HOOK int execle(const char* path, const char* first, ...) {
+  va_list arguments;
+  va_start(arguments, first);
+  const int result = exec_list(path, false, first, arguments, true);
+  va_end(arguments);
+  return result;
+}
+
 TCPTUNE_HOOK int dprintf(int fd, const char* format, ...) {
   va_list arguments;
   va_start(arguments, format);

@@ -3,6 +3,7 @@
 #include "next_fallbacks.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -189,6 +190,17 @@ int raw_fcntl(int fd, int command, ...) {
   return (int)syscall(SYS_fcntl, fd, command, value);
 }
 
+/* The exec family: fexecve is execveat of the descriptor itself. */
+int raw_execve(const char* path, char* const argv[], char* const envp[]) {
+  return (int)syscall(SYS_execve, arg_pointer(path), arg_pointer(argv), arg_pointer(envp));
+}
+int raw_execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+  return (int)syscall(SYS_execveat, dirfd, arg_pointer(path), arg_pointer(argv), arg_pointer(envp), flags);
+}
+int raw_fexecve(int fd, char* const argv[], char* const envp[]) {
+  return raw_execveat(fd, "", argv, envp, AT_EMPTY_PATH);
+}
+
 /* No system call stands in for these: every libc the stage loads into has them. */
 int unresolved_fclose(FILE* stream) {
   (void)stream;
@@ -251,6 +263,13 @@ int unresolved_vdprintf_chk(int fd, int flag, const char* format, va_list argume
   (void)flag;
   (void)format;
   (void)arguments;
+  errno = ENOSYS;
+  return -1;
+}
+int unresolved_execvpe(const char* file, char* const argv[], char* const envp[]) {
+  (void)file;
+  (void)argv;
+  (void)envp;
   errno = ENOSYS;
   return -1;
 }

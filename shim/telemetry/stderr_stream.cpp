@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "held_signals.hpp"
+#include "private_descriptor.hpp"
 
 namespace tcptune::telemetry {
 
@@ -20,17 +21,17 @@ int raw_close(int fd) noexcept {
   return static_cast<int>(syscall(SYS_close, fd));
 }
 
-// A close-on-exec copy of `fd` at `floor` or above; below when the descriptor limit is lower.
+// A close-on-exec copy of `fd` at `floor` or above, or out of the app's range where the
+// descriptor limit is lower (private_descriptor.hpp); -1 where no number is free of the app's.
 int raw_copy(int fd, int floor) noexcept {
-  long copy = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor);
-  if (copy < 0 && floor > 3) {
-    copy = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3);
-  }
-  return static_cast<int>(copy);
+  return copy_out_of_app_range(fd, floor);
 }
 
 // `fd` renumbered at `floor` or above (the original closed); -1, `fd` closed, on failure.
 int raw_move(int fd, int floor) noexcept {
+  if (fd >= floor) {
+    return fd;  // there already (a copy would need one number more)
+  }
   const int moved = raw_copy(fd, floor);
   raw_close(fd);
   return moved;
@@ -125,7 +126,8 @@ const char* StderrStream::open(int floor) noexcept {
   }
   if (fd_ < 0) {
     close();
-    return "cannot take a copy of stderr (fd 2): out of descriptors";
+    return "no descriptor of its own is free: out of descriptors, or RLIMIT_NOFILE leaves only the "
+           "program's (a hard limit as low as the soft one, under 900)";
   }
   return nullptr;
 }

@@ -104,6 +104,18 @@ check(r.stdout.strip() == shim_path + ":/lib/other.so", f"run moves the shim fir
 r = tcptune("run", "--", "/bin/true", env={"TCPTUNE_SHIM": "/nonexistent/libtcptune.so"})
 check(r.returncode == 1 and "TCPTUNE_SHIM=/nonexistent/libtcptune.so is not a file" in r.stderr,
       f"run refuses a TCPTUNE_SHIM that is not a file ({r.returncode}: {r.stderr.strip()})")
+# The loader splits LD_PRELOAD at spaces and colons: a shim under such a path (an install prefix
+# with a space) cannot be preloaded. run and ab say so and stop, rather than run untuned behind
+# ld.so's "cannot be preloaded" lines.
+for odd in ("with space", "with:colon"):
+    odd_dir = os.path.join(args.work_dir, odd)
+    os.makedirs(odd_dir, exist_ok=True)
+    shutil.copy(args.shim, os.path.join(odd_dir, "libtcptune.so"))
+    for command in (["run", "--"], ["ab", "--runs", "1", "--out", os.path.join(args.work_dir, "odd-ab"), "--"]):
+        r = tcptune(*command, "/bin/true", env={"TCPTUNE_SHIM": os.path.join(odd_dir, "libtcptune.so")})
+        check(r.returncode == 1 and "LD_PRELOAD cannot hold" in r.stderr and odd in r.stderr
+              and "cannot be preloaded" not in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+              f"{command[0]}: a shim in '{odd}' is refused with one line ({r.returncode}: {r.stderr.strip()!r})")
 bin_dir = os.path.join(args.work_dir, "path-bin")
 os.makedirs(bin_dir, exist_ok=True)
 not_executable = os.path.join(bin_dir, "not-executable-tool")

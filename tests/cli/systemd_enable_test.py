@@ -13,7 +13,10 @@ as systemd would start it (its environment and ExecStart=, without systemd):
   prefixes kept;
 - a template, an instance (reading the template's drop-in), an EnvironmentFile= that sets
   LD_PRELOAD, --policy (valid, invalid: 78 and nothing written), and the refusals (a socket unit,
-  a missing or masked unit, Type=forking for a static program).
+  a missing or masked unit, Type=forking for a static program);
+- enable again keeps the --policy and --supervise of the drop-in it refreshes (disable drops them);
+- a name with systemd-escape's backslash (a-b\\x2dc.service): the commands printed, pasted in a
+  shell, name the unit; a template's journalctl -u names every instance.
 
 With --verify, each result is also checked by `systemd-analyze verify --root` (exit 77 when
 systemd-analyze is missing or cannot run here)."""
@@ -397,6 +400,66 @@ before = tree(root)
 r = tool("enable", "pol", "--root", root, "--policy", "/etc/tcptune/bad.toml")
 check(r.returncode == 78 and "bad.toml" in r.stderr and tree(root) == before,
       f"an invalid --policy: exit 78, the error named, nothing written ({r.stderr.strip()})")
+
+# ---- enable again, as the drop-in asks after the unit changes: what enable was told is kept ---
+
+r = tool("enable", "pol", "--root", root, "--policy", "/etc/tcptune/web.toml")
+r = tool("enable", "pol", "--root", root)
+env, _ = effective(root, "pol.service")
+check(r.returncode == 0 and env.get("TCPTUNE_POLICY") == "/etc/tcptune/web.toml" and "kept" in r.stdout,
+      f"enable again without --policy keeps the drop-in's TCPTUNE_POLICY, and says so ({env.get('TCPTUNE_POLICY')}; "
+      f"{r.stdout!r})")
+tool("disable", "pol", "--root", root)
+r = tool("enable", "pol", "--root", root)
+env, _ = effective(root, "pol.service")
+check(r.returncode == 0 and "TCPTUNE_POLICY" not in env,
+      f"after disable, enable without --policy writes none ({env.get('TCPTUNE_POLICY')})")
+tool("disable", "pol", "--root", root)
+write(root, "/usr/lib/systemd/system/sup.service", UNIT_HEAD + "ExecStart=/usr/bin/dyn-app\n")
+tool("enable", "sup", "--root", root, "--supervise")
+r = tool("enable", "sup", "--root", root)
+env, execs = effective(root, "sup.service")
+check(r.returncode == 0 and len(execs) == 1 and "--supervise" in shlex.split(execs[0]) and "LD_PRELOAD" not in env,
+      f"enable again without --supervise keeps the wrapping --supervise asked for ({execs})")
+tool("disable", "sup", "--root", root)
+r = tool("enable", "sup", "--root", root)
+env, execs = effective(root, "sup.service")
+check(r.returncode == 0 and execs == ["/usr/bin/dyn-app"] and env.get("LD_PRELOAD") == shim,
+      f"after disable, enable without --supervise preloads ({execs}, {env.get('LD_PRELOAD')})")
+tool("disable", "sup", "--root", root)
+
+# ---- names with systemd-escape's backslash: the commands printed work when pasted in a shell ----
+
+
+def typed_after(text, command):
+    """The word after COMMAND on the first line that has it, as a shell reads the line."""
+    for line in text.splitlines():
+        if command in line:
+            words = shlex.split(line[line.index(command):])
+            return words[len(command.split())]
+    return None
+
+
+escaped = "a-b\\x2dc.service"
+write(root, "/usr/lib/systemd/system/" + escaped, UNIT_HEAD + "ExecStart=/usr/bin/dyn-app /proc/self/maps\n")
+r = tool("enable", escaped, "--root", root)
+dropin = read(dropin_path(root, escaped)) if os.path.exists(dropin_path(root, escaped)) else ""
+check(r.returncode == 0 and typed_after(r.stdout, "systemctl restart") == escaped
+      and typed_after(r.stdout, "journalctl -u") == escaped and typed_after(r.stdout, "run tcptune enable") == escaped
+      and typed_after(dropin, "tcptune disable") == escaped and typed_after(dropin, "run tcptune enable") == escaped,
+      f"{escaped}: restart, journalctl, enable again and disable, as printed, name the unit in a shell ({r.stdout!r})")
+(status, maps, _), = start(root, escaped)
+check(status == 0 and shim in maps, f"{escaped}: the program has the shim mapped")
+verify(root, escaped, f"{escaped}'s drop-in")
+r = tool("disable", typed_after(dropin, "tcptune disable"), "--root", root)
+check(r.returncode == 0 and not os.path.exists(os.path.dirname(dropin_path(root, escaped)))
+      and typed_after(r.stdout, "systemctl restart") == escaped,
+      f"{escaped}: disable as the drop-in says removes it ({r.stdout!r})")
+write(root, "/usr/lib/systemd/system/web@.service", UNIT_HEAD + "ExecStart=/usr/bin/dyn-app %i\n")
+r = tool("enable", "web@", "--root", root)
+check(r.returncode == 0 and typed_after(r.stdout, "journalctl -u") == "web@*.service",
+      f"a template: journalctl -u for every instance, quoted for the shell ({r.stdout!r})")
+tool("disable", "web@", "--root", root)
 
 for argv, expected, what in (
         (["enable", "app.socket"], "not a service", "a socket unit"),

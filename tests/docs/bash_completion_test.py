@@ -61,6 +61,12 @@ presets = sorted(f[:-len(".toml")] for f in os.listdir(os.path.join(args.source_
                  if f.endswith(".toml"))
 got = complete([tcptune, "run", "--preset", ""])
 check(got == presets, f"'tcptune run --preset ' offers the presets beside this tcptune {presets}: {got}")
+# tcptune reached through a link (/usr/local/bin/tcptune -> /opt/tcptune/bin/tcptune) finds its
+# presets beside the file it links to (/proc/self/exe): so does the completion.
+with tempfile.TemporaryDirectory() as links:
+    os.symlink(os.path.abspath(tcptune), os.path.join(links, "tcptune"))
+    got = complete([os.path.join(links, "tcptune"), "run", "--preset", ""])
+    check(got == presets, f"through a link to tcptune, '--preset ' offers the presets beside the file it links to: {got}")
 got = complete([tcptune, "check", "--preset", "bursty-wan-"])
 check(got == [p for p in presets if p.startswith("bursty-wan-")], f"'tcptune check --preset bursty-wan-': {got}")
 got = complete([tcptune, "ab", "--preset", "=", ""])

@@ -99,6 +99,12 @@ for name in ("run", "ab", "report", "kube-inject"):
     check(got == long_options, f"'tcptune {name} --' offers {name}'s options {long_options}: {got}")
 got = complete(f"{tcptune} run --preset ")
 check(got == presets, f"'tcptune run --preset ' offers the presets beside this tcptune {presets}: {got}")
+# Through a link to tcptune, the presets beside the file it links to, as tcptune finds them.
+links = tempfile.mkdtemp()
+os.symlink(os.path.abspath(tcptune), os.path.join(links, "tcptune"))
+got = complete(f"{os.path.join(links, 'tcptune')} run --preset ")
+shutil.rmtree(links)
+check(got == presets, f"through a link to tcptune, '--preset ' offers the presets beside the file it links to: {got}")
 by = next(o for o in commands["report"]["options"] if "--by" in o["names"])
 got = complete(f"{tcptune} report --by ")
 check(len(by["choices"]) >= 4 and got == sorted(by["choices"]), f"'tcptune report --by ' offers {by['choices']}: {got}")

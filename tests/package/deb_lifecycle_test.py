@@ -6,7 +6,11 @@ conffile; the layout, stripped; the installed tcptune tunes a child (run, LD_PRE
 users write, the container entrypoint, `tcptune install DIR`); the example /etc/tcptune/policy.toml
 is read and changes nothing until edited, an edit survives the upgrade and the removal; after the
 purge nothing the package installed or made is left (the conffile and run's /var/log/tcptune
-included). Whatever happens, the package is purged on the way out.
+included). Two services enabled with the installed tcptune (preloaded, wrapped): their drop-ins name
+the installed files, survive the upgrade, are named by dpkg --remove (the wrapped one would not
+start) and go with the purge. A newer version that changes the conffile, installed without a
+terminal with --force-confdef --force-confold, keeps the admin's file. Whatever happens, the
+package is purged on the way out.
 
 Root only; exit 77 without root, without dpkg-deb or lintian, or where the package would replace
 something (a tcptune package or a file of its own already there, logs in /var/log/tcptune)."""
@@ -33,6 +37,10 @@ SHIM = SHIMDIR + "/libtcptune.so"
 CORE = SHIMDIR + "/libtcptune-core.so"
 POLICY = "/etc/tcptune/policy.toml"
 LOG_DIR = "/var/log/tcptune"
+# Two services `tcptune enable` tunes with the installed tcptune (their unit files made by the test
+# in /etc/systemd/system): one preloaded, one wrapped in tcptune run (--supervise).
+UNIT_DIR = "/etc/systemd/system"
+UNITS = {"tcptune-lifecycle-preloaded.service": [], "tcptune-lifecycle-wrapped.service": ["--supervise"]}
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--source-dir", required=True)
@@ -69,6 +77,8 @@ if package_state() not in ("", "unknown ok not-installed"):
 if os.path.isdir(LOG_DIR) and os.listdir(LOG_DIR):
     testlib.skip(f"{LOG_DIR} holds logs, which purging the package would remove")
 log_dir_was_there = os.path.isdir(LOG_DIR)
+if any(os.path.lexists(os.path.join(UNIT_DIR, name + suffix)) for name in UNITS for suffix in ("", ".d")):
+    testlib.skip(f"a unit of the test's names is in {UNIT_DIR} already: {sorted(UNITS)}")
 
 checks = testlib.Checks()
 check = checks.check
@@ -100,6 +110,10 @@ def purge_on_exit():
         run(["dpkg", "--purge", PACKAGE])
     if log_dir_was_there and not os.path.isdir(LOG_DIR):
         os.makedirs(LOG_DIR, mode=0o755)
+    for name in UNITS:
+        shutil.rmtree(os.path.join(UNIT_DIR, name + ".d"), ignore_errors=True)
+        if os.path.lexists(os.path.join(UNIT_DIR, name)):
+            os.unlink(os.path.join(UNIT_DIR, name))
 
 
 class Stop(Exception):
@@ -145,6 +159,38 @@ def detail(r):
         return ""
     said = " ".join((r.stdout.strip()[-200:] + " " + r.stderr.strip()[-300:]).split())
     return f" (exit {r.returncode}: {said})"
+
+
+def newer_package_changing_the_policy():
+    """The package again as version VERSION+test1, its /etc/tcptune/policy.toml changed (a comment
+    added): an upgrade in which both the admin and the package changed the conffile."""
+    tree = os.path.join(work, "newer")
+    r = run(["dpkg-deb", "-R", deb, tree])
+    if r.returncode != 0:
+        return None, r
+    with open(os.path.join(tree, POLICY.lstrip("/")), "a", encoding="utf-8") as f:
+        f.write("# A line a newer version of the package added.\n")
+    control = os.path.join(tree, "DEBIAN", "control")
+    text = open(control, encoding="utf-8").read()
+    with open(control, "w", encoding="utf-8") as f:
+        f.write(re.sub(r"^Version: (.*)$", r"Version: \1+test1", text, flags=re.M))
+    sums = os.path.join(tree, "DEBIAN", "md5sums")
+    policy_sum = run(["md5sum", POLICY.lstrip("/")], cwd=tree).stdout
+    lines = [line for line in open(sums, encoding="utf-8").read().splitlines() if not line.endswith(POLICY.lstrip("/"))]
+    with open(sums, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines + [policy_sum.strip()]) + "\n")
+    newer = os.path.join(work, "tcptune-newer.deb")
+    r = run(["dpkg-deb", "--root-owner-group", "-b", tree, newer])
+    return (newer if r.returncode == 0 else None), r
+
+
+def enabled_units_work(when):
+    """The drop-ins tcptune enable wrote name the installed shim and tcptune."""
+    for name, options in UNITS.items():
+        dropin = os.path.join(UNIT_DIR, name + ".d", "zz-tcptune.conf")
+        text = open(dropin, encoding="utf-8").read() if os.path.isfile(dropin) else ""
+        wanted = "ExecStart=/usr/bin/tcptune run -q --supervise -- " if options else f"Environment=LD_PRELOAD={SHIM}\n"
+        check(wanted in text, f"{when}: {name}'s drop-in has {wanted.strip()!r}")
 
 
 def installed_and_tuning(when):
@@ -216,6 +262,14 @@ try:
             env=env())
     check(r.returncode == 0, f"... and the copy tunes a child with the shim beside it{detail(r)}")
 
+    # tcptune enable with the installed tcptune, on this system's /etc/systemd/system.
+    for name, options in UNITS.items():
+        with open(os.path.join(UNIT_DIR, name), "w", encoding="utf-8") as f:
+            f.write(f"[Service]\nExecStart={shutil.which('cat') or '/usr/bin/cat'} /proc/self/maps\n")
+        r = run(["/usr/bin/tcptune", "enable", name, *options], env=env())
+        check(r.returncode == 0, f"tcptune enable {name} {' '.join(options)}{detail(r)}")
+    enabled_units_work("enabled")
+
     presets = sorted(os.listdir("/usr/share/tcptune/presets"))
     bad = [name for name in presets if run(["/usr/bin/tcptune", "check", f"/usr/share/tcptune/presets/{name}"],
                                            env=env()).returncode != 0]
@@ -234,7 +288,26 @@ try:
     check(open(POLICY, encoding="utf-8").read() == edited, f"the upgrade keeps the admin's {POLICY}")
     installed_and_tuning("after the upgrade")
 
+    enabled_units_work("after the upgrade")
+
+    # A newer version that changes the conffile too, installed without a terminal as a fleet does:
+    # with --force-confdef --force-confold (docs/install.md) dpkg keeps the admin's file, puts the
+    # package's beside it as policy.toml.dpkg-dist, and does not stop to ask.
+    newer, r = newer_package_changing_the_policy()
+    if check(newer is not None, f"a newer package whose policy.toml changed, repacked{detail(r)}"):
+        r = run(["dpkg", "--force-confdef", "--force-confold", "--install", newer], stdin=subprocess.DEVNULL)
+        check(r.returncode == 0 and package_state() == "install ok installed",
+              f"dpkg --force-confdef --force-confold --install NEWER, stdin closed ({package_state()}){detail(r)}")
+        check(open(POLICY, encoding="utf-8").read() == edited and os.path.isfile(POLICY + ".dpkg-dist"),
+              f"... keeps the admin's {POLICY}, the package's beside it as {POLICY}.dpkg-dist")
+        installed_and_tuning("after the upgrade to a newer version")
+
     r = run(["dpkg", "--remove", PACKAGE])
+    warned = [name for name in UNITS if name in r.stderr]
+    check(r.returncode == 0 and sorted(warned) == sorted(UNITS) and "will fail to start" in r.stderr,
+          f"dpkg --remove names each service tcptune enable tuned, the wrapped one as failing to start ({r.stderr!r})")
+    check(all(os.path.isfile(os.path.join(UNIT_DIR, name + ".d", "zz-tcptune.conf")) for name in UNITS),
+          "... and keeps their drop-ins, as configuration stays on removal")
     left = [path for path in files if path != POLICY and os.path.lexists(path)]
     check(r.returncode == 0 and not left and package_state() == "deinstall ok config-files",
           f"dpkg --remove removes every file but the conffile ({package_state()}; left: {left})")
@@ -243,9 +316,11 @@ try:
 
     r = run(["dpkg", "--purge", PACKAGE])
     check(r.returncode == 0 and package_state() == "", f"dpkg --purge{detail(r)}")
-    left = [path for path in files + sorted(set(dirs) - dirs_before) + [POLICY, "/etc/tcptune", LOG_DIR]
+    made = [os.path.join(UNIT_DIR, name + ".d") for name in UNITS]
+    left = [path for path in files + sorted(set(dirs) - dirs_before) + [POLICY, "/etc/tcptune", LOG_DIR] + made
             if os.path.lexists(path)]
-    check(not left, f"after the purge nothing the package installed or made is left ({left})")
+    check(not left, f"after the purge nothing the package installed or made is left, tcptune enable's drop-ins "
+                    f"included ({left})")
 except Stop as stop:
     check(False, str(stop))
 finally:

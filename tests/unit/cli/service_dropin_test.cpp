@@ -143,5 +143,32 @@ TEST(ServiceDropin, AnLdPreloadTheDropinCannotReplaceMeansWrapping) {
   EXPECT_NE(applied(supervise, plan).exec_start[0].value.find("run -q --supervise -- /bin/a"), std::string::npos);
 }
 
+// enable again reads back what the drop-in was written with, so that the refresh keeps it.
+TEST(ServiceDropin, ItsChoicesReadBackFromItsText) {
+  DropinRequest chosen = request_for("[Service]\nExecStart=-/bin/a --flag\n");
+  chosen.supervise = true;
+  chosen.policy = "/etc/tcptune/100%/a b.toml";
+  const DropinChoices read = dropin_choices(plan_dropin(chosen).text);
+  EXPECT_TRUE(read.supervise);
+  EXPECT_EQ(read.policy, "/etc/tcptune/100%/a b.toml");
+
+  // A static program is wrapped without --supervise; a program's own --supervise argument is not ours.
+  const DropinChoices wrapped =
+      dropin_choices(plan_dropin(request_for("[Service]\nExecStart=/bin/a --supervise\n", true)).text);
+  EXPECT_FALSE(wrapped.supervise);
+  EXPECT_TRUE(wrapped.policy.empty());
+  EXPECT_FALSE(dropin_choices(plan_dropin(request_for("[Service]\nExecStart=/bin/a\n")).text).supervise);
+}
+
+// The commands the drop-in's comments give, pasted into a shell, name the unit.
+TEST(ServiceDropin, CommentsQuoteAnEscapedUnitNameForTheShell) {
+  DropinRequest request = request_for("[Service]\nExecStart=/bin/a\n");
+  std::string problem;
+  request.unit = *parse_service_unit_name("a-b\\x2dc.service", problem);
+  const std::string text = plan_dropin(request).text;
+  EXPECT_NE(text.find("tcptune disable 'a-b\\x2dc.service' removes it"), std::string::npos) << text;
+  EXPECT_NE(text.find("run tcptune enable 'a-b\\x2dc.service' again"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace tcptune::cli
