@@ -1,7 +1,8 @@
 // tcptune ab [--runs N] [--policy FILE] [--out DIR] -- CMD ARGS...
-// Runs CMD alternately under an observe-only policy (the shim measures, changes nothing) and
-// under the given policy, so both arms are measured the same way; prints both side by side
-// and writes the raw logs and a write/ack latency CDF plot to DIR.
+// Runs CMD alternately under the observe-only policy (observe_policy.hpp: the shim measures,
+// changes nothing, as under `tcptune run --observe`) and under the given policy, so both arms
+// are measured the same way; prints both side by side and writes the raw logs and a write/ack
+// latency CDF plot to DIR.
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "cdf_plot.hpp"
 #include "commands.hpp"
 #include "log_summary.hpp"
+#include "observe_policy.hpp"
 #include "program_exit.hpp"
 #include "program_launch.hpp"
 #include "run_policy.hpp"
@@ -30,8 +32,6 @@ namespace tcptune::cli {
 
 namespace {
 
-// The observe-only arm: nodelay "keep" leaves the app's choice, and nothing else is set.
-constexpr const char* kObservePolicy = "version = 1\n[defaults]\nnodelay = \"keep\"\n";
 // The built-in default (TCP_NODELAY on) as a policy, so that both arms name a file.
 constexpr const char* kBuiltinPolicy = "version = 1\n[defaults]\nnodelay = \"on-wait\"\n";
 
@@ -114,7 +114,7 @@ int ab_command(const AbOptions& options) {
   (void)::mkdir(out.c_str(), 0755);
   out = absolute(out);
   const std::string observe_policy = out + "/observe-only.toml";
-  std::ofstream(observe_policy) << kObservePolicy;
+  std::ofstream(observe_policy) << kObservePolicyText;
   // The given policy, or the built-in default (nodelay "on-wait"), written out so both arms
   // name a policy file; one too large for the environment is copied here as validated, so
   // that an edit of FILE during the runs reaches none of them.
@@ -133,7 +133,7 @@ int ab_command(const AbOptions& options) {
   }
   argv.push_back(nullptr);
 
-  Arm observe{"observe", observe_policy, kObservePolicy, {}, {}};
+  Arm observe{"observe", observe_policy, kObservePolicyText, {}, {}};
   Arm tuned{"tuned", tuned_policy, policy_text, {}, {}};
   int failures = 0;
   // A run killed by a signal (Ctrl-C, SIGTERM passed on, a crash) is the last: the table shows

@@ -10,10 +10,12 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "ack_sampler.hpp"
 #include "callsite.hpp"
+#include "connection_names.hpp"
 #include "connection_summary.hpp"
 #include "connection_totals.hpp"
 #include "errno_saver.hpp"
@@ -24,6 +26,7 @@
 #include "keep_warm_scheduler.hpp"
 #include "next_symbols.hpp"
 #include "option_misses.hpp"
+#include "pending_open.hpp"
 #include "process_runtime.hpp"
 #include "prometheus_textfile.hpp"
 #include "record.hpp"
@@ -49,16 +52,27 @@ struct DeferredLine {
   std::string text;
 };
 
-// A closed connection's snapshot, an idle restart, an ack sample, a write, a line, or a
-// connection to keep warm.
+// A connect whose conn_open waits (pending_open.hpp), looked at until it is established.
+struct PendingConnect {
+  int fd = -1;
+  std::uint32_t generation = 0;
+  std::int64_t next_ns = 0;
+  std::int64_t interval_ns = 0;
+};
+constexpr std::int64_t kFirstConnectLookNs = 1'000'000;
+constexpr std::int64_t kLastConnectLookNs = 1'000'000'000;  // a connect that takes long: once a second
+
+// A closed connection's snapshot, an idle restart, an ack sample, a write, a line, a
+// connection to keep warm, or a connect to look at.
 struct TelemetryEvent {
-  enum class Kind : std::uint8_t { closed, idle_restart, ack_sample, write, line, keep_warm } kind = Kind::line;
+  enum class Kind : std::uint8_t { closed, idle_restart, ack_sample, write, line, keep_warm, connect } kind = Kind::line;
   ConnectionSnapshot* snapshot = nullptr;
   IdleRestart idle{};
   AckSample ack{};
   WriteEvent write{};
   DeferredLine* line = nullptr;
   WarmConnection warm{};
+  PendingConnect connect{};
 };
 
 WriteReporting g_write_reporting;
@@ -70,6 +84,7 @@ void handle_write(const WriteEvent& write, const Runtime& runtime) {
 AckSampler* g_acks = nullptr;
 ConnectionTotals* g_totals = nullptr;
 KeepWarmScheduler* g_keep_warm = nullptr;
+std::vector<PendingConnect>* g_connects = nullptr;  // the worker's only
 
 // Bounded memory: 128 snapshots of about 3 KiB and 2048 events of about 250 bytes (in .bss,
 // touched only as used) wait for the worker, which drains every 1 to 20 ms.
@@ -88,7 +103,11 @@ void handle_idle_restart(const IdleRestart& idle, const Runtime& runtime) {
   log_record(LogLevel::info, idle_restart_record(idle, *runtime.policy));
 }
 
-void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
+void handle(ConnectionSnapshot& snapshot, const Runtime& runtime) {
+  if (snapshot.pending_open != nullptr) {
+    // Its connect never completed while the hooks looked: named with what the close saw.
+    write_pending_open(std::exchange(snapshot.pending_open, nullptr), *runtime.policy, snapshot.local, snapshot.peer);
+  }
   const telemetry::AckLatency acks = g_acks->take(snapshot.fd, snapshot.generation);
   if (runtime.policy->log.summary) {
     log_record(LogLevel::info, conn_close_record(snapshot, acks, *runtime.policy));
@@ -134,6 +153,7 @@ void drain(const Runtime& runtime) {
         case TelemetryEvent::Kind::write: handle_write(event.write, runtime); break;
         case TelemetryEvent::Kind::line: write_deferred_line(event.line->level, event.line->text); break;
         case TelemetryEvent::Kind::keep_warm: g_keep_warm->add(event.warm, monotonic_ns()); break;
+        case TelemetryEvent::Kind::connect: g_connects->push_back(event.connect); break;
       }
     } catch (...) {
       // Out of memory while formatting: the record is lost, the app is not.
@@ -240,6 +260,27 @@ bool defer_line(config::LogLevel level, std::string&& text) {
   return false;
 }
 
+// The connects whose conn_open waits: each looked at when due, less often the longer it takes.
+std::int64_t look_at_connects(std::int64_t now, const config::Policy& policy) {
+  constexpr std::int64_t kWhenWoken = std::numeric_limits<std::int64_t>::max();
+  std::int64_t next = kWhenWoken;
+  std::erase_if(*g_connects, [&](PendingConnect& connect) {
+    if (connect.next_ns == 0) {
+      connect.interval_ns = kFirstConnectLookNs;
+      connect.next_ns = now + connect.interval_ns;
+    } else if (now >= connect.next_ns) {
+      if (poll_pending_open(connect.fd, connect.generation, policy)) {
+        return true;
+      }
+      connect.interval_ns = std::min(connect.interval_ns * 2, kLastConnectLookNs);
+      connect.next_ns = now + connect.interval_ns;
+    }
+    next = std::min(next, connect.next_ns);
+    return false;
+  });
+  return next;
+}
+
 // The worker's tasks, in the order they run on each wake-up.
 std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
   constexpr std::int64_t kWhenWoken = std::numeric_limits<std::int64_t>::max();
@@ -268,6 +309,7 @@ std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
         return *next_textfile_ns;
       },
       [&runtime](std::int64_t now) { return g_keep_warm->run_due(now, *runtime.policy); },
+      [&runtime](std::int64_t now) { return look_at_connects(now, *runtime.policy); },
   };
 }
 
@@ -295,6 +337,7 @@ void ensure_telemetry_worker() noexcept {
       g_totals = new ConnectionTotals(runtime->policy->rules.size());
       g_acks = new AckSampler;
       g_keep_warm = new KeepWarmScheduler;
+      g_connects = new std::vector<PendingConnect>;
     }
   } catch (...) {
     g_state.store(WorkerState::stopped, std::memory_order_release);
@@ -326,19 +369,37 @@ void count_unrecorded(const SocketSlot& slot) noexcept {
 }
 }  // namespace
 
-void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t generation) noexcept {
+bool telemetry_running() noexcept {
+  return g_state.load(std::memory_order_acquire) == WorkerState::running;
+}
+
+void post_pending_open(int fd, std::uint32_t generation) noexcept {
+  if (telemetry_running()) {
+    // A full ring: not looked at, written by SO_ERROR, the close or the exit instead.
+    (void)g_ring.try_push({.kind = TelemetryEvent::Kind::connect, .connect = {fd, generation, 0, 0}},
+                          /*counted=*/false);
+  }
+}
+
+void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) noexcept {
   if (g_state.load(std::memory_order_acquire) != WorkerState::running) {
     return;
   }
   ConnectionSnapshot* snapshot = g_pool.acquire();
   if (snapshot == nullptr) {
     g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
-    count_unrecorded(slot);
+    count_unrecorded(slot);  // a pending conn_open stays in the slot, written at the exit
     return;
   }
-  take_snapshot(fd, slot, false, *snapshot);
-  snapshot->generation = generation;
+  take_snapshot(fd, slot, generation, false, *snapshot);
   if (!g_ring.try_push({.kind = TelemetryEvent::Kind::closed, .snapshot = snapshot})) {
+    if (snapshot->pending_open != nullptr) {  // back where the exit finds it
+      if (ConnectionNames* names = names_if_any(slot)) {
+        PendingOpen* none = nullptr;
+        (void)names->pending.compare_exchange_strong(none, snapshot->pending_open, std::memory_order_acq_rel);
+      }
+      snapshot->pending_open = nullptr;
+    }
     g_pool.release(snapshot);
     count_unrecorded(slot);  // the ring counted the drop
     return;
@@ -416,11 +477,19 @@ void flush_telemetry_at_exit() noexcept {
     // Before the open connections join the closed totals, which would count them twice.
     write_prometheus_textfile(*runtime, true, kExitLockWait);
     // Connections still open at exit are summarized too, marked open_at_exit.
-    fd_table().for_each_tcp([&](int fd, const SocketSlot& slot) {
+    fd_table().for_each_tcp([&](int fd, SocketSlot& slot) {
       if (slot.has_flag(flag_measured)) {
         static ConnectionSnapshot snapshot;  // 3 KiB: not on a possibly small exit-time stack
-        take_snapshot(fd, slot, true, snapshot);
+        take_snapshot(fd, slot, slot.generation.load(std::memory_order_acquire), true, snapshot);
         handle(snapshot, *runtime);
+      }
+    });
+    // conn_opens no snapshot took: their connection's close record was lost (counted).
+    fd_table().for_each_slot([&](int /*fd*/, SocketSlot& slot) {
+      if (ConnectionNames* names = names_if_any(slot)) {
+        if (PendingOpen* open = names->pending.exchange(nullptr, std::memory_order_acq_rel)) {
+          write_pending_open(open, *runtime->policy, {}, {});
+        }
       }
     });
     if (runtime->policy->log.summary) {
@@ -448,10 +517,16 @@ void telemetry_after_fork_in_child() noexcept {
     }
     g_textfile = nullptr;  // the parent's (possibly half-updated) state stays unused; the child starts from zero
   }
-  // The parent's connections are the parent's to summarize: not measured here.
+  // The parent's connections are the parent's to summarize (and their conn_opens to write):
+  // not measured here.
   fd_table().for_each_tcp([](int /*fd*/, SocketSlot& slot) {
     if (slot.has_flag(flag_measured)) {
       slot.clear_flag(flag_measured);
+    }
+  });
+  fd_table().for_each_slot([](int /*fd*/, SocketSlot& slot) {
+    if (ConnectionNames* names = names_if_any(slot)) {
+      names->pending.store(nullptr, std::memory_order_relaxed);  // the parent's copy; left unfreed
     }
   });
   if (g_totals != nullptr) {
@@ -460,6 +535,7 @@ void telemetry_after_fork_in_child() noexcept {
     try {
       g_acks = new AckSampler;
       g_keep_warm = new KeepWarmScheduler;  // the parent's connections are not kept warm here
+      g_connects = new std::vector<PendingConnect>;
     } catch (...) {
       g_state.store(WorkerState::stopped, std::memory_order_release);  // no telemetry in this child
       return;
