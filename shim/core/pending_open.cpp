@@ -78,11 +78,11 @@ PendingOpen* take_pending_open(SocketSlot& slot, std::uint32_t generation) noexc
 }
 
 void write_pending_open(PendingOpen* open, const config::Policy& policy, const config::Endpoint& local,
-                        const config::Endpoint& peer, int connect_error) noexcept {
+                        const config::Endpoint& peer, int connect_error, bool now) noexcept {
   const std::unique_ptr<PendingOpen> owned(open);
   try {
-    log_record(config::LogLevel::info,
-               conn_open_record(open->fd, open->role, policy, open->rule, open->phase,
+    (now ? log_record_now : log_record)(
+        config::LogLevel::info, conn_open_record(open->fd, open->role, policy, open->rule, open->phase,
                                 names_an_end(local) ? local : config::Endpoint{},
                                 names_an_end(peer) ? peer : open->connect_peer, open->site, open->report,
                                 connect_error));
@@ -116,7 +116,7 @@ void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& polic
     // Never connected: no local end (the kernel let its port go), the peer it was meant for.
     names->store(generation, config::Endpoint{}, open->connect_peer);
   }
-  write_pending_open(open, policy, local, peer, connect_error);
+  write_pending_open(open, policy, local, peer, connect_error, /*now=*/true);
 }
 
 bool poll_pending_open(int fd, std::uint32_t generation, const config::Policy& policy) noexcept {

@@ -204,8 +204,15 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
     slot.set_flag(flag_callsite);
     capture_callsite(site);
   }
-  start_measuring(fd, slot, is_listener);
-  open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer);
+  // A client's is parked for the worker, which must run first; another's written before it
+  // starts, so that a process's first one goes straight to the log.
+  if (phase == ApplyPhase::before_connect) {
+    start_measuring(fd, slot, is_listener);
+    open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer);
+  } else {
+    open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer);
+    start_measuring(fd, slot, is_listener);
+  }
 }
 
 // A socket we find already listening or connected: inherited (found at start-up), or created
