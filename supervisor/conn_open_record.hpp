@@ -19,9 +19,9 @@ inline telemetry::Record supervised_conn_open(int app_fd, shim::SocketRole role,
                                               const config::Endpoint& peer, std::uint64_t inode,
                                               const shim::ApplyReport& report) {
   // An address without a port is none yet (a client's before its connect).
-  telemetry::Record record = shim::connection_record("conn_open", app_fd, role, policy, rule, phase,
-                                                     local.port != 0 ? local : config::Endpoint{},
-                                                     peer.port != 0 ? peer : config::Endpoint{});
+  telemetry::Record record =
+      shim::connection_record("conn_open", app_fd, role, policy, rule, phase,
+                              local.port != 0 ? local : config::Endpoint{}, peer.port != 0 ? peer : config::Endpoint{});
   record.add("supervised", true);
   if (inode != 0) {
     record.add("inode", inode);

@@ -76,10 +76,10 @@ void ConnectionWatch::write_open(std::uint64_t inode, Watched& watched) {
     return;
   }
   if (log_.enabled(config::LogLevel::info)) {
-    log_.write(config::LogLevel::info, watched.pid, watched.program,
-               supervised_conn_open(watched.app_fd, watched.role, policy_, watched.rule,
-                                    shim::ApplyPhase::before_connect, watched.ends.local, watched.ends.peer, inode,
-                                    *watched.open));
+    log_.write(
+        config::LogLevel::info, watched.pid, watched.program,
+        supervised_conn_open(watched.app_fd, watched.role, policy_, watched.rule, shim::ApplyPhase::before_connect,
+                             watched.ends.local, watched.ends.peer, inode, *watched.open));
   }
   watched.open.reset();
 }

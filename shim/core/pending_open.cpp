@@ -35,9 +35,9 @@ bool names_an_end(const config::Endpoint& endpoint) {
 telemetry::Record conn_open_record(int fd, SocketRole role, const config::Policy& policy, int rule, ApplyPhase phase,
                                    const config::Endpoint& local, const config::Endpoint& peer, const CallSite& site,
                                    const ApplyReport& report, int connect_error) {
-  telemetry::Record record = connection_record("conn_open", fd, role, policy, rule, phase,
-                                               has_address(local) ? local : config::Endpoint{},
-                                               has_address(peer) ? peer : config::Endpoint{});
+  telemetry::Record record =
+      connection_record("conn_open", fd, role, policy, rule, phase, has_address(local) ? local : config::Endpoint{},
+                        has_address(peer) ? peer : config::Endpoint{});
   if (connect_error != 0) {
     record.add("connect_error", connect_error_name(connect_error));
   }
@@ -82,10 +82,10 @@ void write_pending_open(PendingOpen* open, const config::Policy& policy, const c
   const std::unique_ptr<PendingOpen> owned(open);
   try {
     (now ? log_record_now : log_record)(
-        config::LogLevel::info, conn_open_record(open->fd, open->role, policy, open->rule, open->phase,
-                                names_an_end(local) ? local : config::Endpoint{},
-                                names_an_end(peer) ? peer : open->connect_peer, open->site, open->report,
-                                connect_error));
+        config::LogLevel::info,
+        conn_open_record(open->fd, open->role, policy, open->rule, open->phase,
+                         names_an_end(local) ? local : config::Endpoint{},
+                         names_an_end(peer) ? peer : open->connect_peer, open->site, open->report, connect_error));
   } catch (...) {
     // Out of memory while formatting: the record is lost, the app is not.
   }

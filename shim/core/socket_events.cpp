@@ -93,8 +93,8 @@ void open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int
       report = std::move(open->report);
       delete open;
     }
-    log_record(LogLevel::info, conn_open_record(fd, role, policy, rule, phase, local_endpoint(fd), connect_peer, site,
-                                                report));
+    log_record(LogLevel::info,
+               conn_open_record(fd, role, policy, rule, phase, local_endpoint(fd), connect_peer, site, report));
     return;
   }
   const config::Endpoint local = local_endpoint(fd);
@@ -404,9 +404,8 @@ void after_app_getsockopt(int fd, int level, int name, const void* value, const 
   }
   // The kernel wrote both (the call succeeded): the app's memory, read as the kernel left it.
   const std::optional<socklen_t> length = read_app_object<socklen_t>(len);
-  const std::optional<int> error = length.has_value() && *length >= static_cast<socklen_t>(sizeof(int))
-                                       ? read_app_object<int>(value)
-                                       : std::nullopt;
+  const std::optional<int> error =
+      length.has_value() && *length >= static_cast<socklen_t>(sizeof(int)) ? read_app_object<int>(value) : std::nullopt;
   if (error.has_value()) {
     complete_pending_open(fd, *slot, *runtime->policy, *error);
   }

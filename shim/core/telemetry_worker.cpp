@@ -65,7 +65,15 @@ constexpr std::int64_t kLastConnectLookNs = 1'000'000'000;  // a connect that ta
 // A closed connection's snapshot, an idle restart, an ack sample, a write, a line, a
 // connection to keep warm, or a connect to look at.
 struct TelemetryEvent {
-  enum class Kind : std::uint8_t { closed, idle_restart, ack_sample, write, line, keep_warm, connect } kind = Kind::line;
+  enum class Kind : std::uint8_t {
+    closed,
+    idle_restart,
+    ack_sample,
+    write,
+    line,
+    keep_warm,
+    connect
+  } kind = Kind::line;
   ConnectionSnapshot* snapshot = nullptr;
   IdleRestart idle{};
   AckSample ack{};
