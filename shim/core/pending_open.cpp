@@ -69,12 +69,17 @@ PendingOpen* take_pending_open(SocketSlot& slot, std::uint32_t generation) noexc
   if (names == nullptr) {
     return nullptr;
   }
-  PendingOpen* open = names->pending.load(std::memory_order_acquire);
-  if (open == nullptr || open->generation != generation ||
-      !names->pending.compare_exchange_strong(open, nullptr, std::memory_order_acq_rel)) {
-    return nullptr;
+  // Owned before it is looked at: another thread may be taking (and deleting) it meanwhile.
+  PendingOpen* open = names->pending.exchange(nullptr, std::memory_order_acq_rel);
+  if (open == nullptr || open->generation == generation) {
+    return open;
   }
-  return open;
+  // Another connection's (left by one closed behind the hooks): put back for whoever writes it.
+  // Should a new one have been parked meanwhile, this one is left unwritten, and unfreed: this
+  // may run in a signal handler.
+  PendingOpen* none = nullptr;
+  (void)names->pending.compare_exchange_strong(none, open, std::memory_order_acq_rel);
+  return nullptr;
 }
 
 void write_pending_open(PendingOpen* open, const config::Policy& policy, const config::Endpoint& local,
@@ -126,9 +131,8 @@ bool poll_pending_open(int fd, std::uint32_t generation, const config::Policy& p
     return true;  // closed: the close handed the conn_open on
   }
   ConnectionNames* names = names_if_any(*slot);
-  const PendingOpen* open = names != nullptr ? names->pending.load(std::memory_order_acquire) : nullptr;
-  if (open == nullptr || open->generation != generation) {
-    return true;
+  if (names == nullptr || names->pending.load(std::memory_order_acquire) == nullptr) {
+    return true;  // written already
   }
   // SYN_SENT: connecting; CLOSE: connect() not called yet, or failed (the app's next call on it,
   // SO_ERROR or close, says how).
@@ -141,10 +145,10 @@ bool poll_pending_open(int fd, std::uint32_t generation, const config::Policy& p
   if (slot->generation.load(std::memory_order_acquire) != generation) {
     return true;  // closed while it was read: what was read may be another socket's
   }
-  if (peer.family != 0) {
-    names->store(generation, local, peer);
-  }
   if (PendingOpen* taken = take_pending_open(*slot, generation)) {
+    if (peer.family != 0) {
+      names->store(generation, local, peer);
+    }
     write_pending_open(taken, policy, local, peer);
   }
   return true;
