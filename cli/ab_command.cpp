@@ -1,5 +1,6 @@
 // tcptune ab [--runs N] [--policy FILE] [--out DIR] -- CMD ARGS...
-// Runs CMD alternately under an observe-only policy (the shim measures, changes nothing) and
+// Runs CMD alternately under the observe-only policy (observe_policy.hpp, as under `tcptune run
+// --observe`: the shim measures, changes nothing) and
 // under the given policy, so both arms are measured the same way; prints a verdict per metric
 // and keeps in DIR every run's log and latencies, the summary (text and JSON), the plots, and
 // report.html with all of it.
@@ -26,6 +27,7 @@
 #include "cdf_plot.hpp"
 #include "commands.hpp"
 #include "log_summary.hpp"
+#include "observe_policy.hpp"
 #include "program_exit.hpp"
 #include "program_launch.hpp"
 #include "request_latency_file.hpp"
@@ -37,8 +39,6 @@ namespace tcptune::cli {
 
 namespace {
 
-// The observe-only arm: nodelay "keep" leaves the app's choice, and nothing else is set.
-constexpr const char* kObservePolicy = "version = 1\n[defaults]\nnodelay = \"keep\"\n";
 // The built-in default (TCP_NODELAY on) as a policy, so that both arms name a file.
 constexpr const char* kBuiltinPolicy = "version = 1\n[defaults]\nnodelay = \"on-wait\"\n";
 // The shim's ack sampler polls every millisecond (docs/records-and-metrics.md, Ack latency).
@@ -303,7 +303,7 @@ int ab_command(const AbOptions& options) {
   (void)::mkdir(out.c_str(), 0755);
   out = absolute(out);
   const std::string observe_policy = out + "/observe-only.toml";
-  std::ofstream(observe_policy) << kObservePolicy;
+  std::ofstream(observe_policy) << kObservePolicyText;
   // The given policy, or the built-in default (nodelay "on-wait"), written out so both arms
   // name a policy file; one too large for the environment is copied here as validated, so
   // that an edit of FILE during the runs reaches none of them.
@@ -322,7 +322,7 @@ int ab_command(const AbOptions& options) {
   }
   argv.push_back(nullptr);
 
-  Arm observe{"observe-only", "observe", observe_policy, kObservePolicy, {}, {}, {}};
+  Arm observe{"observe-only", "observe", observe_policy, kObservePolicyText, {}, {}, {}};
   Arm tuned{"tuned", "tuned", tuned_policy, policy_text, {}, {}, {}};
   AbResults results;
   results.command = args;

@@ -89,14 +89,22 @@ void add_run(CLI::App& app, RunOptions& run) {
       app.add_subcommand("run", "run CMD with libtcptune.so preloaded; a jsonl log and a summary by default");
   CLI::Option* policy = command->add_option("--policy", run.policy, "policy file (validated first; exit 78 if invalid)")
                             ->option_text("FILE");
-  add_preset(*command, run.policy, "instead of --policy FILE")->excludes(policy);
+  CLI::Option* preset = add_preset(*command, run.policy, "instead of --policy FILE")->excludes(policy);
+  CLI::Option* observe =
+      command
+          ->add_flag("--observe", run.observe,
+                     "measure every connection and change nothing: no socket option is set (the observe-only "
+                     "policy, the first arm of tcptune ab)")
+          ->excludes(policy)
+          ->excludes(preset);
   command
       ->add_option("--log", run.log,
                    "log file, or 'stderr' for each process's own standard error (default: TCPTUNE_LOG, else the "
                    "policy's [log] path, else CMD-TIME-PID.jsonl in $XDG_STATE_HOME/tcptune, /var/log/tcptune for "
                    "root, ~/.local/state/tcptune for others; the path is printed after the program)")
       ->option_text("FILE");
-  command->add_flag("--no-log", run.no_log, "no log at all (not the policy's [log] path either) and no summary");
+  command->add_flag("--no-log", run.no_log, "no log at all (not the policy's [log] path either) and no summary")
+      ->excludes(observe);
   command->add_flag("-q,--quiet", run.quiet, "a log, but nothing on stderr after the program (no summary, no path)");
   command->add_flag("-v,--verbose", run.verbose, "the shim logs at debug level");
   command->add_flag("--supervise", run.supervise,

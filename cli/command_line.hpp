@@ -22,6 +22,7 @@ struct RunOptions {
   bool quiet = false;
   bool verbose = false;
   bool supervise = false;            // tune from outside (seccomp) even when the shim could be preloaded
+  bool observe = false;              // the observe-only policy (observe_policy.hpp): measure, set nothing
   std::vector<std::string> command;  // CMD ARGS..., never empty after a successful parse
 };
 

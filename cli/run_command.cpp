@@ -15,6 +15,7 @@
 #include "executable_inspector.hpp"
 #include "log_cut_notices.hpp"
 #include "log_summary.hpp"
+#include "observe_policy.hpp"
 #include "program_exit.hpp"
 #include "program_launch.hpp"
 #include "run_policy.hpp"
@@ -24,6 +25,7 @@
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/log_cut_notice.hpp"
 #include "tcptune/config/log_destination.hpp"
+#include "tcptune/config/log_names.hpp"
 #include "tcptune/config/policy_loader.hpp"
 
 namespace tcptune::cli {
@@ -68,7 +70,7 @@ void say_without_blocking(const std::string& line) {
   }
 }
 
-void print_run_summary(const RunLog& log, bool supervised, LogCutNotices& notices, int status) {
+void print_run_summary(const RunLog& log, bool supervised, bool observed, LogCutNotices& notices, int status) {
   if (!log.no_table.empty()) {
     say_without_blocking("tcptune: " + config::escape_for_display(log.no_table, false) + "\n");
     return;
@@ -109,9 +111,13 @@ void print_run_summary(const RunLog& log, bool supervised, LogCutNotices& notice
     return;
   }
   if (summary.total.connections != 0) {
-    (void)std::fputs(supervised ? "\ntcptune: connections tuned from outside (supervised mode)\n"
-                                : "\ntcptune: connections measured by the shim\n",
-                     stderr);
+    const char* heading = supervised ? "\ntcptune: connections tuned from outside (supervised mode)\n"
+                                     : "\ntcptune: connections measured by the shim\n";
+    if (observed) {
+      heading = supervised ? "\ntcptune: connections observed from outside (supervised mode; no option set)\n"
+                           : "\ntcptune: connections observed by the shim (no option set)\n";
+    }
+    (void)std::fputs(heading, stderr);
     print_summary_table(stderr, summary, "rule");
   }
   if (!cut.empty()) {
@@ -148,7 +154,8 @@ int run_command(const RunOptions& options) {
   // Read once: every process of the run gets this text, whatever happens to the file meanwhile.
   // One from TCPTUNE_POLICY that does not load is reported by the program (fail-open), as without run.
   RunPolicy run_policy;
-  const config::LoadResult loaded = run_policy.load(options.policy);
+  const config::LoadResult loaded =
+      options.observe ? run_policy.load_text(kObservePolicyText, kObservePolicyName) : run_policy.load(options.policy);
   if (!loaded.ok() && !options.policy.empty()) {
     (void)std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
     return kExitConfig;
@@ -159,6 +166,12 @@ int run_command(const RunOptions& options) {
   }
   if (options.verbose) {
     setenv("TCPTUNE_LOG_LEVEL", "debug", 1);
+  } else if (const char* level = std::getenv("TCPTUNE_LOG_LEVEL"); options.observe && level != nullptr) {
+    // Observing is the records: a level that would leave out conn_open and conn_close is raised.
+    if (const std::optional<config::LogLevel> named = config::log_level_named(level);
+        named.has_value() && *named > config::LogLevel::info) {
+      setenv("TCPTUNE_LOG_LEVEL", "info", 1);
+    }
   }
   // A log by default (jsonl, so the table and tcptune report can read it), where the policy
   // puts it, or in the default directory (default_log.hpp).
@@ -195,8 +208,9 @@ int run_command(const RunOptions& options) {
                        "CAP_SYS_ADMIN): not supervised\n");
   }
   if (supervised) {
-    (void)std::fprintf(stderr, "tcptune: tuning %s from outside: supervised mode%s\n",
-                       config::escape_for_display(command, false).c_str(), options.supervise ? " (--supervise)" : "");
+    (void)std::fprintf(stderr, "tcptune: %s %s from outside: supervised mode%s\n",
+                       options.observe ? "observing" : "tuning", config::escape_for_display(command, false).c_str(),
+                       options.supervise ? " (--supervise)" : "");
     // An LD_PRELOAD the program inherited (a container's environment) is not risked under a
     // loader the shim was never tried with. Under musl it stays: the shim is harmless there, and
     // a glibc program started from it keeps it, as under a glibc program run with --supervise.
@@ -245,7 +259,7 @@ int run_command(const RunOptions& options) {
   // SIGPIPE that would replace the program's status with tcptune's.
   (void)std::signal(SIGPIPE, SIG_IGN);
   if (print_summary) {
-    print_run_summary(log, supervised, notices, status);
+    print_run_summary(log, supervised, options.observe, notices, status);
   }
   return end_as_program(status);
 }

@@ -74,6 +74,16 @@ config::LoadResult RunPolicy::load(const std::string& file) {
   return loaded;
 }
 
+config::LoadResult RunPolicy::load_text(const std::string& text, const std::string& name) {
+  config::LoadResult loaded = config::load_policy_text(text, name);
+  if (loaded.ok()) {
+    text_ = text;
+    name_ = name;
+    loaded.policy().source = name_;
+  }
+  return loaded;
+}
+
 std::string RunPolicy::pass_on() {
   if (name_.empty()) {
     return {};

@@ -30,6 +30,8 @@ class RunPolicy {
 
   // `file` (--policy) when given, else TCPTUNE_POLICY, else what the shim would discover.
   [[nodiscard]] config::LoadResult load(const std::string& file);
+  // A policy that is no file (the observe-only one), named `name` in messages and records.
+  [[nodiscard]] config::LoadResult load_text(const std::string& text, const std::string& name);
   // Puts the policy just loaded from a file in the environment of the processes to come.
   // Empty, or why it could not (the path is then passed, as before).
   std::string pass_on();

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "connection_record.hpp"
+#include "conn_open_record.hpp"
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 
@@ -103,32 +103,30 @@ void CallRecords::record_tuned(FollowUp& done) {
     }
   }
   const std::uint64_t inode = done.inode;
-  if (watch_ != nullptr) {
-    if (is_connect) {
-      watch_->watch_connection(inode, done.app_fd, shim::SocketRole::client, done.rule, pid, program);
-    } else {
-      watch_->watch_listener(done.inode, done.local, pid, program);
-    }
+  const bool records = log_.enabled(config::LogLevel::info);
+  if (is_connect && watch_ != nullptr) {
+    // Its conn_open once the watch sees both ends (connection_watch.hpp).
+    watch_->watch_connection(inode, done.app_fd, shim::SocketRole::client, done.rule, pid, program,
+                             {done.local, done.peer, done.cookie},
+                             records ? std::optional<shim::ApplyReport>(std::move(done.outcome.report)) : std::nullopt);
+    return;
   }
-  if (log_.enabled(config::LogLevel::info)) {
-    // No peer, as in the shim's conn_open, written before the call.
+  if (watch_ != nullptr) {
+    watch_->watch_listener(done.inode, done.local, pid, program);
+  }
+  if (records) {
     const shim::ApplyPhase phase = is_connect ? shim::ApplyPhase::before_connect : shim::ApplyPhase::before_listen;
-    telemetry::Record record = shim::connection_record(
-        "conn_open", done.app_fd, is_connect ? shim::SocketRole::client : shim::SocketRole::listener, policy_,
-        done.rule, phase, done.local, config::Endpoint{});
-    record.add("supervised", true);
-    if (inode != 0) {
-      record.add("inode", inode);
-    }
-    shim::add_options(record, done.outcome.report);
-    log_.write(config::LogLevel::info, pid, program, record);
+    log_.write(config::LogLevel::info, pid, program,
+               supervised_conn_open(done.app_fd, is_connect ? shim::SocketRole::client : shim::SocketRole::listener,
+                                    policy_, done.rule, phase, done.local, done.peer, inode, done.outcome.report));
   }
 }
 
 void CallRecords::record_setsockopt(FollowUp& done) {
   const pid_t pid = done.process;
   if (watch_ != nullptr && done.accepted && done.inode != 0) {
-    watch_->watch_connection(done.inode, done.app_fd, shim::SocketRole::server, done.rule, pid, done.program);
+    watch_->watch_connection(done.inode, done.app_fd, shim::SocketRole::server, done.rule, pid, done.program,
+                             {done.local, done.peer, 0});
   }
   if (done.kept_option == nullptr) {
     return;

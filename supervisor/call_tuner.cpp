@@ -288,9 +288,18 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
       socket,
       observe_app_settings(socket, tuning, is_connect ? facts.peer.family : local.family, host_, host_congestion_),
       tuning, phase, host_);
-  // A listener's endpoint; a client has none worth a system call before its connect (the
-  // conn_close record has both ends).
+  // A listener's endpoint; a client has none before its connect: its conn_open waits for a dump
+  // that shows both ends, or for its TIME_WAIT, found by the cookie read now (SO_COOKIE: the
+  // kernel gives the socket its cookie then, and the TIME_WAIT entry keeps it).
   follow_up.local = local;
+  if (is_connect) {
+    follow_up.peer = facts.peer;
+    std::uint64_t cookie = 0;
+    socklen_t cookie_length = sizeof cookie;
+    if (getsockopt(socket, SOL_SOCKET, SO_COOKIE, &cookie, &cookie_length) == 0) {
+      follow_up.cookie = cookie;
+    }
+  }
   read_socket(socket, follow_up, effective_values_);
   if (hand_over_) {
     // Known from now on, for a second connect (a nonblocking one polled) and the vetoes; what is in
@@ -487,6 +496,8 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   follow_up.kept_option = option;
   follow_up.app_value = value;
   if (accepted) {
+    follow_up.local = shim::local_endpoint(socket);
+    follow_up.peer = facts.peer;
     read_socket(socket, follow_up, false);
   }
   duplicate = OwnedFd();  // before the answer: see read_socket

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <ctime>
+#include <unordered_map>
 #include <utility>
 
+#include "conn_open_record.hpp"
 #include "connection_record.hpp"
 #include "polled_idle_restart.hpp"
 #include "tcptune/config/host_sysctl.hpp"
@@ -29,8 +31,8 @@ ConnectionWatch::ConnectionWatch(const config::Policy& policy, SupervisorLog& lo
       log_(log),
       interval_ns_(interval_ns),
       conn_close_records_(log_.enabled(config::LogLevel::info) && policy_.log.summary) {
-  if (!conn_close_records_ && policy_.log.prometheus_textfile.empty()) {
-    return;  // nothing would be written
+  if (!log_.enabled(config::LogLevel::info) && policy_.log.prometheus_textfile.empty()) {
+    return;  // nothing would be written (conn_open records need the dumps too: a client's local end)
   }
   restarts_after_idle_ = config::read_sysctl("net/ipv4/tcp_slow_start_after_idle").value_or("1") != "0";
   std::string error;
@@ -43,16 +45,86 @@ ConnectionWatch::ConnectionWatch(const config::Policy& policy, SupervisorLog& lo
 }
 
 void ConnectionWatch::watch_connection(std::uint64_t inode, int app_fd, shim::SocketRole role, int rule, pid_t pid,
-                                       const std::string& program) {
-  if (diag_.has_value()) {
-    follow(inode, Watched{app_fd, role, rule, pid, program, monotonic_ns()});
+                                       const std::string& program, const KnownEnds& ends,
+                                       std::optional<shim::ApplyReport> open) {
+  Watched watched{app_fd, role, rule, pid, program, monotonic_ns(), 0, ends, std::move(open)};
+  if (!diag_.has_value() || inode == 0) {
+    write_open(inode, watched);  // no dump will show it: with what is known now
+    return;
   }
+  follow(inode, std::move(watched));
 }
 
 void ConnectionWatch::follow(std::uint64_t inode, Watched watched) {
+  if (tracked_.find(inode) != nullptr) {
+    write_open(inode, watched);  // followed already: a conn_open is written at once, as known
+    return;
+  }
   const int rule = watched.rule;
+  const bool open = watched.open.has_value();
   if (tracked_.add(inode, std::move(watched))) {
     ++counts_[rule].connections;
+    if (open) {
+      ++pending_opens_;
+      early_poll_ = true;
+    }
+  }
+}
+
+void ConnectionWatch::write_open(std::uint64_t inode, Watched& watched) {
+  if (!watched.open.has_value()) {
+    return;
+  }
+  if (log_.enabled(config::LogLevel::info)) {
+    log_.write(
+        config::LogLevel::info, watched.pid, watched.program,
+        supervised_conn_open(watched.app_fd, watched.role, policy_, watched.rule, shim::ApplyPhase::before_connect,
+                             watched.ends.local, watched.ends.peer, inode, *watched.open));
+  }
+  watched.open.reset();
+}
+
+// Clients whose conn_open waits: the dump shows them connecting or connected (both ends known),
+// or, closed already, their TIME_WAIT entry by cookie (then they are reported closed at once).
+void ConnectionWatch::write_pending_opens(const std::vector<DiagSocket>& dump, std::int64_t now_ns) {
+  if (pending_opens_ == 0) {
+    return;
+  }
+  std::unordered_map<std::uint64_t, const DiagSocket*> time_wait;  // by cookie
+  for (const DiagSocket& socket : dump) {
+    if (socket.inode == 0 && socket.cookie != 0 && socket.state == TCP_TIME_WAIT) {
+      time_wait.emplace(socket.cookie, &socket);
+    }
+  }
+  std::vector<std::uint64_t> ended;
+  tracked_.for_each([&](std::uint64_t inode, Watched& watched) {
+    if (!watched.open.has_value()) {
+      return;
+    }
+    const DiagSocket* found = find_by_inode(dump, inode);
+    bool closed = false;
+    if (found == nullptr || found->local.port == 0 || found->peer.family == 0) {
+      const auto waiting = watched.ends.cookie != 0 ? time_wait.find(watched.ends.cookie) : time_wait.end();
+      if (waiting == time_wait.end()) {
+        // Its connect may not have run yet when the dump was made: early dumps again, for a while.
+        early_poll_ = early_poll_ || now_ns - watched.opened_ns < kPendingOpenEarlyNs;
+        return;
+      }
+      found = waiting->second;
+      closed = true;
+    }
+    watched.ends.local = found->local;
+    watched.ends.peer = found->peer;
+    write_open(inode, watched);
+    --pending_opens_;
+    if (closed) {
+      ended.push_back(inode);
+    }
+  });
+  for (const std::uint64_t inode : ended) {
+    if (std::optional<TrackedConnections<Watched>::Connection> connection = tracked_.remove(inode)) {
+      report_closed(*connection, now_ns, false);
+    }
   }
 }
 
@@ -109,16 +181,19 @@ void ConnectionWatch::poll(bool at_exit) {
   const std::int64_t now_ns = monotonic_ns();
   const std::int64_t gap_ns = now_ns - last_poll_ns_;
   last_poll_ns_ = now_ns;
-  early_poll_ = false;
+  early_poll_ = false;  // set again for a client's conn_open that still waits (write_pending_opens)
   dump_.clear();
   std::string error;
-  const std::uint32_t states = connected_tcp_states() | (listeners_.empty() ? 0 : tcp_state_bit(TCP_LISTEN));
+  // TIME_WAIT too while a client's conn_open waits: one that closed first is found there.
+  const std::uint32_t states = connected_tcp_states() | (listeners_.empty() ? 0 : tcp_state_bit(TCP_LISTEN)) |
+                               (pending_opens_ == 0 ? 0 : tcp_state_bit(TCP_TIME_WAIT));
   const bool dumped = diag_->dump(states, dump_, error);
   last_dump_cost_ns_ = monotonic_ns() - now_ns;
   if (!dumped) {
     return;  // a partial dump would close what it missed: wait for the next one
   }
   follow_known_by_inode(dump_, now_ns);  // before the listeners': it knows the descriptor
+  write_pending_opens(dump_, now_ns);
   if (!at_exit) {
     forget_closed_listeners(dump_);
     follow_accepted(dump_, now_ns);
@@ -126,13 +201,13 @@ void ConnectionWatch::poll(bool at_exit) {
   if (restarts_after_idle_) {
     report_idle_restarts(dump_, static_cast<std::uint32_t>(gap_ns / 1'000'000));
   }
-  for (const auto& closed : tracked_.update(dump_).closed) {
+  for (auto& closed : tracked_.update(dump_).closed) {
     report_closed(closed, now_ns, false);
   }
   if (at_exit) {
     // Still in the dump: held by a process that outlived the program. Never seen: closed
     // before any dump found it.
-    for (const auto& remaining : tracked_.take_all()) {
+    for (auto& remaining : tracked_.take_all()) {
       const bool open = find_by_inode(dump_, remaining.inode) != nullptr;
       report_closed(remaining, now_ns, open);
     }
@@ -140,12 +215,20 @@ void ConnectionWatch::poll(bool at_exit) {
 }
 
 // A listener the program has closed accepts nothing more: what later shows on its port is
-// another socket's (another process's, or a new listener's, watched from its own listen).
+// another socket's (another process's, or a new listener's, watched from its own listen). One
+// not yet seen listening may be one whose listen has not run yet.
 void ConnectionWatch::forget_closed_listeners(const std::vector<DiagSocket>& dump) {
-  std::erase_if(listeners_, [&dump](const auto& listener) {
-    const DiagSocket* found = find_by_inode(dump, listener.first);
-    return found == nullptr || found->state != TCP_LISTEN;
-  });
+  for (auto it = listeners_.begin(); it != listeners_.end();) {
+    const DiagSocket* found = find_by_inode(dump, it->first);
+    Listener& listener = it->second;
+    if (found != nullptr && found->state == TCP_LISTEN) {
+      listener.seen = true;
+    } else if (listener.seen || ++listener.unseen_polls >= kUnseenPolls) {
+      it = listeners_.erase(it);
+      continue;
+    }
+    ++it;
+  }
 }
 
 // A connection on a watched listener's address and port that is not followed yet was accepted
@@ -211,22 +294,32 @@ void ConnectionWatch::report_idle_restarts(const std::vector<DiagSocket>& dump, 
   }
 }
 
-void ConnectionWatch::report_closed(const TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns,
+void ConnectionWatch::report_closed(TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns,
                                     bool at_exit) {
+  Watched& watched = connection.metadata;
+  if (connection.last_seen.has_value() && connection.last_seen->local.port != 0) {
+    watched.ends.local = connection.last_seen->local;
+  }
+  if (connection.last_seen.has_value() && connection.last_seen->peer.family != 0) {
+    watched.ends.peer = connection.last_seen->peer;
+  }
+  if (watched.open.has_value()) {
+    --pending_opens_;
+    write_open(connection.inode, watched);  // never shown with both ends: what is known
+  }
   if (!conn_close_records_) {
     return;
   }
-  const Watched& watched = connection.metadata;
   telemetry::Record record("conn_close");
   if (watched.app_fd >= 0) {
     record.add("fd", watched.app_fd);
   }
   record.add("role", shim::role_name(watched.role)).add("rule", config::rule_name(policy_, watched.rule));
-  if (connection.last_seen.has_value()) {
-    record.add("local", config::format_endpoint(connection.last_seen->local));
-    if (connection.last_seen->peer.family != 0) {
-      record.add("peer", config::format_endpoint(connection.last_seen->peer));
-    }
+  if (watched.ends.local.family != 0 && watched.ends.local.port != 0) {
+    record.add("local", config::format_endpoint(watched.ends.local));
+  }
+  if (watched.ends.peer.family != 0) {
+    record.add("peer", config::format_endpoint(watched.ends.peer));
   }
   record.add("open_at_exit", at_exit)
       .add("duration_s", static_cast<double>(now_ns - watched.opened_ns) / 1e9)

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "option_applier.hpp"
 #include "sock_diag.hpp"
 #include "socket_role.hpp"
 #include "supervisor_log.hpp"
@@ -25,6 +26,14 @@
 #include "tracked_connections.hpp"
 
 namespace tcptune::supervisor {
+
+// What a connection is known by when the watch starts following it: a client's connect
+// address (its local one comes with the connect), an accepted socket's two ends.
+struct KnownEnds {
+  config::Endpoint local;
+  config::Endpoint peer;
+  std::uint64_t cookie = 0;  // a client's SO_COOKIE, which its TIME_WAIT entry keeps
+};
 
 class ConnectionWatch {
  public:
@@ -36,6 +45,8 @@ class ConnectionWatch {
 
   // The least time between a dump and an early one (watch_by_inode).
   static constexpr std::int64_t kEarlyPollGap = 20'000'000;
+  // How long after its connect a client's conn_open still gets early dumps: then the poll's.
+  static constexpr std::int64_t kPendingOpenEarlyNs = 200'000'000;
 
   // Polls at most every `interval_ns`; without sock_diag (a kernel without inet_diag) it
   // follows nothing, and says so once. It follows nothing either when neither its records nor
@@ -43,9 +54,14 @@ class ConnectionWatch {
   ConnectionWatch(const config::Policy& policy, SupervisorLog& log, std::int64_t interval_ns);
 
   // A connection the supervisor saw a call on: a client at its connect, an accepted socket at a
-  // trapped setsockopt (one seen already is left as it is).
+  // trapped setsockopt (one seen already is left as it is). `open`: a client's conn_open
+  // options, written once a dump shows the connection with both ends (an early dump is made
+  // for it, as for watch_by_inode), or its TIME_WAIT entry (it closed first); one never shown
+  // (a connect that failed, or a connection that came and went between two dumps without a
+  // TIME_WAIT here) gets it when it is given up or at the end, with its peer only.
   void watch_connection(std::uint64_t inode, int app_fd, shim::SocketRole role, int rule, pid_t pid,
-                        const std::string& program);
+                        const std::string& program, const KnownEnds& ends = {},
+                        std::optional<shim::ApplyReport> open = std::nullopt);
   // A listener: the sockets it accepts are followed from the first dump they appear in.
   void watch_listener(std::uint64_t inode, const config::Endpoint& local, pid_t pid, const std::string& program);
   // A TCP socket known only by inode (where sockets are handed over, one the supervisor never
@@ -71,11 +87,18 @@ class ConnectionWatch {
     std::string program;
     std::int64_t opened_ns = 0;
     std::uint64_t idle_restarts = 0;
+    // Its ends as last known (a dump, or the call), for records when no dump shows it any more.
+    KnownEnds ends{};
+    std::optional<shim::ApplyReport> open{};  // a client's conn_open, not written yet
   };
   struct Listener {
     config::Endpoint local;  // the address (any, if all zero) and port it listens on
     pid_t pid = 0;
     std::string program;
+    // Dumps that did not show it listening yet: the dump may come before the program's listen
+    // has run (its answer lets the call go on); given up after kUnseenPolls.
+    std::uint32_t unseen_polls = 0;
+    bool seen = false;
   };
 
   static constexpr std::uint32_t kUnseenPolls = 10;
@@ -91,7 +114,9 @@ class ConnectionWatch {
   void forget_closed_listeners(const std::vector<DiagSocket>& dump);
   void follow_accepted(const std::vector<DiagSocket>& dump, std::int64_t now_ns);
   void report_idle_restarts(const std::vector<DiagSocket>& dump, std::uint32_t gap_ms);
-  void report_closed(const TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns, bool at_exit);
+  void report_closed(TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns, bool at_exit);
+  void write_pending_opens(const std::vector<DiagSocket>& dump, std::int64_t now_ns);
+  void write_open(std::uint64_t inode, Watched& watched);
   void follow(std::uint64_t inode, Watched watched);
 
   const config::Policy& policy_;
@@ -101,6 +126,7 @@ class ConnectionWatch {
   std::int64_t last_dump_cost_ns_ = 0;
   bool early_poll_ = false;          // a socket known by inode waits for a dump
   bool conn_close_records_ = false;  // [log] summary, and a log that takes info records
+  std::size_t pending_opens_ = 0;    // clients whose conn_open waits for a dump
   // tcp_slow_start_after_idle in this namespace: without it no window restarts after idle.
   bool restarts_after_idle_ = false;
   std::optional<SockDiag> diag_;

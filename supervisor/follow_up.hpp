@@ -41,7 +41,9 @@ struct FollowUp {
   int app_fd = -1;
   int rule = -1;
   std::string program;                // as the call found it, and the rule was chosen by
-  config::Endpoint local;             // connect, listen: before the call, as the shim reads it
+  config::Endpoint local;             // listen: before the call; setsockopt on an accepted socket
+  config::Endpoint peer;              // connect: the address given; setsockopt on an accepted socket
+  std::uint64_t cookie = 0;           // connect: SO_COOKIE, to find the connection once it is TIME_WAIT
   shim::TuningOutcome outcome;        // connect, listen
   bool accepted = false;              // setsockopt: on an accepted socket
   const char* kept_option = nullptr;  // setsockopt: answered unmade, the rule's value kept

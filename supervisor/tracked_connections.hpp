@@ -82,6 +82,14 @@ class TrackedConnections {
 
   std::size_t size() const { return connections_.size(); }
 
+  // fn(inode, metadata) for every tracked connection, in no order.
+  template <typename Fn>
+  void for_each(Fn&& fn) {
+    for (auto& [inode, connection] : connections_) {
+      fn(inode, connection.metadata);
+    }
+  }
+
   // One dump of every state a tracked connection can be in (connected_tcp_states() or more): a
   // connection seen before and missing now is closed, as is one whose inode now names another
   // socket (another cookie: inode numbers wrap).

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -118,6 +119,10 @@ std::string format_endpoint(const Endpoint& endpoint) {
   inet_ntop(endpoint.family == 4 ? AF_INET : AF_INET6, endpoint.bytes.data(), text, sizeof text);
   const std::string port = std::to_string(endpoint.port);
   return endpoint.family == 4 ? std::string(text) + ":" + port : "[" + std::string(text) + "]:" + port;
+}
+
+bool is_unspecified(const Endpoint& endpoint) {
+  return std::all_of(endpoint.bytes.begin(), endpoint.bytes.end(), [](std::uint8_t byte) { return byte == 0; });
 }
 
 }  // namespace tcptune::config

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "connection_names.hpp"
 #include "connection_record.hpp"
 #include "errno_saver.hpp"
 #include "json_writer.hpp"
@@ -19,11 +20,12 @@ double us(double ns) {
 
 }  // namespace
 
-void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, ConnectionSnapshot& out) noexcept {
+void take_snapshot(int fd, SocketSlot& slot, std::uint32_t generation, bool open_at_exit,
+                   ConnectionSnapshot& out) noexcept {
   const ErrnoSaver saver;
   const telemetry::ConnectionStats& stats = slot.stats;
   out.fd = fd;
-  out.generation = slot.generation.load(std::memory_order_acquire);
+  out.generation = generation;
   out.role = slot.role.load(std::memory_order_relaxed);
   out.rule_index = slot.rule_index.load(std::memory_order_relaxed);
   out.open_at_exit = open_at_exit;
@@ -35,9 +37,13 @@ void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, Connection
   out.write_latency = telemetry::LatencyHistogram();
   stats.write_latency_into(out.write_latency);
   out.tcp_info = read_tcp_info(fd);
-  out.local = local_endpoint(fd);
-  out.peer = peer_endpoint(fd);
+  const ConnectionNames* names = names_if_any(slot);
+  if (names == nullptr || !names->load(generation, out.local, out.peer)) {
+    out.local = local_endpoint(fd);
+    out.peer = peer_endpoint(fd);
+  }
   out.framing_loss = slot.framer.loss();
+  out.pending_open = take_pending_open(slot, generation);
 }
 
 telemetry::JsonObject latency_object_us(const telemetry::LatencyHistogram& histogram) {
@@ -87,7 +93,7 @@ telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const co
   record.add("fd", snapshot.fd)
       .add("role", role_name(snapshot.role))
       .add("rule", config::rule_name(policy, snapshot.rule_index));
-  if (snapshot.local.family != 0) {
+  if (snapshot.local.family != 0 && !config::is_unspecified(snapshot.local)) {  // never connected: none
     record.add("local", config::format_endpoint(snapshot.local));
   }
   if (snapshot.peer.family != 0) {

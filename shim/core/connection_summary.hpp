@@ -12,6 +12,7 @@
 #include "json_writer.hpp"
 #include "latency_histogram.hpp"
 #include "monotonic_clock.hpp"
+#include "pending_open.hpp"
 #include "record.hpp"
 #include "socket_slot.hpp"
 #include "tcp_info_reader.hpp"
@@ -40,10 +41,16 @@ struct ConnectionSnapshot {
   config::Endpoint local;
   config::Endpoint peer;
   FramingLoss framing_loss = FramingLoss::none;  // why keep-warm ended, if it did
+  // A client's conn_open still waiting for its connect (pending_open.hpp), the snapshot's to
+  // write before the conn_close; nullptr when written already.
+  PendingOpen* pending_open = nullptr;
 };
 
-// Fills `out` from the slot and the kernel (TCP_INFO, endpoints). Preserves errno.
-void take_snapshot(int fd, const SocketSlot& slot, bool open_at_exit, ConnectionSnapshot& out) noexcept;
+// Fills `out` from the slot's connection `generation` and the kernel (TCP_INFO; the endpoints
+// kept since its conn_open, else the kernel's), and takes its pending conn_open. Preserves errno;
+// no lock, no allocation.
+void take_snapshot(int fd, SocketSlot& slot, std::uint32_t generation, bool open_at_exit,
+                   ConnectionSnapshot& out) noexcept;
 
 // {"p50","p90","p99","p999","max"} in microseconds, and its text form.
 telemetry::JsonObject latency_object_us(const telemetry::LatencyHistogram& histogram);

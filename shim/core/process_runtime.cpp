@@ -26,6 +26,7 @@
 #include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/policy_handover.hpp"
 #include "tcptune/config/policy_loader.hpp"
+#include "tcptune/config/rule_matcher.hpp"
 #include "telemetry_worker.hpp"
 
 namespace tcptune::shim {
@@ -150,6 +151,7 @@ void initialize() {
   }
   if (loaded.ok()) {
     runtime->policy = new config::Policy(std::move(loaded.policy()));
+    runtime->holds_app_buffers = policy_touches_buffers(*runtime->policy);
   } else {
     const std::string message = loaded.error().to_string();
     if (strict != nullptr && std::strcmp(strict, "1") == 0) {
@@ -194,6 +196,16 @@ void initialize() {
 }
 
 }  // namespace
+
+bool policy_touches_buffers(const config::Policy& policy) noexcept {
+  for (int rule = -1; rule < static_cast<int>(policy.rules.size()); ++rule) {
+    const config::Tuning& tuning = config::tuning_for(policy, rule);
+    if (tuning.buffers.has_value() || tuning.override_app_buffers.value_or(false)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 void ensure_initialized() noexcept {
   if (g_state.load(std::memory_order_acquire) == InitState::done || t_initializing) {
@@ -242,6 +254,7 @@ void install_runtime_for_testing(const config::Policy* policy, std::string progr
   auto* runtime = new Runtime;
   runtime->policy = policy;
   runtime->program = std::move(program);
+  runtime->holds_app_buffers = policy == nullptr || policy_touches_buffers(*policy);
   g_runtime = runtime;
   g_state.store(InitState::done, std::memory_order_release);
   g_active.store(policy != nullptr ? runtime : nullptr, std::memory_order_release);

@@ -13,7 +13,14 @@ namespace tcptune::shim {
 struct Runtime {
   const config::Policy* policy = nullptr;  // immutable after initialisation
   std::string program;
+  // Some rule (or [defaults]) sets buffers or override_app_buffers: the app's SO_SNDBUF and
+  // SO_RCVBUF before connect or listen are held until the rule is known. Without, they go
+  // straight to the kernel (the observe-only policy changes nothing, not even when they land).
+  bool holds_app_buffers = true;
 };
+
+// Whether a policy's rules can size or override buffers (Runtime::holds_app_buffers).
+bool policy_touches_buffers(const config::Policy& policy) noexcept;
 
 // Idempotent and thread-safe; a recursive call from inside initialisation returns at once.
 void ensure_initialized() noexcept;

@@ -17,6 +17,7 @@
 
 #include "app_memory.hpp"
 #include "callsite.hpp"
+#include "connection_names.hpp"
 #include "connection_record.hpp"
 #include "errno_saver.hpp"
 #include "idle_restart.hpp"
@@ -24,6 +25,7 @@
 #include "next_symbols.hpp"
 #include "option_applier.hpp"
 #include "option_misses.hpp"
+#include "pending_open.hpp"
 #include "process_runtime.hpp"
 #include "shim_log.hpp"
 #include "signal_context.hpp"
@@ -53,8 +55,9 @@ void warn_refusals_once(const config::Policy& policy, int rule, const ApplyRepor
   }
 }
 
+// conn_rtt_auto: the options sized once the connection is established.
 void log_connection(const char* event, int fd, const SocketSlot& slot, const config::Policy& policy, int rule,
-                    ApplyPhase phase, const ApplyReport& report, const CallSite* site = nullptr) {
+                    ApplyPhase phase, const ApplyReport& report) {
   warn_refusals_once(policy, rule, report);
   count_option_misses(rule, report);
   if (!log_enabled(LogLevel::info)) {
@@ -62,11 +65,46 @@ void log_connection(const char* event, int fd, const SocketSlot& slot, const con
   }
   telemetry::Record record =
       connection_record(event, fd, fd, slot.role.load(std::memory_order_relaxed), policy, rule, phase);
-  if (site != nullptr && site->depth > 0) {
-    record.add_json("callsite", callsite_json(*site), callsite_text(*site));
-  }
   add_options(record, report);
   log_record(LogLevel::info, record);
+}
+
+// conn_open: written now with both ends (an accepted, adopted or listening socket), or, for a
+// client before its connect, parked until the connect completes (pending_open.hpp); its
+// endpoints are kept for its later records either way.
+void open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int rule, ApplyPhase phase,
+                     ApplyReport&& report, const CallSite& site, const config::Endpoint& connect_peer) {
+  warn_refusals_once(policy, rule, report);
+  count_option_misses(rule, report);
+  if (!log_enabled(LogLevel::info)) {
+    return;
+  }
+  const SocketRole role = slot.role.load(std::memory_order_relaxed);
+  const std::uint32_t generation = slot.generation.load(std::memory_order_acquire);
+  if (phase == ApplyPhase::before_connect) {
+    // Parked only where something will write it: the worker runs (it polls the connect, and
+    // writes what the close or the exit hands it).
+    if (slot.has_flag(flag_measured) && telemetry_running()) {
+      auto* open = new PendingOpen{fd, generation, rule, role, phase, connect_peer, site, std::move(report)};
+      if (park_pending_open(slot, open)) {
+        post_pending_open(fd, generation);
+        return;
+      }
+      report = std::move(open->report);
+      delete open;
+    }
+    log_record(LogLevel::info,
+               conn_open_record(fd, role, policy, rule, phase, local_endpoint(fd), connect_peer, site, report));
+    return;
+  }
+  const config::Endpoint local = local_endpoint(fd);
+  const config::Endpoint peer = role == SocketRole::listener ? config::Endpoint{} : peer_endpoint(fd);
+  if (peer.family != 0) {
+    if (ConnectionNames* names = names_for(slot)) {
+      names->store(generation, local, peer);
+    }
+  }
+  log_record(LogLevel::info, conn_open_record(fd, role, policy, rule, phase, local, peer, site, report));
 }
 
 // Connections (not listeners) are measured when there is a log for their conn_close record.
@@ -145,7 +183,8 @@ bool closing_in_vfork_child(int fd) noexcept {
   return ((slot != nullptr && slot->is_tcp()) || keep_warm_started()) && in_vfork_child();
 }
 
-// Picks the rule for `facts`, records it in the slot, applies it and logs what happened.
+// Picks the rule for `facts`, records it in the slot, applies it and logs what happened (a
+// client's conn_open once its connect completes).
 void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::ConnectionFacts facts, SocketRole role,
                       ApplyPhase phase) {
   facts.program = runtime.program;
@@ -165,8 +204,15 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
     slot.set_flag(flag_callsite);
     capture_callsite(site);
   }
-  log_connection("conn_open", fd, slot, *runtime.policy, rule, phase, report, &site);
-  start_measuring(fd, slot, is_listener);
+  // A client's is parked for the worker, which must run first; another's written before it
+  // starts, so that a process's first one goes straight to the log.
+  if (phase == ApplyPhase::before_connect) {
+    start_measuring(fd, slot, is_listener);
+    open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer);
+  } else {
+    open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer);
+    start_measuring(fd, slot, is_listener);
+  }
 }
 
 // A socket we find already listening or connected: inherited (found at start-up), or created
@@ -321,18 +367,47 @@ void before_connect(int fd, const sockaddr* addr, socklen_t len) noexcept {
 }
 
 void after_connect(int fd, int result) noexcept {
-  if (result != 0 || in_signal_handler()) {
-    return;  // EINPROGRESS: the send buffer is sized on the first write
+  const int error = result == 0 ? 0 : errno;
+  if (in_signal_handler()) {
+    return;
   }
   const ErrnoSaver saver;
   const Runtime* runtime = active_runtime();
   SocketSlot* slot = fd_table().find(fd);
-  if (runtime == nullptr || slot == nullptr || !slot->has_flag(flag_rtt_auto_pending)) {
+  if (runtime == nullptr || slot == nullptr || !slot->is_tcp()) {
+    return;
+  }
+  // Still connecting (non-blocking, or a blocking one interrupted by a signal): the conn_open
+  // waits for SO_ERROR, the worker or the close; the send buffer is sized on the first write.
+  if (error == EINPROGRESS || error == EALREADY || error == EINTR) {
+    return;
+  }
+  complete_pending_open(fd, *slot, *runtime->policy, error == EISCONN ? 0 : error);
+  if (error != 0 || !slot->has_flag(flag_rtt_auto_pending)) {
     return;
   }
   try {
     resolve_rtt_auto(fd, *slot, *runtime);
   } catch (...) {
+  }
+}
+
+void after_app_getsockopt(int fd, int level, int name, const void* value, const socklen_t* len, int result) noexcept {
+  if (result != 0 || level != SOL_SOCKET || name != SO_ERROR || in_signal_handler()) {
+    return;
+  }
+  const ErrnoSaver saver;
+  const Runtime* runtime = active_runtime();
+  SocketSlot* slot = fd_table().find(fd);
+  if (runtime == nullptr || slot == nullptr || !slot->is_tcp()) {
+    return;
+  }
+  // The kernel wrote both (the call succeeded): the app's memory, read as the kernel left it.
+  const std::optional<socklen_t> length = read_app_object<socklen_t>(len);
+  const std::optional<int> error =
+      length.has_value() && *length >= static_cast<socklen_t>(sizeof(int)) ? read_app_object<int>(value) : std::nullopt;
+  if (error.has_value()) {
+    complete_pending_open(fd, *slot, *runtime->policy, *error);
   }
 }
 
@@ -428,7 +503,7 @@ SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value,
       push_due = slot->keep_warm_gate.set_corked(*number != 0);
     }
     if (!rule_chosen(*slot)) {
-      if (buffer_option && number.has_value()) {
+      if (buffer_option && number.has_value() && runtime->holds_app_buffers) {
         // Held until connect()/listen() picks the rule: the kernel's buffer lock cannot be undone.
         (name == SO_RCVBUF ? slot->held_rcvbuf : slot->held_sndbuf)
             .store(*number < 0 ? 0 : *number, std::memory_order_relaxed);

@@ -41,6 +41,9 @@ enum class SockoptVerdict {
 SockoptVerdict on_app_setsockopt(int fd, int level, int name, const void* value, socklen_t len) noexcept;
 // Answers getsockopt for a held-back buffer value; false: call the real getsockopt.
 bool answer_app_getsockopt(int fd, int level, int name, void* value, socklen_t* len) noexcept;
+// After the real getsockopt: SO_ERROR tells how a non-blocking connect ended (the conn_open
+// waiting for it is written).
+void after_app_getsockopt(int fd, int level, int name, const void* value, const socklen_t* len, int result) noexcept;
 
 // Write path: the slot of a tracked TCP socket, nullptr for anything else. Lock-free, no
 // allocation beyond a one-time chunk mmap, async-signal-safe; a never-seen fd is classified

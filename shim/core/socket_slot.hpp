@@ -1,9 +1,10 @@
-// What the shim knows about one file descriptor number (640 bytes with its write statistics and
-// keep-warm's framer, inside the 1 KiB per-connection budget with room for the worker's share). Slots live in the
-// FdTable and are never freed: closing an fd retires its slot (generation bumped, state reset), so a reused number
-// never inherits an old connection's state and a racing reader never touches freed memory. Every field is atomic
-// because hooks on one fd may run on several threads, but the framer, which the keep-warm gate gives to one writer at a
-// time.
+// What the shim knows about one file descriptor number (640 bytes with its write statistics,
+// keep-warm's framer and a pointer to its endpoints, inside the 1 KiB per-connection budget with
+// room for the worker's share). Slots live in the FdTable and are never freed: closing an fd
+// retires its slot (generation bumped, state reset), so a reused number never inherits an old
+// connection's state and a racing reader never touches freed memory. Every field is atomic
+// because hooks on one fd may run on several threads, but the framer, which the keep-warm gate
+// gives to one writer at a time.
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,8 @@
 #include "socket_role.hpp"
 
 namespace tcptune::shim {
+
+class ConnectionNames;
 
 // Rule index meaning "not chosen yet": the socket has neither connected nor listened.
 inline constexpr std::int16_t kRuleUnchosen = -2;
@@ -58,10 +61,13 @@ struct SocketSlot {
   // The app's SO_SNDBUF/SO_RCVBUF held back until the rule is known (kNoHeldBuffer: none).
   std::atomic<std::int32_t> held_sndbuf{kNoHeldBuffer};
   std::atomic<std::int32_t> held_rcvbuf{kNoHeldBuffer};
+  KeepWarmGate keep_warm_gate;  // 4 bytes: here, the slot has no padding
   // Reset when measurement starts (the rule is applied), not when the fd is retired: a close
   // only has to bump the generation.
   telemetry::ConnectionStats stats;
-  KeepWarmGate keep_warm_gate;
+  // The connection's endpoints and a client's conn_open before its connect completes; set at the
+  // number's first tuned connection, never freed (connection_names.hpp).
+  std::atomic<ConnectionNames*> names{nullptr};
   // Where the app's messages end, for keep-warm with a protocol preset; the app's writers'
   // (one at a time, through the gate).
   MessageFramer framer;

@@ -17,6 +17,7 @@
 
 #include "ack_sampler.hpp"
 #include "callsite.hpp"
+#include "connection_names.hpp"
 #include "connection_summary.hpp"
 #include "connection_totals.hpp"
 #include "errno_saver.hpp"
@@ -27,6 +28,7 @@
 #include "keep_warm_scheduler.hpp"
 #include "next_symbols.hpp"
 #include "option_misses.hpp"
+#include "pending_open.hpp"
 #include "process_runtime.hpp"
 #include "prometheus_textfile.hpp"
 #include "record.hpp"
@@ -52,16 +54,35 @@ struct DeferredLine {
   std::string text;
 };
 
-// A closed connection's snapshot, an idle restart, an ack sample, a write, a line, or a
-// connection to keep warm.
+// A connect whose conn_open waits (pending_open.hpp), looked at until it is established.
+struct PendingConnect {
+  int fd = -1;
+  std::uint32_t generation = 0;
+  std::int64_t next_ns = 0;
+  std::int64_t interval_ns = 0;
+};
+constexpr std::int64_t kFirstConnectLookNs = 1'000'000;
+constexpr std::int64_t kLastConnectLookNs = 1'000'000'000;  // a connect that takes long: once a second
+
+// A closed connection's snapshot, an idle restart, an ack sample, a write, a line, a
+// connection to keep warm, or a connect to look at.
 struct TelemetryEvent {
-  enum class Kind : std::uint8_t { closed, idle_restart, ack_sample, write, line, keep_warm } kind = Kind::line;
+  enum class Kind : std::uint8_t {
+    closed,
+    idle_restart,
+    ack_sample,
+    write,
+    line,
+    keep_warm,
+    connect
+  } kind = Kind::line;
   ConnectionSnapshot* snapshot = nullptr;
   IdleRestart idle{};
   AckSample ack{};
   WriteEvent write{};
   DeferredLine* line = nullptr;
   WarmConnection warm{};
+  PendingConnect connect{};
 };
 
 WriteReporting g_write_reporting;
@@ -73,6 +94,7 @@ void handle_write(const WriteEvent& write, const Runtime& runtime) {
 AckSampler* g_acks = nullptr;
 ConnectionTotals* g_totals = nullptr;
 KeepWarmScheduler* g_keep_warm = nullptr;
+std::vector<PendingConnect>* g_connects = nullptr;  // the worker's only
 
 // Bounded memory: 128 snapshots of about 3 KiB and 2048 events of about 250 bytes (in .bss,
 // touched only as used) wait for the worker, which drains every 1 to 20 ms.
@@ -92,7 +114,11 @@ void handle_idle_restart(const IdleRestart& idle, const Runtime& runtime) {
   log_record(LogLevel::info, idle_restart_record(idle, *runtime.policy));
 }
 
-void handle(const ConnectionSnapshot& snapshot, const Runtime& runtime) {
+void handle(ConnectionSnapshot& snapshot, const Runtime& runtime) {
+  if (snapshot.pending_open != nullptr) {
+    // Its connect never completed while the hooks looked: named with what the close saw.
+    write_pending_open(std::exchange(snapshot.pending_open, nullptr), *runtime.policy, snapshot.local, snapshot.peer);
+  }
   const telemetry::AckLatency acks = g_acks->take(snapshot.fd, snapshot.generation);
   if (runtime.policy->log.summary) {
     log_record(LogLevel::info, conn_close_record(snapshot, acks, *runtime.policy));
@@ -138,6 +164,7 @@ void drain(const Runtime& runtime) {
         case TelemetryEvent::Kind::write: handle_write(event.write, runtime); break;
         case TelemetryEvent::Kind::line: write_deferred_line(event.line->level, event.line->text); break;
         case TelemetryEvent::Kind::keep_warm: g_keep_warm->add(event.warm, monotonic_ns()); break;
+        case TelemetryEvent::Kind::connect: g_connects->push_back(event.connect); break;
       }
     } catch (...) {
       // Out of memory while formatting: the record is lost, the app is not.
@@ -245,6 +272,27 @@ bool defer_line(config::LogLevel level, std::string&& text) {
   return false;
 }
 
+// The connects whose conn_open waits: each looked at when due, less often the longer it takes.
+std::int64_t look_at_connects(std::int64_t now, const config::Policy& policy) {
+  constexpr std::int64_t kWhenWoken = std::numeric_limits<std::int64_t>::max();
+  std::int64_t next = kWhenWoken;
+  std::erase_if(*g_connects, [&](PendingConnect& connect) {
+    if (connect.next_ns == 0) {
+      connect.interval_ns = kFirstConnectLookNs;
+      connect.next_ns = now + connect.interval_ns;
+    } else if (now >= connect.next_ns) {
+      if (poll_pending_open(connect.fd, connect.generation, policy)) {
+        return true;
+      }
+      connect.interval_ns = std::min(connect.interval_ns * 2, kLastConnectLookNs);
+      connect.next_ns = now + connect.interval_ns;
+    }
+    next = std::min(next, connect.next_ns);
+    return false;
+  });
+  return next;
+}
+
 // The worker's tasks, in the order they run on each wake-up.
 std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
   constexpr std::int64_t kWhenWoken = std::numeric_limits<std::int64_t>::max();
@@ -273,6 +321,7 @@ std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
         return *next_textfile_ns;
       },
       [&runtime](std::int64_t now) { return g_keep_warm->run_due(now, *runtime.policy); },
+      [&runtime](std::int64_t now) { return look_at_connects(now, *runtime.policy); },
   };
 }
 
@@ -302,6 +351,7 @@ void ensure_telemetry_worker() noexcept {
       g_totals = new ConnectionTotals(runtime->policy->rules.size());
       g_acks = new AckSampler;
       g_keep_warm = new KeepWarmScheduler;
+      g_connects = new std::vector<PendingConnect>;
     }
   } catch (...) {
     g_state.store(WorkerState::stopped, std::memory_order_release);
@@ -333,7 +383,19 @@ void count_unrecorded(const SocketSlot& slot) noexcept {
 }
 }  // namespace
 
-void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t generation) noexcept {
+bool telemetry_running() noexcept {
+  return g_state.load(std::memory_order_acquire) == WorkerState::running;
+}
+
+void post_pending_open(int fd, std::uint32_t generation) noexcept {
+  if (telemetry_running()) {
+    // A full ring: not looked at, written by SO_ERROR, the close or the exit instead.
+    (void)g_ring.try_push({.kind = TelemetryEvent::Kind::connect, .connect = {fd, generation, 0, 0}},
+                          /*counted=*/false);
+  }
+}
+
+void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) noexcept {
   if (const WorkerState state = g_state.load(std::memory_order_acquire); state != WorkerState::running) {
     if (state == WorkerState::exec_pending) {
       // Another thread's close while an exec runs: counted for the image that goes on should
@@ -346,12 +408,18 @@ void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t genera
   ConnectionSnapshot* snapshot = g_pool.acquire();
   if (snapshot == nullptr) {
     g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
-    count_unrecorded(slot);
+    count_unrecorded(slot);  // a pending conn_open stays in the slot, written at the exit
     return;
   }
-  take_snapshot(fd, slot, false, *snapshot);
-  snapshot->generation = generation;
+  take_snapshot(fd, slot, generation, false, *snapshot);
   if (!g_ring.try_push({.kind = TelemetryEvent::Kind::closed, .snapshot = snapshot})) {
+    if (snapshot->pending_open != nullptr) {  // back where the exit finds it
+      if (ConnectionNames* names = names_if_any(slot)) {
+        PendingOpen* none = nullptr;
+        (void)names->pending.compare_exchange_strong(none, snapshot->pending_open, std::memory_order_acq_rel);
+      }
+      snapshot->pending_open = nullptr;
+    }
     g_pool.release(snapshot);
     count_unrecorded(slot);  // the ring counted the drop
     return;
@@ -411,6 +479,21 @@ void post_idle_restart(const IdleRestart& event) noexcept {
   }
 }
 
+namespace {
+
+// conn_opens no snapshot took: their connection's close record was lost (counted).
+void write_pending_opens(const Runtime& runtime) {
+  fd_table().for_each_slot([&](int /*fd*/, SocketSlot& slot) {
+    if (ConnectionNames* names = names_if_any(slot)) {
+      if (PendingOpen* open = names->pending.exchange(nullptr, std::memory_order_acq_rel)) {
+        write_pending_open(open, *runtime.policy, {}, {});
+      }
+    }
+  });
+}
+
+}  // namespace
+
 void flush_telemetry_at_exit() noexcept {
   WorkerState expected = WorkerState::running;
   if (!g_state.compare_exchange_strong(expected, WorkerState::stopped, std::memory_order_acq_rel)) {
@@ -429,13 +512,14 @@ void flush_telemetry_at_exit() noexcept {
     // Before the open connections join the closed totals, which would count them twice.
     write_prometheus_textfile(*runtime, true, kExitLockWait);
     // Connections still open at exit are summarized too, marked open_at_exit.
-    fd_table().for_each_tcp([&](int fd, const SocketSlot& slot) {
+    fd_table().for_each_tcp([&](int fd, SocketSlot& slot) {
       if (slot.has_flag(flag_measured)) {
         static ConnectionSnapshot snapshot;  // 3 KiB: not on a possibly small exit-time stack
-        take_snapshot(fd, slot, true, snapshot);
+        take_snapshot(fd, slot, slot.generation.load(std::memory_order_acquire), true, snapshot);
         handle(snapshot, *runtime);
       }
     });
+    write_pending_opens(*runtime);
     if (runtime->policy->log.summary) {
       log_record(LogLevel::info, summary_record(*g_totals, *runtime->policy, summary_context()));
     }
@@ -447,16 +531,17 @@ namespace {
 
 // Every measured connection, summarized as the exec leaves it.
 void summarize_open_connections_at_exec(const Runtime& runtime) {
-  fd_table().for_each_tcp([&](int fd, const SocketSlot& slot) {
+  fd_table().for_each_tcp([&](int fd, SocketSlot& slot) {
     if (slot.has_flag(flag_measured)) {
       static ConnectionSnapshot snapshot;  // 3 KiB: not on the app's stack
       // -1 (closed meanwhile) has FD_CLOEXEC's bit set: not inherited.
       const bool inherited = (next::fcntl(fd, F_GETFD, 0) & FD_CLOEXEC) == 0;
-      take_snapshot(fd, slot, inherited, snapshot);
+      take_snapshot(fd, slot, slot.generation.load(std::memory_order_acquire), inherited, snapshot);
       snapshot.at_exec = inherited ? AtExec::inherited : AtExec::closed;
       handle(snapshot, runtime);
     }
   });
+  write_pending_opens(runtime);
 }
 
 // The image's accounting ends with its summary: what follows (another thread's writes while the
@@ -545,10 +630,16 @@ void telemetry_after_fork_in_child() noexcept {
     }
     g_textfile = nullptr;  // the parent's (possibly half-updated) state stays unused; the child starts from zero
   }
-  // The parent's connections are the parent's to summarize: not measured here.
+  // The parent's connections are the parent's to summarize (and their conn_opens to write):
+  // not measured here.
   fd_table().for_each_tcp([](int /*fd*/, SocketSlot& slot) {
     if (slot.has_flag(flag_measured)) {
       slot.clear_flag(flag_measured);
+    }
+  });
+  fd_table().for_each_slot([](int /*fd*/, SocketSlot& slot) {
+    if (ConnectionNames* names = names_if_any(slot)) {
+      names->pending.store(nullptr, std::memory_order_relaxed);  // the parent's copy; left unfreed
     }
   });
   if (g_totals != nullptr) {
@@ -557,6 +648,7 @@ void telemetry_after_fork_in_child() noexcept {
     try {
       g_acks = new AckSampler;
       g_keep_warm = new KeepWarmScheduler;  // the parent's connections are not kept warm here
+      g_connects = new std::vector<PendingConnect>;
     } catch (...) {
       g_state.store(WorkerState::stopped, std::memory_order_release);  // no telemetry in this child
       return;

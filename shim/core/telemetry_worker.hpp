@@ -16,9 +16,14 @@ namespace tcptune::shim {
 
 // Idempotent and thread-safe; called when a connection starts being measured or kept warm.
 void ensure_telemetry_worker() noexcept;
+// The worker runs: it will write what is handed to it (a pending conn_open among them).
+bool telemetry_running() noexcept;
+// A client's conn_open waits for its connect (pending_open.hpp): the worker looks at the
+// connection until it is established, from 1 ms after, then less and less often. Lock-free.
+void post_pending_open(int fd, std::uint32_t generation) noexcept;
 // A measured connection is closing: its snapshot goes to the worker, under the generation it
-// had while open. Async-signal-safe.
-void post_closed_connection(int fd, const SocketSlot& slot, std::uint32_t generation) noexcept;
+// had while open, with its pending conn_open if any. Async-signal-safe.
+void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) noexcept;
 // A measured write that returned after another thread closed its descriptor: counted in its
 // rule's totals, since its connection's record is already taken. Lock-free; async-signal-safe.
 void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_t offered, int error) noexcept;

@@ -88,7 +88,9 @@ int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
   if (core::answer_app_getsockopt(fd, level, name, value, len)) {
     return 0;
   }
-  return next::getsockopt(fd, level, name, value, len);
+  const int result = next::getsockopt(fd, level, name, value, len);
+  core::after_app_getsockopt(fd, level, name, value, len, result);
+  return result;
 }
 
 ssize_t write(int fd, const void* buf, size_t count) {

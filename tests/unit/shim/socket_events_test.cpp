@@ -96,8 +96,11 @@ TEST_F(SocketEvents, ForcedNodelayVetoesTheApp) {
   ::close(fd);
 }
 
+// Under a policy where some rule sizes buffers (a rule the socket may still match).
 TEST_F(SocketEvents, AppBufferHeldUntilConnectThenApplied) {
-  use_policy("[defaults]\nnodelay = \"on\"\n");
+  use_policy(
+      "[defaults]\nnodelay = \"on\"\n[[rule]]\nname = \"far\"\nmatch = { port = 1 }\nbuffers = { rcvbuf = "
+      "\"256KiB\" }\n");
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   on_socket_created(fd, AF_INET, SOCK_STREAM, 0);
   const int small = 20000;  // pinned it would read 40000; the default is larger
@@ -107,6 +110,21 @@ TEST_F(SocketEvents, AppBufferHeldUntilConnectThenApplied) {
   EXPECT_TRUE(answer_app_getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &reported, &len));
   EXPECT_EQ(reported, 2 * small);                               // what the kernel would have said
   EXPECT_NE(int_option(fd, SOL_SOCKET, SO_RCVBUF), 2 * small);  // not pinned yet
+  before_close(fd);
+  ::close(fd);
+}
+
+// Under a policy where no rule sizes buffers, holding them back changes nothing for the better:
+// the app's call goes to the kernel, which answers getsockopt itself.
+TEST_F(SocketEvents, AppBufferPassesWhereNoRuleSizesBuffers) {
+  use_policy("[defaults]\nnodelay = \"keep\"\n");
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  on_socket_created(fd, AF_INET, SOCK_STREAM, 0);
+  const int small = 20000;
+  EXPECT_EQ(on_app_setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), SockoptVerdict::pass);
+  int reported = 0;
+  socklen_t len = sizeof reported;
+  EXPECT_FALSE(answer_app_getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &reported, &len)) << "nothing held to answer for";
   before_close(fd);
   ::close(fd);
 }

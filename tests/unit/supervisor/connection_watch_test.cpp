@@ -26,17 +26,39 @@ namespace {
 
 constexpr std::int64_t kIntervalNs = 1'000'000;  // 1 ms: every tick dumps
 
-std::vector<nlohmann::json> conn_closes(const std::string& path) {
+std::vector<nlohmann::json> records_of(const std::string& path, const char* event) {
   std::vector<nlohmann::json> records;
   std::ifstream log(path);
   for (std::string line; std::getline(log, line);) {
     nlohmann::json record = nlohmann::json::parse(line);
-    if (record["event"] == "conn_close") {
+    if (record["event"] == event) {
       records.push_back(record);
     }
   }
   return records;
 }
+
+std::vector<nlohmann::json> conn_closes(const std::string& path) {
+  return records_of(path, "conn_close");
+}
+
+std::string local_of(int fd) {
+  return config::format_endpoint(shim::local_endpoint(fd));
+}
+
+std::string peer_of(int fd) {
+  return config::format_endpoint(shim::peer_endpoint(fd));
+}
+
+std::uint64_t cookie_of(int fd) {
+  std::uint64_t cookie = 0;
+  socklen_t length = sizeof cookie;
+  EXPECT_EQ(getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &length), 0);
+  return cookie;
+}
+
+// No poll but the early ones.
+constexpr std::int64_t kHourNs = std::int64_t{3600} * 1'000'000'000;
 
 class ConnectionWatchTest : public ::testing::Test {
  protected:
@@ -201,6 +223,105 @@ TEST_F(ConnectionWatchTest, ASocketKnownByInodeIsFollowedWithTheRoleAndRuleOfIts
   EXPECT_EQ(closes[0]["rule"], "watched");
   EXPECT_EQ(closes[0]["fd"], accepted_fd);
   EXPECT_TRUE(closes[0].contains("tcp_info"));
+}
+
+// A client's conn_open names both ends: it waits for a dump that shows them.
+TEST_F(ConnectionWatchTest, AClientsConnOpenWaitsForADumpThatShowsBothEnds) {
+  ConnectionWatch watch(policy_, log_, kHourNs);
+  Loopback loopback;
+  ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe",
+                         {{}, shim::peer_endpoint(loopback.client), cookie_of(loopback.client)}, shim::ApplyReport{});
+  log_.flush();
+  EXPECT_TRUE(records_of(path_, "conn_open").empty()) << "written once a dump shows its local end";
+  std::this_thread::sleep_for(std::chrono::nanoseconds(ConnectionWatch::kEarlyPollGap));
+  tick_after(watch);
+  const std::vector<nlohmann::json> opens = records_of(path_, "conn_open");
+  ASSERT_EQ(opens.size(), 1U);
+  EXPECT_EQ(opens[0]["local"], local_of(loopback.client)) << opens[0];
+  EXPECT_EQ(opens[0]["peer"], peer_of(loopback.client)) << opens[0];
+  EXPECT_EQ(opens[0]["phase"], "before_connect");
+  EXPECT_EQ(opens[0]["supervised"], true);
+  EXPECT_EQ(opens[0]["rule"], "watched");
+  const std::string local = local_of(loopback.client);
+  loopback.close_all();
+  watch.finish();
+  log_.flush();
+  const std::vector<nlohmann::json> closes = conn_closes(path_);
+  ASSERT_EQ(closes.size(), 1U);
+  EXPECT_EQ(closes[0]["local"], local) << closes[0];
+}
+
+// One that closed before any dump (it closed first: TIME_WAIT on its side) is found there by its
+// cookie: both records name both ends, at once.
+TEST_F(ConnectionWatchTest, AClientThatClosedFirstIsNamedFromItsTimeWait) {
+  ConnectionWatch watch(policy_, log_, kHourNs);
+  Loopback loopback;
+  ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  const std::string local = local_of(loopback.client);
+  const std::string peer = peer_of(loopback.client);
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe",
+                         {{}, shim::peer_endpoint(loopback.client), cookie_of(loopback.client)}, shim::ApplyReport{});
+  close(loopback.client);  // first: its side ends in TIME_WAIT
+  loopback.client = -1;
+  char byte = 0;
+  EXPECT_EQ(read(loopback.accepted, &byte, 1), 0) << "the FIN came";
+  loopback.close_all();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the last ACK, on loopback
+  tick_after(watch);
+  const std::vector<nlohmann::json> opens = records_of(path_, "conn_open");
+  const std::vector<nlohmann::json> closes = conn_closes(path_);
+  ASSERT_EQ(opens.size(), 1U);
+  ASSERT_EQ(closes.size(), 1U) << "reported closed at once, not after kUnseenPolls dumps";
+  for (const nlohmann::json& record : {opens[0], closes[0]}) {
+    EXPECT_EQ(record["local"], local) << record;
+    EXPECT_EQ(record["peer"], peer) << record;
+  }
+}
+
+// Never seen (no cookie to find it by): its records name the peer it connected to, no local end.
+TEST_F(ConnectionWatchTest, AClientNeverSeenIsNamedByItsPeerAtTheEnd) {
+  ConnectionWatch watch(policy_, log_, kHourNs);
+  Loopback loopback;
+  ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  const std::string peer = peer_of(loopback.client);
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe",
+                         {{}, shim::peer_endpoint(loopback.client), 0}, shim::ApplyReport{});
+  loopback.close_all();
+  watch.finish();
+  log_.flush();
+  const std::vector<nlohmann::json> opens = records_of(path_, "conn_open");
+  const std::vector<nlohmann::json> closes = conn_closes(path_);
+  ASSERT_EQ(opens.size(), 1U);
+  ASSERT_EQ(closes.size(), 1U);
+  for (const nlohmann::json& record : {opens[0], closes[0]}) {
+    EXPECT_EQ(record["peer"], peer) << record;
+    EXPECT_FALSE(record.contains("local")) << record;
+  }
+}
+
+// The records thread may handle a listen before the program's call has run: a dump then does
+// not show the listener yet, which is not a listener closed.
+TEST_F(ConnectionWatchTest, AListenerNotListeningYetAtTheFirstDumpIsKept) {
+  ConnectionWatch watch(policy_, log_, kIntervalNs);
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in in{};
+  in.sin_family = AF_INET;
+  inet_pton(AF_INET, "127.0.0.1", &in.sin_addr);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&in), sizeof in), 0);
+  watch.watch_listener(inode_of(listener), shim::local_endpoint(listener), getpid(), "probe");
+  tick_after(watch);  // before its listen
+  ASSERT_EQ(::listen(listener, 4), 0);
+  in.sin_port = htons(local_port(listener));
+  const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&in), sizeof in), 0);
+  const int accepted = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(accepted, 0);
+  tick_after(watch);
+  EXPECT_EQ(watch.counts_by_rule().count(0), 1U) << "its accepted socket is followed";
+  for (const int fd : {accepted, client, listener}) {
+    close(fd);
+  }
 }
 
 TEST_F(ConnectionWatchTest, ATextfileAloneIsEnoughToFollowAndCount) {

@@ -29,5 +29,7 @@ std::string format_cidr(const Cidr& cidr);
 // From a sockaddr (AF_INET / AF_INET6); family 0 for anything else.
 Endpoint endpoint_from_sockaddr(const sockaddr* addr, socklen_t len);
 std::string format_endpoint(const Endpoint& endpoint);
+// The address is all zeros (0.0.0.0, ::): a socket bound to any address, or not connected.
+bool is_unspecified(const Endpoint& endpoint);
 
 }  // namespace tcptune::config
