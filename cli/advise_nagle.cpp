@@ -16,7 +16,7 @@ constexpr double kMinAckStallUs = 25000;  // ack p50 this far above the RTT floo
 constexpr double kMinAckP50Us = 30000;    // Linux delays an ACK 40 ms at least (TCP_DELACK_MIN)
 constexpr std::uint64_t kMinAckSamples = 3;
 constexpr std::uint64_t kDefaultMss = 1448;  // 1500-byte packets with timestamps
-constexpr double kBulkBusyShare = 0.5;       // a sender busy most of its life is bulk, not rpc
+constexpr double kMostSegmentsPerSecond = 25;  // one per delayed ACK (40 ms)
 
 enum class Nagle { on, off, unknown };
 
@@ -47,9 +47,11 @@ bool stalls_on_delayed_acks(const ObservedConnection& connection) {
   if (connection.bytes / connection.writes >= std::max<std::uint64_t>(mss, 1)) {
     return false;  // full segments go out whatever Nagle says
   }
-  if (connection.tcp_info.has_value() && connection.tcp_info->busy_us.has_value() && connection.duration_s > 0 &&
-      *connection.tcp_info->busy_us / 1e6 > kBulkBusyShare * connection.duration_s) {
-    return false;  // a bulk sender's acks wait behind its own queue
+  // Held behind delayed ACKs, a connection sends at most about one segment per 40 ms; one that sent
+  // faster is a stream, whose acks wait behind its own queue instead.
+  if (connection.duration_s > 0 &&
+      static_cast<double>(connection.bytes) / connection.duration_s > kMostSegmentsPerSecond * static_cast<double>(mss)) {
+    return false;
   }
   return connection.ack_p50_us >= kMinAckP50Us && connection.ack_p50_us - rtt_floor_us(connection) >= kMinAckStallUs;
 }

@@ -256,7 +256,7 @@ TEST(Advise, LossIsNotForTcptune) {
 }
 
 TEST(Advise, HealthyProgramsGetNoFinding) {
-  for (const std::string& name : {"healthy.jsonl", "nagle-server.jsonl", "rwnd-receiver.jsonl"}) {
+  for (const char* name : {"healthy.jsonl", "nagle-server.jsonl", "rwnd-receiver.jsonl"}) {
     const Advice advice = advise({name});
     EXPECT_TRUE(advice.findings.empty()) << name << ": " << advice.findings.front().id;
     EXPECT_TRUE(advised_policy(advice.findings, {name}).empty());
