@@ -29,6 +29,20 @@ bool app_pinned(const ObservedConnection& connection, const char* option) {
   return found != nullptr && found->requested.rfind("app ", 0) == 0;
 }
 
+// An accepted socket inherits its listener's buffers, and its conn_open reports only what it does
+// not inherit: the app's pin shows on the listener of the same process and address.
+bool receiver_pinned(const ObservedConnection& receiver, const Observations& observations) {
+  if (app_pinned(receiver, "rcvbuf")) {
+    return true;
+  }
+  return std::any_of(observations.connections.begin(), observations.connections.end(),
+                     [&](const ObservedConnection& listener) {
+                       return listener.is_listener() && listener.pid == receiver.pid &&
+                              listener.program == receiver.program && listener.local == receiver.local &&
+                              app_pinned(listener, "rcvbuf");
+                     });
+}
+
 // Bits per second as the policy writes a rate: "400Mbit".
 std::string rate_text(double bps) {
   const double mbit = bps / 1e6;
@@ -68,7 +82,7 @@ void find_limit(const AdviceInput& input, bool receive_window, std::vector<Findi
         // Without the receiver's log, whether it pins SO_RCVBUF is unknown; dropping a pin is the
         // fix that leaves autotuning in charge either way.
         pinned = pinned || !connection->counterpart.has_value() ||
-                 app_pinned(input.observations.connections[*connection->counterpart], "rcvbuf");
+                 receiver_pinned(input.observations.connections[*connection->counterpart], input.observations);
       } else {
         pinned = pinned || app_pinned(*connection, "sndbuf");
       }

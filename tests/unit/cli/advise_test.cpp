@@ -153,7 +153,7 @@ TEST(Advise, SlowStartAfterIdleKeepWarmByPortElseBbr) {
   const Finding& bursty = *by_program("bursty");
   EXPECT_EQ(key_value(bursty, "congestion"), "\"bbr\"");
   // 5 restarts x 2 extra round trips x 180.5 ms.
-  EXPECT_NE(bursty.gain_arithmetic.find("10 extra round trips x RTT 180.5 ms = 1805 ms over 5 messages, 361 ms"),
+  EXPECT_NE(bursty.gain_arithmetic.find("10 extra round trips x RTT 180 ms = 1805 ms over 5 messages, 361 ms per message"),
             std::string::npos)
       << bursty.gain_arithmetic;
   EXPECT_FALSE(bursty.alternatives.empty());
