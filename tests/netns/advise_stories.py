@@ -34,6 +34,7 @@ os.makedirs(args.work_dir, exist_ok=True)
 TCPTUNE = os.path.join(args.bin, "tcptune")
 LINKEM = os.path.join(args.bin, "tcptune-linkem")
 OBSERVE = os.path.join(args.work_dir, "observe.toml")
+PRESET_WAN_BULK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config", "presets", "wan-bulk.toml")
 with open(OBSERVE, "w") as f:
     f.write('[defaults]\nnodelay = "keep"\n')
 failed = 0
@@ -169,9 +170,16 @@ def story_bulk():
             return
         check(findings[0]["tune"] == "peer", "bulk: the fix is the receiver's, the peer of the sender")
         advised, _ = run_pair("bulk-advised", listen, connect, policy, "listen")
-        off, tuned = (r.get("goodput_mbit", 0) for r in (observed, advised))
-        print(f"     bulk goodput: observe {off} Mbit/s, advised {tuned} Mbit/s")
-        check(tuned >= 90, "bulk: advised goodput at least 90% of the 100 Mbit/s link")
+        preset, _ = run_pair("bulk-preset", listen, connect, PRESET_WAN_BULK, "listen")
+        off, tuned, hand = (r.get("goodput_mbit", 0) for r in (observed, advised, preset))
+        steady = advised.get("steady_goodput_mbit", 0)
+        print(f"     bulk goodput: observe {off} Mbit/s, advised {tuned} Mbit/s (after the first second {steady}), "
+              f"wan-bulk.toml {hand} Mbit/s")
+        # bench/ab's target (90% of the link) is over 20 s; over these 5 s the first second's slow start
+        # weighs too, in every arm: the steady rate is the target, and the whole transfer is the preset's.
+        check(steady >= 90, "bulk: advised goodput after the first second at least 90% of the 100 Mbit/s link")
+        check(tuned >= 0.9 * hand, "bulk: advised goodput at least 90% of the hand-written preset's")
+        check(tuned > 3 * off, "bulk: advised goodput more than 3x observe's")
     finally:
         link_down()
 
