@@ -99,9 +99,7 @@ std::string AdviceScope::match_toml() const {
 }
 
 std::string AdviceScope::describe() const {
-  std::string out = role == "client"   ? "client connections"
-                    : role == "server" ? "server connections"
-                                       : "connections";
+  std::string out = role == "client" ? "client connections" : role == "server" ? "server connections" : "connections";
   out += programs.empty() ? " of the peer's program" : " of " + join(programs, ", ");
   if (!peers.empty()) {
     out += " to " + join(peers, " or ");
@@ -118,8 +116,8 @@ std::string AdviceScope::describe() const {
 std::string AdviceScope::rule_name() const {
   std::string out = programs.empty() ? "peer" : programs.front();
   for (char& c : out) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                       c == '_' || c == '.';
+    const bool plain =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
     c = plain ? c : '_';
   }
   out += "-" + (role.empty() ? std::string("any") : role);
@@ -143,9 +141,8 @@ AdviceScope scope_of(const std::vector<const ObservedConnection*>& connections) 
     peers.push_back(connection->peer_address());
     unknown = unknown || port == 0 || (connection->role == "client" && connection->peer.empty());
   }
-  const std::string role = roles.size() == 1 && (*roles.begin() == "client" || *roles.begin() == "server")
-                               ? *roles.begin()
-                               : std::string();
+  const std::string role =
+      roles.size() == 1 && (*roles.begin() == "client" || *roles.begin() == "server") ? *roles.begin() : std::string();
   return build_scope(programs, role, ports, peers, unknown);
 }
 

@@ -47,7 +47,7 @@ struct AdviceRule {
 };
 
 struct Finding {
-  std::string id;     // cause code @ scope: stable for the same evidence
+  std::string id;          // cause code @ scope: stable for the same evidence
   std::string cause_code;  // nagle-delayed-ack, slow-start-after-idle, ...
   std::string title;
   std::string cause;  // one sentence
@@ -65,9 +65,9 @@ struct Finding {
   std::string tune = "this";
   bool has_rule = false;  // false: tcptune cannot fix it (loss), or the fix is outside the policy
   AdviceRule rule;
-  std::string fix;  // the fix in words (also where there is no rule: a sysctl, a capability)
-  std::string gain;             // the expected gain in words
-  std::string gain_arithmetic;  // how it was computed
+  std::string fix;                        // the fix in words (also where there is no rule: a sysctl, a capability)
+  std::string gain;                       // the expected gain in words
+  std::string gain_arithmetic;            // how it was computed
   std::vector<std::string> alternatives;  // other fixes, with their cost
   std::string prove;                      // the tcptune ab command; empty when there is nothing to prove
 };

@@ -15,7 +15,7 @@ namespace tcptune::cli {
 
 namespace {
 
-constexpr double kMinIdleGapS = 10;       // shorter silences are no middlebox's timeout
+constexpr double kMinIdleGapS = 10;         // shorter silences are no middlebox's timeout
 constexpr std::size_t kWritesAfterGap = 2;  // the reset fails the first write or the next one
 constexpr double kKeepaliveIdleMaxS = 7200;
 
@@ -70,7 +70,8 @@ void find_resets_after_idle(const AdviceInput& input, std::vector<Finding>& out)
       const double gap = reset_gap_s(*connection);
       shortest = shortest == 0 ? gap : std::min(shortest, gap);
     }
-    const double idle_s = std::clamp(static_cast<double>(static_cast<long long>(shortest / 2)), 1.0, kKeepaliveIdleMaxS);
+    const double idle_s =
+        std::clamp(static_cast<double>(static_cast<long long>(shortest / 2)), 1.0, kKeepaliveIdleMaxS);
     const double interval_s = std::clamp(static_cast<double>(static_cast<long long>(idle_s / 4)), 1.0, 30.0);
     Finding finding;
     finding.cause_code = "reset-after-idle";
@@ -79,8 +80,9 @@ void find_resets_after_idle(const AdviceInput& input, std::vector<Finding>& out)
     const std::string program = group.front()->program;
     finding.id = finding.cause_code + "@" + scope.id_part();
     finding.title = program + "'s connections are reset on the first write after a long silence";
-    finding.cause = "a middlebox on the path (NAT, firewall, load balancer) drops the state of a connection silent "
-                    "for longer than its idle timeout, so the next write meets a reset.";
+    finding.cause =
+        "a middlebox on the path (NAT, firewall, load balancer) drops the state of a connection silent "
+        "for longer than its idle timeout, so the next write meets a reset.";
     finding.figures = {{"reset_connections", static_cast<double>(group.size())},
                        {"shortest_idle_before_reset_s", shortest},
                        {"keepalive_idle_s", idle_s}};
@@ -92,8 +94,7 @@ void find_resets_after_idle(const AdviceInput& input, std::vector<Finding>& out)
     finding.evidence = text;
     finding.has_rule = true;
     finding.rule.scope = scope;
-    (void)std::snprintf(text, sizeof text, "{ idle = \"%.0fs\", interval = \"%.0fs\", count = 4 }", idle_s,
-                        interval_s);
+    (void)std::snprintf(text, sizeof text, "{ idle = \"%.0fs\", interval = \"%.0fs\", count = 4 }", idle_s, interval_s);
     finding.rule.keys = {{"keepalive", text}};
     finding.fix = "keepalive = " + std::string(text) + " for " + scope.describe() +
                   ": a probe after half the shortest silence that ended in a reset keeps the middlebox's state";
@@ -104,8 +105,9 @@ void find_resets_after_idle(const AdviceInput& input, std::vector<Finding>& out)
                         group.size(), idle_s);
     finding.gain_arithmetic = text;
     finding.gain = "no reset after a silence: the connections stay usable";
-    finding.alternatives = {"if the peer itself closes idle connections (its keep-alive timeout), keepalive does not "
-                            "help: give both ends' logs, and advise leaves out a connection whose peer closed first"};
+    finding.alternatives = {
+        "if the peer itself closes idle connections (its keep-alive timeout), keepalive does not "
+        "help: give both ends' logs, and advise leaves out a connection whose peer closed first"};
     finding.prove = ab_command(scope, input.policy_file) + "  (with silences as long as production's)";
     out.push_back(std::move(finding));
   }

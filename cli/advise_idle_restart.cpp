@@ -89,8 +89,9 @@ void find_slow_start_after_idle(const AdviceInput& input, std::vector<Finding>& 
     const std::string program = group.front()->program;
     finding.id = finding.cause_code + "@" + scope.id_part();
     finding.title = "the congestion window of " + program + "'s connections restarts after each silence";
-    finding.cause = "after a silence longer than the RTO the kernel shrinks the congestion window back "
-                    "(net.ipv4.tcp_slow_start_after_idle), so the next message pays extra round trips of slow start.";
+    finding.cause =
+        "after a silence longer than the RTO the kernel shrinks the congestion window back "
+        "(net.ipv4.tcp_slow_start_after_idle), so the next message pays extra round trips of slow start.";
     finding.figures = {{"idle_restarts", count},
                        {"extra_round_trips", static_cast<double>(extra_round_trips)},
                        {"rtt_ms", rtt_ms},
@@ -131,7 +132,8 @@ void find_slow_start_after_idle(const AdviceInput& input, std::vector<Finding>& 
                           heartbeats, bytes, format_ms(kept_warm_idle_ms).c_str(), format_ms(rto_ms).c_str());
       finding.fix = text;
       finding.gain = "about " + format_ms(extra_ms / count) + " less for each message after a silence (" +
-                     format_ms(extra_ms) + " over the messages recorded), as net.ipv4.tcp_slow_start_after_idle=0 gives";
+                     format_ms(extra_ms) +
+                     " over the messages recorded), as net.ipv4.tcp_slow_start_after_idle=0 gives";
       finding.alternatives = {bbr_cost};
     } else {
       finding.rule.keys = {{"congestion", "\"bbr\""}};

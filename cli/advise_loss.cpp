@@ -53,20 +53,21 @@ void find_loss_bound(const AdviceInput& input, std::vector<Finding>& out) {
     const std::string program = group.front()->program;
     finding.id = finding.cause_code + "@" + scope.id_part();
     finding.title = "the path of " + program + "'s connections loses packets: tcptune cannot fix that";
-    finding.cause = "the network drops packets on this path, and every loss costs a retransmission and a smaller "
-                    "congestion window; no socket option removes the loss.";
-    finding.figures = {{"retransmits", retransmits},
-                       {"segments_sent", segments},
-                       {"retransmit_share", retransmits / segments}};
+    finding.cause =
+        "the network drops packets on this path, and every loss costs a retransmission and a smaller "
+        "congestion window; no socket option removes the loss.";
+    finding.figures = {
+        {"retransmits", retransmits}, {"segments_sent", segments}, {"retransmit_share", retransmits / segments}};
     char text[320];
-    (void)std::snprintf(text, sizeof text, "%.0f retransmissions of %.0f data segments sent (%.1f%%) on %llu connection(s)",
-                        retransmits, segments, 100 * retransmits / segments,
-                        static_cast<unsigned long long>(finding.connections));
+    (void)std::snprintf(text, sizeof text,
+                        "%.0f retransmissions of %.0f data segments sent (%.1f%%) on %llu connection(s)", retransmits,
+                        segments, 100 * retransmits / segments, static_cast<unsigned long long>(finding.connections));
     finding.evidence = text;
     finding.tune = "none";
-    finding.fix = "none in tcptune: find where the path loses packets (interface errors and drops, a congested or "
-                  "faulty link, mtr toward " +
-                  (finding.peers.empty() ? std::string("the peer") : finding.peers.front()) + ")";
+    finding.fix =
+        "none in tcptune: find where the path loses packets (interface errors and drops, a congested or "
+        "faulty link, mtr toward " +
+        (finding.peers.empty() ? std::string("the peer") : finding.peers.front()) + ")";
     finding.gain = "none from a policy";
     finding.gain_arithmetic = "tcptune changes how sockets send, not how often the path drops";
     out.push_back(std::move(finding));

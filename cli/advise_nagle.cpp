@@ -15,7 +15,7 @@ namespace {
 constexpr double kMinAckStallUs = 25000;  // ack p50 this far above the RTT floor: a delayed ACK
 constexpr double kMinAckP50Us = 30000;    // Linux delays an ACK 40 ms at least (TCP_DELACK_MIN)
 constexpr std::uint64_t kMinAckSamples = 3;
-constexpr std::uint64_t kDefaultMss = 1448;  // 1500-byte packets with timestamps
+constexpr std::uint64_t kDefaultMss = 1448;    // 1500-byte packets with timestamps
 constexpr double kMostSegmentsPerSecond = 25;  // one per delayed ACK (40 ms)
 
 enum class Nagle { on, off, unknown };
@@ -49,8 +49,8 @@ bool stalls_on_delayed_acks(const ObservedConnection& connection) {
   }
   // Held behind delayed ACKs, a connection sends at most about one segment per 40 ms; one that sent
   // faster is a stream, whose acks wait behind its own queue instead.
-  if (connection.duration_s > 0 &&
-      static_cast<double>(connection.bytes) / connection.duration_s > kMostSegmentsPerSecond * static_cast<double>(mss)) {
+  if (connection.duration_s > 0 && static_cast<double>(connection.bytes) / connection.duration_s >
+                                       kMostSegmentsPerSecond * static_cast<double>(mss)) {
     return false;
   }
   return connection.ack_p50_us >= kMinAckP50Us && connection.ack_p50_us - rtt_floor_us(connection) >= kMinAckStallUs;
@@ -123,7 +123,8 @@ void find_nagle_delayed_ack(const AdviceInput& input, std::vector<Finding>& out)
     const bool server = group.front()->role == "server";
     finding.id = finding.cause_code + "@" + scope.id_part();
     finding.title = "Nagle holds " + program + "'s small writes behind the peer's delayed ACK";
-    finding.cause = program + " writes its messages in small parts with Nagle on, so each part after the first "
+    finding.cause = program +
+                    " writes its messages in small parts with Nagle on, so each part after the first "
                     "waits for the ACK of the one before, which the peer delays by about 40 ms while it waits for "
                     "the rest of the message.";
     char text[512];
@@ -153,8 +154,7 @@ void find_nagle_delayed_ack(const AdviceInput& input, std::vector<Finding>& out)
     const bool force = app_set_nodelay(group);
     finding.rule.keys = {{"nodelay", force ? "\"force\"" : "\"on\""}};
     finding.fix = std::string("nodelay = \"") + (force ? "force" : "on") + "\" for " + scope.describe() +
-                  (force ? " (\"force\": the app turns TCP_NODELAY off itself)" : "") +
-                  ": each write goes out at once";
+                  (force ? " (\"force\": the app turns TCP_NODELAY off itself)" : "") + ": each write goes out at once";
     (void)std::snprintf(text, sizeof text,
                         "ack p50 %s - RTT floor %s = %s saved per exchange that ends in a small write; at least half "
                         "of the %llu sampled writes (those at or above the p50) waited that long: >= %llu x %s = %s",
@@ -162,11 +162,14 @@ void find_nagle_delayed_ack(const AdviceInput& input, std::vector<Finding>& out)
                         static_cast<unsigned long long>(acks), static_cast<unsigned long long>((acks + 1) / 2),
                         format_ms(stall_ms).c_str(), format_ms(stall_ms * static_cast<double>((acks + 1) / 2)).c_str());
     finding.gain_arithmetic = text;
-    finding.gain = "about " + format_ms(stall_ms) + " less per request/response exchange (the ack latency p50 falls to "
-                   "about the RTT, " + format_ms(floor_ms) + ")";
-    finding.alternatives = {"nodelay = \"on-wait\" (the built-in default) pushes the held part when the writing "
-                            "thread waits for input, and keeps Nagle's coalescing for streams of small writes; it "
-                            "cannot see waits on a futex, io_uring or another thread's read (docs/policy.md)"};
+    finding.gain = "about " + format_ms(stall_ms) +
+                   " less per request/response exchange (the ack latency p50 falls to "
+                   "about the RTT, " +
+                   format_ms(floor_ms) + ")";
+    finding.alternatives = {
+        "nodelay = \"on-wait\" (the built-in default) pushes the held part when the writing "
+        "thread waits for input, and keeps Nagle's coalescing for streams of small writes; it "
+        "cannot see waits on a futex, io_uring or another thread's read (docs/policy.md)"};
     finding.prove = ab_command(scope, input.policy_file);
     out.push_back(std::move(finding));
   }

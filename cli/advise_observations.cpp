@@ -158,7 +158,9 @@ std::uint16_t ObservedConnection::service_port() const {
   return 0;
 }
 
-std::string ObservedConnection::peer_address() const { return peer.empty() ? std::string() : endpoint_address(peer); }
+std::string ObservedConnection::peer_address() const {
+  return peer.empty() ? std::string() : endpoint_address(peer);
+}
 
 double record_time_s(const std::string& ts) {
   std::tm parts{};

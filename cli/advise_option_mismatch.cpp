@@ -14,7 +14,9 @@ namespace tcptune::cli {
 
 namespace {
 
-bool contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const char* part) {
+  return text.find(part) != std::string::npos;
+}
 
 // The option's outcome when it did not take effect as asked, empty when it did.
 std::string missed_status(const ObservedOption& option) {
@@ -80,8 +82,9 @@ void find_options_not_as_requested(const AdviceInput& input, std::vector<Finding
                        "\"" + (option.note.empty() ? "" : " (" + option.note + ")");
     finding.gain = "what rule '" + rule + "' was written for, on " + std::to_string(connections.size()) +
                    " connection(s) that do without it now";
-    finding.gain_arithmetic = "none to compute: the option's effect is the rule's own (measure it with the command "
-                              "below once the fix is in)";
+    finding.gain_arithmetic =
+        "none to compute: the option's effect is the rule's own (measure it with the command "
+        "below once the fix is in)";
     finding.prove = ab_command(scope, "POLICY_WITH_RULE_" + rule);
     if (status == "app_set") {
       finding.cause = program + " sets TCP_NODELAY off itself, and nodelay = \"" + option.requested +
@@ -93,21 +96,21 @@ void find_options_not_as_requested(const AdviceInput& input, std::vector<Finding
                     ": the app's TCP_NODELAY=0 and TCP_CORK=1 become no-ops (logged once per connection)";
       finding.prove = ab_command(scope, input.policy_file);
     } else if (status == "capped") {
-      finding.cause = "a sysctl caps the " + name + " this process may set below what the rule asks (" +
-                      option.requested + ").";
+      finding.cause =
+          "a sysctl caps the " + name + " this process may set below what the rule asks (" + option.requested + ").";
       finding.fix = "raise " + sysctl_for(name) + " to at least the requested size (sysctl -w " + sysctl_for(name) +
                     "=BYTES, root in the program's network namespace), or give the program CAP_NET_ADMIN, which "
-                    "lets the shim use SO_" + (name == "rcvbuf" ? "RCV" : "SND") + "BUFFORCE";
+                    "lets the shim use SO_" +
+                    (name == "rcvbuf" ? "RCV" : "SND") + "BUFFORCE";
     } else if (status == "not_permitted") {
       finding.cause = "the kernel refuses " + name + " \"" + option.requested +
                       "\" to this process: it needs a sysctl or a privilege the process lacks.";
-      finding.fix = name == "congestion"
-                        ? "add " + option.requested +
-                              " to net.ipv4.tcp_allowed_congestion_control (sysctl -w "
-                              "net.ipv4.tcp_allowed_congestion_control=\"$(sysctl -n "
-                              "net.ipv4.tcp_allowed_congestion_control) " +
-                              option.requested + "\", root), or give the program CAP_NET_ADMIN"
-                        : "give the program the privilege the option needs (CAP_NET_ADMIN)";
+      finding.fix = name == "congestion" ? "add " + option.requested +
+                                               " to net.ipv4.tcp_allowed_congestion_control (sysctl -w "
+                                               "net.ipv4.tcp_allowed_congestion_control=\"$(sysctl -n "
+                                               "net.ipv4.tcp_allowed_congestion_control) " +
+                                               option.requested + "\", root), or give the program CAP_NET_ADMIN"
+                                         : "give the program the privilege the option needs (CAP_NET_ADMIN)";
     } else if (status == "unavailable") {
       finding.cause = name + " \"" + option.requested + "\" is not in this kernel (a module not loaded).";
       finding.fix = name == "congestion" ? "modprobe tcp_" + option.requested +

@@ -62,12 +62,13 @@ void print_findings(std::FILE* out, const std::vector<Finding>& findings, const 
     (void)std::fprintf(out, "  fix:       %s%s\n", finding.tune == "peer" ? "tune the peer: " : "",
                        finding.fix.c_str());
     if (finding.has_rule) {
-      (void)std::fprintf(out, "%s",
-                         indented(rule_toml(finding.rule.scope.rule_name(), finding.rule.scope, finding.rule.keys),
-                                  "             ")
-                             .c_str());
+      (void)std::fprintf(
+          out, "%s",
+          indented(rule_toml(finding.rule.scope.rule_name(), finding.rule.scope, finding.rule.keys), "             ")
+              .c_str());
     }
-    (void)std::fprintf(out, "  expected:  %s\n             %s\n", finding.gain.c_str(), finding.gain_arithmetic.c_str());
+    (void)std::fprintf(out, "  expected:  %s\n             %s\n", finding.gain.c_str(),
+                       finding.gain_arithmetic.c_str());
     for (const std::string& alternative : finding.alternatives) {
       (void)std::fprintf(out, "  instead:   %s\n", alternative.c_str());
     }
@@ -104,16 +105,17 @@ nlohmann::ordered_json findings_json(const std::vector<Finding>& findings, const
               {"keys", keys},
               {"toml", rule_toml(finding.rule.scope.rule_name(), finding.rule.scope, finding.rule.keys)}};
     }
-    list.push_back({{"id", finding.id},
-                    {"cause_code", finding.cause_code},
-                    {"title", finding.title},
-                    {"cause", finding.cause},
-                    {"tune", finding.tune},
-                    {"evidence", evidence},
-                    {"fix", {{"summary", finding.fix}, {"rule", rule}}},
-                    {"expected_gain", {{"summary", finding.gain}, {"arithmetic", finding.gain_arithmetic}}},
-                    {"alternatives", finding.alternatives},
-                    {"prove", finding.prove.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(finding.prove)}});
+    list.push_back(
+        {{"id", finding.id},
+         {"cause_code", finding.cause_code},
+         {"title", finding.title},
+         {"cause", finding.cause},
+         {"tune", finding.tune},
+         {"evidence", evidence},
+         {"fix", {{"summary", finding.fix}, {"rule", rule}}},
+         {"expected_gain", {{"summary", finding.gain}, {"arithmetic", finding.gain_arithmetic}}},
+         {"alternatives", finding.alternatives},
+         {"prove", finding.prove.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(finding.prove)}});
   }
   std::vector<std::string> logs;
   for (const FileRead& read : observations.files) {

@@ -35,12 +35,11 @@ bool receiver_pinned(const ObservedConnection& receiver, const Observations& obs
   if (app_pinned(receiver, "rcvbuf")) {
     return true;
   }
-  return std::any_of(observations.connections.begin(), observations.connections.end(),
-                     [&](const ObservedConnection& listener) {
-                       return listener.is_listener() && listener.pid == receiver.pid &&
-                              listener.program == receiver.program && listener.local == receiver.local &&
-                              app_pinned(listener, "rcvbuf");
-                     });
+  return std::any_of(
+      observations.connections.begin(), observations.connections.end(), [&](const ObservedConnection& listener) {
+        return listener.is_listener() && listener.pid == receiver.pid && listener.program == receiver.program &&
+               listener.local == receiver.local && app_pinned(listener, "rcvbuf");
+      });
 }
 
 // Bits per second as the policy writes a rate: "400Mbit".
@@ -120,17 +119,17 @@ void find_limit(const AdviceInput& input, bool receive_window, std::vector<Findi
     if (pinned) {
       finding.rule.keys = {{"override_app_buffers", "true"}};
     } else {
-      finding.rule.keys = {{"buffers", "{ bandwidth = \"" + bandwidth + "\", rtt = \"" + duration_text(sum.rtt_us) +
-                                           "\" }"}};
+      finding.rule.keys = {
+          {"buffers", "{ bandwidth = \"" + bandwidth + "\", rtt = \"" + duration_text(sum.rtt_us) + "\" }"}};
     }
-    const std::string what = pinned ? std::string("override_app_buffers = true (an app's own ") +
-                                          (receive_window ? "SO_RCVBUF" : "SO_SNDBUF") +
-                                          " below the bandwidth-delay product is the usual cause; without it "
-                                          "autotuning sizes the buffer)"
-                                    : "buffers = { bandwidth = \"" + bandwidth + "\", rtt = \"" +
-                                          duration_text(sum.rtt_us) +
-                                          "\" } (4x the rate reached under the limit, at the measured RTT: set the "
-                                          "path's real bandwidth)";
+    const std::string what =
+        pinned
+            ? std::string("override_app_buffers = true (an app's own ") + (receive_window ? "SO_RCVBUF" : "SO_SNDBUF") +
+                  " below the bandwidth-delay product is the usual cause; without it "
+                  "autotuning sizes the buffer)"
+            : "buffers = { bandwidth = \"" + bandwidth + "\", rtt = \"" + duration_text(sum.rtt_us) +
+                  "\" } (4x the rate reached under the limit, at the measured RTT: set the "
+                  "path's real bandwidth)";
     if (receive_window) {
       finding.tune = "peer";
       finding.title = "the receiver's window holds " + program + "'s transfers back";
@@ -140,8 +139,9 @@ void find_limit(const AdviceInput& input, bool receive_window, std::vector<Findi
                     (peer_log ? "" : "; its log was not given, so its program is not named");
     } else {
       finding.title = program + "'s send buffer holds its transfers back";
-      finding.cause = program + "'s send buffer is below the bandwidth-delay product, so it cannot keep enough "
-                                "in flight to fill the path.";
+      finding.cause = program +
+                      "'s send buffer is below the bandwidth-delay product, so it cannot keep enough "
+                      "in flight to fill the path.";
       finding.fix = what + " for " + scope.describe();
     }
     (void)std::snprintf(text, sizeof text,

@@ -19,15 +19,15 @@ struct SubcommandName {
   Subcommand subcommand;
 };
 constexpr std::array<SubcommandName, 10> kSubcommands{{{"run", Subcommand::run},
-                                                      {"check", Subcommand::check},
-                                                      {"doctor", Subcommand::doctor},
-                                                      {"report", Subcommand::report},
-                                                      {"advise", Subcommand::advise},
-                                                      {"ab", Subcommand::ab},
-                                                      {"kube-inject", Subcommand::kube_inject},
-                                                      {"install", Subcommand::install},
-                                                      {"enable", Subcommand::enable},
-                                                      {"disable", Subcommand::disable}}};
+                                                       {"check", Subcommand::check},
+                                                       {"doctor", Subcommand::doctor},
+                                                       {"report", Subcommand::report},
+                                                       {"advise", Subcommand::advise},
+                                                       {"ab", Subcommand::ab},
+                                                       {"kube-inject", Subcommand::kube_inject},
+                                                       {"install", Subcommand::install},
+                                                       {"enable", Subcommand::enable},
+                                                       {"disable", Subcommand::disable}}};
 
 // "3x", "1e3" and " 3" are no run count: the whole text must be the number.
 CLI::Validator whole_number(int low, int high) {
@@ -128,9 +128,12 @@ void add_report(CLI::App& app, ReportOptions& report) {
 void add_advise(CLI::App& app, AdviseOptions& advise) {
   CLI::App* command = app.add_subcommand(
       "advise", "what TCP costs the programs that wrote these jsonl logs, why, and the rules that fix it");
-  command->add_option("LOG", advise.logs, "jsonl logs written by the shim (both ends of a connection when you have them)")
+  command
+      ->add_option("LOG", advise.logs, "jsonl logs written by the shim (both ends of a connection when you have them)")
       ->required();
-  command->add_option("-o,--output", advise.output, "write the advised policy to FILE (nothing written when there is nothing to change)")
+  command
+      ->add_option("-o,--output", advise.output,
+                   "write the advised policy to FILE (nothing written when there is nothing to change)")
       ->option_text("FILE");
   command->add_flag("--json", advise.json, "one JSON object on stdout: {\"findings\": [...]}");
 }

@@ -18,14 +18,16 @@
 #include "advise_report.hpp"
 #include "commands.hpp"
 #include "log_file.hpp"
-#include "tcptune/config/policy_loader.hpp"
 #include "tcptune/config/cidr.hpp"
+#include "tcptune/config/policy_loader.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 
 namespace tcptune::cli {
 namespace {
 
-std::string fixture(const std::string& name) { return TCPTUNE_SOURCE_DIR "/tests/cli/fixtures/advise/" + name; }
+std::string fixture(const std::string& name) {
+  return TCPTUNE_SOURCE_DIR "/tests/cli/fixtures/advise/" + name;
+}
 
 struct Advice {
   Observations observations;
@@ -153,8 +155,9 @@ TEST(Advise, SlowStartAfterIdleKeepWarmByPortElseBbr) {
   const Finding& bursty = *by_program("bursty");
   EXPECT_EQ(key_value(bursty, "congestion"), "\"bbr\"");
   // 5 restarts x 2 extra round trips x 180.5 ms.
-  EXPECT_NE(bursty.gain_arithmetic.find("10 extra round trips x RTT 180 ms = 1805 ms over 5 messages, 361 ms per message"),
-            std::string::npos)
+  EXPECT_NE(
+      bursty.gain_arithmetic.find("10 extra round trips x RTT 180 ms = 1805 ms over 5 messages, 361 ms per message"),
+      std::string::npos)
       << bursty.gain_arithmetic;
   EXPECT_FALSE(bursty.alternatives.empty());
   const Finding& worker = *by_program("worker");
@@ -209,10 +212,10 @@ TEST(Advise, OptionsNotAsRequested) {
     EXPECT_EQ(finding->connections, 3U);
   }
   std::sort(ids.begin(), ids.end());
-  EXPECT_EQ(ids, (std::vector<std::string>{
-                     "option-not-as-requested@fetcher:client:198.18.0.2:443:congestion:not_permitted",
-                     "option-not-as-requested@fetcher:client:198.18.0.2:443:nodelay:app_set",
-                     "option-not-as-requested@fetcher:client:198.18.0.2:443:rcvbuf:capped"}));
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{"option-not-as-requested@fetcher:client:198.18.0.2:443:congestion:not_permitted",
+                                      "option-not-as-requested@fetcher:client:198.18.0.2:443:nodelay:app_set",
+                                      "option-not-as-requested@fetcher:client:198.18.0.2:443:rcvbuf:capped"}));
   for (const Finding* finding : found) {
     if (finding->id.find("nodelay") != std::string::npos) {
       EXPECT_TRUE(finding->has_rule);
@@ -270,11 +273,11 @@ TEST(Advise, HealthyProgramsGetNoFinding) {
 }
 
 TEST(Advise, EveryCauseAtOnceInOneLoadablePolicyWithStableIds) {
-  const std::vector<std::string> all = {"nagle-client.jsonl",   "nagle-server.jsonl",    "nagle-peer-client.jsonl",
-                                        "nagle-peer-server.jsonl", "idle-restart.jsonl", "rwnd-sender.jsonl",
-                                        "rwnd-receiver.jsonl",  "sndbuf-limited.jsonl",
-                                        "options-not-as-requested.jsonl", "reset-after-idle.jsonl", "loss.jsonl",
-                                        "healthy.jsonl"};
+  const std::vector<std::string> all = {
+      "nagle-client.jsonl",      "nagle-server.jsonl",   "nagle-peer-client.jsonl",
+      "nagle-peer-server.jsonl", "idle-restart.jsonl",   "rwnd-sender.jsonl",
+      "rwnd-receiver.jsonl",     "sndbuf-limited.jsonl", "options-not-as-requested.jsonl",
+      "reset-after-idle.jsonl",  "loss.jsonl",           "healthy.jsonl"};
   const Advice advice = advise(all);
   std::vector<std::string> reversed_names(all.rbegin(), all.rend());
   const Advice reversed = advise(reversed_names);
