@@ -18,15 +18,16 @@ struct SubcommandName {
   std::string_view name;
   Subcommand subcommand;
 };
-constexpr std::array<SubcommandName, 9> kSubcommands{{{"run", Subcommand::run},
-                                                      {"check", Subcommand::check},
-                                                      {"doctor", Subcommand::doctor},
-                                                      {"report", Subcommand::report},
-                                                      {"ab", Subcommand::ab},
-                                                      {"kube-inject", Subcommand::kube_inject},
-                                                      {"install", Subcommand::install},
-                                                      {"enable", Subcommand::enable},
-                                                      {"disable", Subcommand::disable}}};
+constexpr std::array<SubcommandName, 10> kSubcommands{{{"run", Subcommand::run},
+                                                       {"check", Subcommand::check},
+                                                       {"doctor", Subcommand::doctor},
+                                                       {"report", Subcommand::report},
+                                                       {"advise", Subcommand::advise},
+                                                       {"ab", Subcommand::ab},
+                                                       {"kube-inject", Subcommand::kube_inject},
+                                                       {"install", Subcommand::install},
+                                                       {"enable", Subcommand::enable},
+                                                       {"disable", Subcommand::disable}}};
 
 // "3x", "1e3" and " 3" are no run count: the whole text must be the number.
 CLI::Validator whole_number(int low, int high) {
@@ -132,6 +133,19 @@ void add_report(CLI::App& app, ReportOptions& report) {
   command->add_flag("--json", report.json, "one JSON object on stdout");
 }
 
+void add_advise(CLI::App& app, AdviseOptions& advise) {
+  CLI::App* command = app.add_subcommand(
+      "advise", "what TCP costs the programs that wrote these jsonl logs, why, and the rules that fix it");
+  command
+      ->add_option("LOG", advise.logs, "jsonl logs written by the shim (both ends of a connection when you have them)")
+      ->required();
+  command
+      ->add_option("-o,--output", advise.output,
+                   "write the advised policy to FILE (nothing written when there is nothing to change)")
+      ->option_text("FILE");
+  command->add_flag("--json", advise.json, "one JSON object on stdout: {\"findings\": [...]}");
+}
+
 void add_ab(CLI::App& app, AbOptions& ab) {
   CLI::App* command =
       app.add_subcommand("ab", "CMD observed vs tuned in interleaved runs: a verdict per metric, plots, a report");
@@ -226,11 +240,12 @@ struct CommandExample {
   std::string_view command;
   std::string_view example;
 };
-constexpr std::array<CommandExample, 9> kExamples{{
+constexpr std::array<CommandExample, 10> kExamples{{
     {"run", "tcptune run --preset low-latency-rpc -- ./legacy_app --port 8080"},
     {"check", "tcptune check /etc/tcptune/policy.toml"},
     {"doctor", "tcptune doctor"},
     {"report", "tcptune report --by peer ~/.local/state/tcptune/*.jsonl"},
+    {"advise", "tcptune advise --output advised.toml client.jsonl server.jsonl"},
     {"ab", "tcptune ab --runs 5 --policy policy.toml -- ./client"},
     {"kube-inject", "tcptune kube-inject -f app.yaml --policy-configmap tcptune-policy | kubectl apply -f -"},
     {"install", "tcptune install /tcptune-volume"},
@@ -290,6 +305,7 @@ void define_command_line(CLI::App& app, CommandLine& line) {
   add_check(app, line.check);
   app.add_subcommand("doctor", "this network namespace's TCP settings and what they mean for tcptune");
   add_report(app, line.report);
+  add_advise(app, line.advise);
   add_ab(app, line.ab);
   add_kube_inject(app, line.kube_inject);
   add_install(app, line.install);

@@ -37,6 +37,12 @@ struct ReportOptions {
   bool json = false;
 };
 
+struct AdviseOptions {
+  std::vector<std::string> logs;
+  std::string output;  // the advised policy; empty: none written
+  bool json = false;
+};
+
 struct AbOptions {
   int runs = 5;  // the fewest with some margin for p < 0.05 (3 runs per arm can never reach it)
   std::string policy;
@@ -71,13 +77,14 @@ struct DisableOptions {
   std::string root;
 };
 
-enum class Subcommand { run, check, doctor, report, ab, kube_inject, install, enable, disable };
+enum class Subcommand { run, check, doctor, report, advise, ab, kube_inject, install, enable, disable };
 
 struct CommandLine {
   std::optional<Subcommand> subcommand;  // unset when parsing alone ends the process
   RunOptions run;
   CheckOptions check;
   ReportOptions report;
+  AdviseOptions advise;
   AbOptions ab;
   KubeInjectOptions kube_inject;
   InstallOptions install;

@@ -9,6 +9,7 @@ int run_command(const RunOptions& options);
 int check_command(const CheckOptions& options);
 int doctor_command();
 int report_command(const ReportOptions& options);
+int advise_command(const AdviseOptions& options);
 int ab_command(const AbOptions& options);
 int kube_inject_command(const KubeInjectOptions& options);
 int install_command(const InstallOptions& options);

@@ -112,10 +112,6 @@ std::string key_of(const nlohmann::json& record, const std::string& by) {
 
 }  // namespace
 
-namespace {
-
-// fn(record) for every line of every file; nullptr for a line that is not a JSON object. What
-// each file gave goes to `reads`.
 bool for_each_record(const std::vector<std::string>& files, const std::function<void(const nlohmann::json*)>& fn,
                      std::vector<FileRead>& reads, std::string& error) {
   for (const std::string& file : files) {
@@ -142,8 +138,6 @@ bool for_each_record(const std::vector<std::string>& files, const std::function<
   }
   return true;
 }
-
-}  // namespace
 
 bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error) {
   // First where each process's lifetimes begin, so that its records find their lifetime in

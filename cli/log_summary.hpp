@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -66,6 +67,11 @@ struct LogSummary {
   // Records reported dropped that no summary makes up for: the counts are short (MissingRecords).
   std::uint64_t uncounted_dropped_records = 0;
 };
+
+// fn(record) for every line of every file in order; nullptr for a line that is not a JSON object.
+// What each file gave goes to `reads`. Returns false (with the file in `error`) if one cannot be read.
+bool for_each_record(const std::vector<std::string>& files, const std::function<void(const nlohmann::json*)>& fn,
+                     std::vector<FileRead>& reads, std::string& error);
 
 // by: "rule", "peer" or "program". Returns false (with the file in `error`) if one is unreadable.
 // Counts are exact where the processes wrote their summaries: a connection whose conn_close

@@ -15,6 +15,7 @@ int dispatch(const tcptune::cli::CommandLine& line) {
     case Subcommand::check: return tcptune::cli::check_command(line.check);
     case Subcommand::doctor: return tcptune::cli::doctor_command();
     case Subcommand::report: return tcptune::cli::report_command(line.report);
+    case Subcommand::advise: return tcptune::cli::advise_command(line.advise);
     case Subcommand::ab: return tcptune::cli::ab_command(line.ab);
     case Subcommand::kube_inject: return tcptune::cli::kube_inject_command(line.kube_inject);
     case Subcommand::install: return tcptune::cli::install_command(line.install);

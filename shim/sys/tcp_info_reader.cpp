@@ -50,6 +50,17 @@ std::optional<TcpInfoSummary> decode_tcp_info(const void* bytes, std::size_t len
   if (has(offsetof(tcp_info, tcpi_notsent_bytes), sizeof info.tcpi_notsent_bytes)) {
     out.notsent_bytes = info.tcpi_notsent_bytes;
   }
+  if (has(offsetof(tcp_info, tcpi_min_rtt), sizeof info.tcpi_min_rtt)) {
+    out.min_rtt_us = info.tcpi_min_rtt;
+  }
+  if (has(offsetof(tcp_info, tcpi_data_segs_out), sizeof info.tcpi_data_segs_out)) {
+    out.data_segs_out = info.tcpi_data_segs_out;
+  }
+  if (has(offsetof(tcp_info, tcpi_sndbuf_limited), sizeof info.tcpi_sndbuf_limited)) {
+    out.busy_us = info.tcpi_busy_time;
+    out.rwnd_limited_us = info.tcpi_rwnd_limited;
+    out.sndbuf_limited_us = info.tcpi_sndbuf_limited;
+  }
   return out;
 }
 

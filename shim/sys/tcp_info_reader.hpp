@@ -22,6 +22,13 @@ struct TcpInfoSummary {
   std::optional<std::uint64_t> bytes_acked;        // Linux 4.1+
   std::optional<std::uint64_t> delivery_rate_Bps;  // Linux 4.9+, bytes per second
   std::optional<std::uint32_t> notsent_bytes;      // Linux 4.6+, written and not yet sent
+  std::optional<std::uint32_t> min_rtt_us;         // Linux 4.6+, the smallest RTT seen: the path's floor
+  std::optional<std::uint32_t> data_segs_out;      // Linux 4.6+, data segments sent, retransmissions included
+  // Linux 4.10+ (the sender's chronographs), microseconds: sending data, and of that time held
+  // back by the peer's receive window or by this socket's send buffer.
+  std::optional<std::uint64_t> busy_us;
+  std::optional<std::uint64_t> rwnd_limited_us;
+  std::optional<std::uint64_t> sndbuf_limited_us;
 };
 
 // Through the next getsockopt; preserves errno. Async-signal-safe.

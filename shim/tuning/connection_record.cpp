@@ -43,6 +43,17 @@ void add_tcp_info(telemetry::Record& record, const TcpInfoSummary& info) {
   if (info.bytes_acked) {
     json.field("bytes_acked", *info.bytes_acked);
   }
+  if (info.min_rtt_us) {
+    json.field("min_rtt_us", *info.min_rtt_us);
+  }
+  if (info.data_segs_out) {
+    json.field("data_segs_out", *info.data_segs_out);
+  }
+  if (info.busy_us) {
+    json.field("busy_us", *info.busy_us)
+        .field("rwnd_limited_us", *info.rwnd_limited_us)
+        .field("sndbuf_limited_us", *info.sndbuf_limited_us);
+  }
   char text[160];
   (void)std::snprintf(text, sizeof text, "rtt_us=%u,cwnd=%u,retransmits=%u", info.rtt_us, info.snd_cwnd,
                       info.total_retrans);

@@ -380,6 +380,9 @@ std::string ApplyReport::to_json() const {
     if (!option.note.empty()) {
       object.field("note", option.note);
     }
+    if (option.status != OptionStatus::applied) {  // what the note says, for readers (tcptune advise)
+      object.field("status", status_name(option.status));
+    }
     array.add_raw(object.str());
   }
   return array.str();

@@ -138,6 +138,31 @@ TEST(DecodeTcpInfo, FieldsPastTheEndOfTheBytesAreAbsent) {
   EXPECT_EQ(decoded->notsent_bytes, 9U);
 }
 
+// The sender's chronographs (Linux 4.10) come whole or not at all; min_rtt and data_segs_out (4.6).
+TEST(DecodeTcpInfo, ChronographsAndMinRtt) {
+  tcp_info info{};
+  info.tcpi_min_rtt = 20000;
+  info.tcpi_data_segs_out = 300;
+  info.tcpi_busy_time = 5000000;
+  info.tcpi_rwnd_limited = 4000000;
+  info.tcpi_sndbuf_limited = 10000;
+  std::optional<shim::TcpInfoSummary> decoded =
+      shim::decode_tcp_info(&info, offsetof(tcp_info, tcpi_sndbuf_limited) + sizeof info.tcpi_sndbuf_limited - 1);
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_EQ(decoded->min_rtt_us, 20000U);
+  EXPECT_EQ(decoded->data_segs_out, 300U);
+  EXPECT_FALSE(decoded->busy_us.has_value());
+  EXPECT_FALSE(decoded->rwnd_limited_us.has_value());
+  decoded = shim::decode_tcp_info(&info, sizeof info);
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_EQ(decoded->busy_us, 5000000U);
+  EXPECT_EQ(decoded->rwnd_limited_us, 4000000U);
+  EXPECT_EQ(decoded->sndbuf_limited_us, 10000U);
+  decoded = shim::decode_tcp_info(&info, offsetof(tcp_info, tcpi_min_rtt));
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_FALSE(decoded->min_rtt_us.has_value());
+}
+
 TEST(DecodeTcpInfo, BytesShorterThanTheOriginalStructAreNoTcpInfo) {
   const tcp_info info{};
   EXPECT_FALSE(shim::decode_tcp_info(&info, offsetof(tcp_info, tcpi_total_retrans)).has_value());

@@ -1,0 +1,89 @@
+// tcptune advise LOG... [--output FILE] [--json]: the causes the records show of what TCP costs
+// the programs that wrote them, each with the rule that fixes it, and the policy of those rules.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "advise_detectors.hpp"
+#include "advise_policy_writer.hpp"
+#include "advise_report.hpp"
+#include "commands.hpp"
+#include "log_summary.hpp"
+#include "report_json.hpp"
+#include "tcptune/config/policy_loader.hpp"
+#include "text_file_io.hpp"
+
+namespace tcptune::cli {
+
+namespace {
+
+// As report: a file without records is named with why; none in any of them fails (exit 1).
+bool say_files_without_records(const std::vector<FileRead>& reads) {
+  std::uint64_t records = 0;
+  for (const FileRead& read : reads) {
+    records += read.records;
+  }
+  for (const FileRead& read : reads) {
+    if (read.records == 0) {
+      (void)std::fprintf(stderr, "tcptune advise: %s%s: %s\n", records == 0 ? "" : "warning: ", read.path.c_str(),
+                         why_no_records(read).c_str());
+    }
+  }
+  if (records == 0) {
+    (void)std::fprintf(stderr, "tcptune advise: no record read\n");
+  }
+  return records != 0;
+}
+
+// The policy of the findings' rules to `path`, loaded as `tcptune check` loads it first. Nothing
+// is written when no finding has a rule.
+bool write_policy(const std::string& path, const std::vector<Finding>& findings, const std::vector<std::string>& logs,
+                  std::FILE* notes) {
+  const std::string policy = advised_policy(findings, logs);
+  if (policy.empty()) {
+    (void)std::fprintf(notes, "nothing to change: %s not written\n", path.c_str());
+    return true;
+  }
+  const config::LoadResult loaded = config::load_policy_text(policy, path);
+  if (!loaded.ok()) {
+    (void)std::fprintf(stderr, "tcptune advise: the advised policy does not load (%s); %s not written\n",
+                       loaded.error().to_string().c_str(), path.c_str());
+    return false;
+  }
+  std::string error;
+  if (!write_file_atomically(path, policy, error)) {
+    (void)std::fprintf(stderr, "tcptune advise: cannot write %s: %s\n", path.c_str(), error.c_str());
+    return false;
+  }
+  (void)std::fprintf(notes, "wrote %s (%zu rule(s)); tcptune check %s explains it\n", path.c_str(),
+                     advised_rules(findings).size(), path.c_str());
+  return true;
+}
+
+}  // namespace
+
+int advise_command(const AdviseOptions& options) {
+  Observations observations;
+  std::string error;
+  if (!read_observations(options.logs, observations, error)) {
+    (void)std::fprintf(stderr, "tcptune advise: %s\n", error.c_str());
+    return 1;
+  }
+  if (!say_files_without_records(observations.files)) {
+    return 1;
+  }
+  const std::string policy_file = options.output.empty() ? "advised.toml" : options.output;
+  const std::vector<Finding> findings = find_all({observations, policy_file});
+  if (options.json) {
+    std::puts(to_json_line(findings_json(findings, observations)).c_str());
+  } else {
+    print_findings(stdout, findings, observations);
+  }
+  if (!options.output.empty()) {
+    (void)std::fflush(stdout);
+    return write_policy(options.output, findings, options.logs, options.json ? stderr : stdout) ? 0 : 1;
+  }
+  return 0;
+}
+
+}  // namespace tcptune::cli

@@ -1,0 +1,158 @@
+// Slow start after idle: the kernel restarted the congestion window of a connection silent for
+// longer than its RTO, and the next message paid extra round trips (idle_restart records). The
+// fix is keep_warm with the protocol preset the port names (docs/keep-warm.md), or BBR where no
+// preset fits: the kernel never restarts BBR's window, but BBR paces a burst at its estimate.
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "advise_detectors.hpp"
+
+namespace tcptune::cli {
+
+namespace {
+
+constexpr std::uint64_t kMinRestarts = 2;
+constexpr double kMaxIdleKeptWarmMs = 60000;  // keep_warm's default max_idle
+
+struct PortPreset {
+  std::uint16_t port;
+  std::string_view protocol;
+  bool client_only;
+  std::size_t heartbeat_bytes;
+};
+// The well-known ports of the protocols keep_warm has a preset for.
+constexpr std::array<PortPreset, 7> kPortPresets{{{80, "http1-client", true, 2},
+                                                  {8080, "http1-client", true, 2},
+                                                  {8000, "http1-client", true, 2},
+                                                  {6379, "redis-client", true, 2},
+                                                  {61613, "stomp", false, 1},
+                                                  {5672, "amqp091", false, 8},
+                                                  {15672, "http1-client", true, 2}}};
+
+const PortPreset* preset_for(const AdviceScope& scope) {
+  if (scope.ports.size() != 1) {
+    return nullptr;
+  }
+  for (const PortPreset& preset : kPortPresets) {
+    if (preset.port == scope.ports.front() && (!preset.client_only || scope.role == "client")) {
+      return &preset;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void find_slow_start_after_idle(const AdviceInput& input, std::vector<Finding>& out) {
+  std::vector<const ObservedConnection*> restarted;
+  for (const ObservedConnection& connection : input.observations.connections) {
+    if (!connection.idle_restarts.empty()) {
+      restarted.push_back(&connection);
+    }
+  }
+  for (const std::vector<const ObservedConnection*>& group : group_connections(restarted)) {
+    std::vector<ObservedIdleRestart> restarts;
+    for (const ObservedConnection* connection : group) {
+      restarts.insert(restarts.end(), connection->idle_restarts.begin(), connection->idle_restarts.end());
+    }
+    double extra_ms = 0;
+    std::uint64_t extra_round_trips = 0;
+    double idle_ms = 0;
+    double kept_warm_idle_ms = 0;
+    double rtt_ms = 0;
+    double rto_ms = 0;
+    std::uint64_t cwnd_before = 0;
+    std::uint64_t cwnd_after = 0;
+    for (const ObservedIdleRestart& restart : restarts) {
+      extra_ms += static_cast<double>(restart.extra_round_trips) * restart.rtt_ms;
+      extra_round_trips += restart.extra_round_trips;
+      idle_ms += restart.idle_ms;
+      kept_warm_idle_ms += std::min(restart.idle_ms, kMaxIdleKeptWarmMs);
+      rtt_ms += restart.rtt_ms;
+      rto_ms += restart.rto_ms;
+      cwnd_before += restart.cwnd_before;
+      cwnd_after += restart.cwnd_after;
+    }
+    if (restarts.size() < kMinRestarts || extra_round_trips == 0) {
+      continue;  // a restart that cost no round trip changes nothing
+    }
+    const auto count = static_cast<double>(restarts.size());
+    rtt_ms /= count;
+    rto_ms /= count;
+    Finding finding;
+    finding.cause_code = "slow-start-after-idle";
+    add_connection_evidence(finding, group);
+    const AdviceScope scope = scope_of(group);
+    const std::string program = group.front()->program;
+    finding.id = finding.cause_code + "@" + scope.id_part();
+    finding.title = "the congestion window of " + program + "'s connections restarts after each silence";
+    finding.cause =
+        "after a silence longer than the RTO the kernel shrinks the congestion window back "
+        "(net.ipv4.tcp_slow_start_after_idle), so the next message pays extra round trips of slow start.";
+    finding.figures = {{"idle_restarts", count},
+                       {"extra_round_trips", static_cast<double>(extra_round_trips)},
+                       {"rtt_ms", rtt_ms},
+                       {"rto_ms", rto_ms},
+                       {"mean_idle_ms", idle_ms / count},
+                       {"mean_cwnd_before", static_cast<double>(cwnd_before) / count},
+                       {"mean_cwnd_after", static_cast<double>(cwnd_after) / count},
+                       {"extra_ms_total", extra_ms}};
+    char text[512];
+    (void)std::snprintf(text, sizeof text,
+                        "%zu idle restarts on %llu connection(s): after %s of silence on average (RTO %s), the window "
+                        "went from %.0f to %.0f segments, %llu extra round trips of %s in all",
+                        restarts.size(), static_cast<unsigned long long>(finding.connections),
+                        format_ms(idle_ms / count).c_str(), format_ms(rto_ms).c_str(),
+                        static_cast<double>(cwnd_before) / count, static_cast<double>(cwnd_after) / count,
+                        static_cast<unsigned long long>(extra_round_trips), format_ms(rtt_ms).c_str());
+    finding.evidence = text;
+    (void)std::snprintf(text, sizeof text, "%llu extra round trips x RTT %s = %s over %zu messages, %s per message",
+                        static_cast<unsigned long long>(extra_round_trips), format_ms(rtt_ms).c_str(),
+                        format_ms(extra_ms).c_str(), restarts.size(), format_ms(extra_ms / count).c_str());
+    finding.gain_arithmetic = text;
+    finding.has_rule = true;
+    finding.rule.scope = scope;
+    const double heartbeats = rto_ms > 0 ? kept_warm_idle_ms / rto_ms : 0;
+    const std::string bbr_cost =
+        "congestion = \"bbr\": no byte added; the kernel never restarts BBR's window, but BBR paces a burst at its "
+        "bandwidth estimate, so a message takes longer than with a warm cubic window (131 ms against 91 ms for 60 KB "
+        "over 180 ms, docs/benchmarks.md); BBR must be in net.ipv4.tcp_allowed_congestion_control or the process "
+        "needs CAP_NET_ADMIN";
+    if (const PortPreset* preset = preset_for(scope); preset != nullptr) {
+      const double bytes = heartbeats * static_cast<double>(preset->heartbeat_bytes);
+      finding.rule.keys = {{"keep_warm", "{ protocol = \"" + std::string(preset->protocol) + "\" }"}};
+      (void)std::snprintf(text, sizeof text,
+                          "keep_warm = { protocol = \"%s\" } for %s (port %u speaks it): a heartbeat the protocol "
+                          "skips, once per RTO of silence, keeps the window; about %.0f heartbeats (%.0f bytes) for "
+                          "the %s of silence recorded (one per RTO %s, none after 60 s without a write)",
+                          std::string(preset->protocol).c_str(), scope.describe().c_str(), scope.ports.front(),
+                          heartbeats, bytes, format_ms(kept_warm_idle_ms).c_str(), format_ms(rto_ms).c_str());
+      finding.fix = text;
+      finding.gain = "about " + format_ms(extra_ms / count) + " less for each message after a silence (" +
+                     format_ms(extra_ms) +
+                     " over the messages recorded), as net.ipv4.tcp_slow_start_after_idle=0 gives";
+      finding.alternatives = {bbr_cost};
+    } else {
+      finding.rule.keys = {{"congestion", "\"bbr\""}};
+      finding.fix = "congestion = \"bbr\" for " + scope.describe() +
+                    ": no port of a protocol keep_warm has a preset for, so no heartbeat bytes are known to be safe";
+      finding.gain = "most of the " + format_ms(extra_ms / count) +
+                     " each message after a silence loses (BBR paces the burst, so less than the sysctl fix gives)";
+      (void)std::snprintf(text, sizeof text,
+                          "keep_warm with the protocol's own no-op (keep_warm = { heartbeat = ... } or a protocol "
+                          "preset): the full gain, at about %.0f heartbeats for the silence recorded; only bytes the "
+                          "peer's protocol skips between messages (docs/keep-warm.md)",
+                          heartbeats);
+      finding.alternatives = {bbr_cost, text,
+                              "net.ipv4.tcp_slow_start_after_idle=0 in the namespace: the full gain for every program, "
+                              "needs root there"};
+    }
+    finding.prove = ab_command(scope, input.policy_file);
+    out.push_back(std::move(finding));
+  }
+}
+
+}  // namespace tcptune::cli

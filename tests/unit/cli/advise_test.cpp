@@ -1,0 +1,353 @@
+// tcptune advise on handcrafted logs, one per cause (tests/cli/fixtures/advise/), and a healthy
+// one that must give no finding. Each written policy is loaded with `tcptune check`'s loader.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "advise_detectors.hpp"
+#include "advise_policy_writer.hpp"
+#include "advise_report.hpp"
+#include "commands.hpp"
+#include "log_file.hpp"
+#include "tcptune/config/cidr.hpp"
+#include "tcptune/config/policy_loader.hpp"
+#include "tcptune/config/rule_matcher.hpp"
+
+namespace tcptune::cli {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return TCPTUNE_SOURCE_DIR "/tests/cli/fixtures/advise/" + name;
+}
+
+struct Advice {
+  Observations observations;
+  std::vector<Finding> findings;
+};
+
+Advice advise(const std::vector<std::string>& names) {
+  Advice advice;
+  std::vector<std::string> files;
+  for (const std::string& name : names) {
+    files.push_back(fixture(name));
+  }
+  std::string error;
+  EXPECT_TRUE(read_observations(files, advice.observations, error)) << error;
+  advice.findings = find_all({advice.observations, "advised.toml"});
+  return advice;
+}
+
+std::vector<const Finding*> with_cause(const Advice& advice, const std::string& cause) {
+  std::vector<const Finding*> out;
+  for (const Finding& finding : advice.findings) {
+    if (finding.cause_code == cause) {
+      out.push_back(&finding);
+    }
+  }
+  return out;
+}
+
+std::string key_value(const Finding& finding, const std::string& key) {
+  for (const auto& [name, value] : finding.rule.keys) {
+    if (name == key) {
+      return value;
+    }
+  }
+  return {};
+}
+
+// The advised policy loads as `tcptune check` loads it, and returns it.
+config::Policy load_advised(const Advice& advice) {
+  const std::string text = advised_policy(advice.findings, {"a.jsonl"});
+  EXPECT_FALSE(text.empty());
+  const config::LoadResult loaded = config::load_policy_text(text, "advised.toml");
+  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().to_string()) << "\n" << text;
+  EXPECT_TRUE(loaded.errors.empty()) << text;
+  return loaded.ok() ? loaded.policy() : config::Policy{};
+}
+
+// The index of the rule the shim would apply to an IPv4 socket, -1 for [defaults].
+int matching_rule(const config::Policy& policy, config::Role role, const std::string& program, const char* local,
+                  const char* peer) {
+  const auto endpoint = [](const char* text) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    const std::string endpoint(text);
+    const auto colon = endpoint.rfind(':');
+    (void)inet_pton(AF_INET, endpoint.substr(0, colon).c_str(), &address.sin_addr);
+    address.sin_port = htons(static_cast<std::uint16_t>(std::stoi(endpoint.substr(colon + 1))));
+    return config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  };
+  config::ConnectionFacts facts;
+  facts.role = role;
+  facts.program = program;
+  facts.peer = endpoint(peer);
+  facts.local_port = endpoint(local).port;
+  return config::match_rule(policy, facts);
+}
+
+TEST(Advise, NagleOnTheClientThatSplitsItsRequests) {
+  const Advice advice = advise({"nagle-client.jsonl", "nagle-server.jsonl"});
+  ASSERT_EQ(advice.findings.size(), 1U);
+  const Finding& finding = advice.findings.front();
+  EXPECT_EQ(finding.cause_code, "nagle-delayed-ack");
+  EXPECT_EQ(finding.id, "nagle-delayed-ack@rpc:client:127.0.0.1:15001");
+  EXPECT_EQ(finding.tune, "this");
+  EXPECT_EQ(finding.connections, 1U);
+  EXPECT_EQ(finding.writes, 200U);
+  EXPECT_EQ(finding.peers, std::vector<std::string>{"127.0.0.1:15001"});
+  EXPECT_EQ(finding.rule.scope.match_toml(),
+            R"({ peer = "127.0.0.1", port = 15001, role = "client", program = "rpc" })");
+  EXPECT_EQ(key_value(finding, "nodelay"), "\"on\"");
+  // 44.1 ms of ack latency over a 0.035 ms floor: the stall per exchange.
+  EXPECT_NE(finding.gain_arithmetic.find("44.1 ms - RTT floor 0.035 ms = 44.1 ms"), std::string::npos)
+      << finding.gain_arithmetic;
+  EXPECT_EQ(finding.prove, "tcptune ab --runs 5 --policy advised.toml -- rpc ARGS...");
+
+  const config::Policy policy = load_advised(advice);
+  ASSERT_EQ(policy.rules.size(), 1U);
+  EXPECT_EQ(matching_rule(policy, config::Role::client, "rpc", "127.0.0.1:51000", "127.0.0.1:15001"), 0);
+  // Not the server side, not another destination, not another program.
+  EXPECT_EQ(matching_rule(policy, config::Role::server, "rpc", "127.0.0.1:15001", "127.0.0.1:51000"), -1);
+  EXPECT_EQ(matching_rule(policy, config::Role::client, "rpc", "127.0.0.1:51000", "127.0.0.2:15001"), -1);
+  EXPECT_EQ(matching_rule(policy, config::Role::client, "curl", "127.0.0.1:51000", "127.0.0.1:15001"), -1);
+}
+
+TEST(Advise, NagleOnTheServerWhenTheClientIsAlreadyTuned) {
+  const Advice advice = advise({"nagle-peer-client.jsonl", "nagle-peer-server.jsonl"});
+  ASSERT_EQ(advice.findings.size(), 1U);
+  const Finding& finding = advice.findings.front();
+  EXPECT_EQ(finding.cause_code, "nagle-delayed-ack");
+  EXPECT_EQ(finding.tune, "peer");
+  EXPECT_EQ(finding.programs, std::vector<std::string>{"shop-server"});
+  EXPECT_NE(finding.cause.find("tune shop-server"), std::string::npos) << finding.cause;
+  EXPECT_NE(finding.evidence.find("already have TCP_NODELAY on"), std::string::npos) << finding.evidence;
+  EXPECT_EQ(finding.rule.scope.match_toml(), R"({ port = 8300, role = "server", program = "shop-server" })");
+  const config::Policy policy = load_advised(advice);
+  EXPECT_EQ(matching_rule(policy, config::Role::server, "shop-server", "198.18.0.2:8300", "198.18.0.9:40000"), 0);
+  EXPECT_EQ(matching_rule(policy, config::Role::client, "shop-client", "198.18.0.1:40100", "198.18.0.2:8300"), -1);
+}
+
+TEST(Advise, NagleWithoutThePeersLogSaysSo) {
+  const Advice advice = advise({"nagle-client.jsonl"});
+  ASSERT_EQ(advice.findings.size(), 1U);
+  EXPECT_NE(advice.findings.front().evidence.find("the other end's log was not given"), std::string::npos);
+}
+
+TEST(Advise, SlowStartAfterIdleKeepWarmByPortElseBbr) {
+  const Advice advice = advise({"idle-restart.jsonl"});
+  const std::vector<const Finding*> found = with_cause(advice, "slow-start-after-idle");
+  ASSERT_EQ(found.size(), 2U);
+  ASSERT_EQ(advice.findings.size(), 2U);
+  const auto by_program = [&](const std::string& program) {
+    return *std::find_if(found.begin(), found.end(),
+                         [&](const Finding* finding) { return finding->programs.front() == program; });
+  };
+  const Finding& bursty = *by_program("bursty");
+  EXPECT_EQ(key_value(bursty, "congestion"), "\"bbr\"");
+  // 5 restarts x 2 extra round trips x 180.5 ms.
+  EXPECT_NE(
+      bursty.gain_arithmetic.find("10 extra round trips x RTT 180 ms = 1805 ms over 5 messages, 361 ms per message"),
+      std::string::npos)
+      << bursty.gain_arithmetic;
+  EXPECT_FALSE(bursty.alternatives.empty());
+  const Finding& worker = *by_program("worker");
+  EXPECT_EQ(key_value(worker, "keep_warm"), "{ protocol = \"redis-client\" }");
+  EXPECT_NE(worker.fix.find("heartbeats"), std::string::npos);
+  EXPECT_NE(worker.alternatives.front().find("bbr"), std::string::npos);
+  const config::Policy policy = load_advised(advice);
+  EXPECT_EQ(policy.rules.size(), 2U);
+}
+
+TEST(Advise, ReceiveWindowIsThePeersToFix) {
+  const Advice advice = advise({"rwnd-sender.jsonl", "rwnd-receiver.jsonl"});
+  ASSERT_EQ(advice.findings.size(), 1U);
+  const Finding& finding = advice.findings.front();
+  EXPECT_EQ(finding.cause_code, "receive-window-limited");
+  EXPECT_EQ(finding.tune, "peer");
+  EXPECT_EQ(key_value(finding, "override_app_buffers"), "true");
+  EXPECT_EQ(finding.rule.scope.match_toml(), R"({ port = 15003, role = "server", program = "bulk" })");
+  EXPECT_NE(finding.gain_arithmetic.find("19.40 s of 19.99 s"), std::string::npos) << finding.gain_arithmetic;
+  const config::Policy policy = load_advised(advice);
+  EXPECT_EQ(matching_rule(policy, config::Role::server, "bulk", "198.18.0.2:15003", "198.18.0.1:40400"), 0);
+}
+
+TEST(Advise, ReceiveWindowWithoutTheReceiversLogNamesNoProgram) {
+  const Advice advice = advise({"rwnd-sender.jsonl"});
+  ASSERT_EQ(advice.findings.size(), 1U);
+  EXPECT_EQ(advice.findings.front().rule.scope.match_toml(), R"({ port = 15003, role = "server" })");
+  EXPECT_NE(advice.findings.front().fix.find("its log was not given"), std::string::npos);
+  load_advised(advice);
+}
+
+TEST(Advise, SendBufferPinnedByTheApp) {
+  const Advice advice = advise({"sndbuf-limited.jsonl"});
+  ASSERT_EQ(advice.findings.size(), 1U);
+  const Finding& finding = advice.findings.front();
+  EXPECT_EQ(finding.cause_code, "send-buffer-limited");
+  EXPECT_EQ(finding.tune, "this");
+  EXPECT_EQ(key_value(finding, "override_app_buffers"), "true");
+  EXPECT_EQ(finding.rule.scope.match_toml(),
+            R"({ peer = "203.0.113.9", port = 873, role = "client", program = "backup" })");
+  load_advised(advice);
+}
+
+TEST(Advise, OptionsNotAsRequested) {
+  const Advice advice = advise({"options-not-as-requested.jsonl"});
+  const std::vector<const Finding*> found = with_cause(advice, "option-not-as-requested");
+  ASSERT_EQ(found.size(), 3U);
+  ASSERT_EQ(advice.findings.size(), 3U);
+  std::vector<std::string> ids;
+  for (const Finding* finding : found) {
+    ids.push_back(finding->id);
+    EXPECT_EQ(finding->connections, 3U);
+  }
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{"option-not-as-requested@fetcher:client:198.18.0.2:443:congestion:not_permitted",
+                                      "option-not-as-requested@fetcher:client:198.18.0.2:443:nodelay:app_set",
+                                      "option-not-as-requested@fetcher:client:198.18.0.2:443:rcvbuf:capped"}));
+  for (const Finding* finding : found) {
+    if (finding->id.find("nodelay") != std::string::npos) {
+      EXPECT_TRUE(finding->has_rule);
+      EXPECT_EQ(key_value(*finding, "nodelay"), "\"force\"");
+    } else if (finding->id.find("congestion") != std::string::npos) {
+      EXPECT_FALSE(finding->has_rule);
+      EXPECT_NE(finding->fix.find("net.ipv4.tcp_allowed_congestion_control"), std::string::npos);
+    } else {
+      EXPECT_FALSE(finding->has_rule);
+      EXPECT_NE(finding->fix.find("net.core.rmem_max"), std::string::npos);
+    }
+  }
+  const config::Policy policy = load_advised(advice);
+  EXPECT_EQ(policy.rules.size(), 1U);
+}
+
+TEST(Advise, ResetAfterIdleGetsKeepaliveBelowTheSilence) {
+  const Advice advice = advise({"reset-after-idle.jsonl"});
+  ASSERT_EQ(advice.findings.size(), 1U);
+  const Finding& finding = advice.findings.front();
+  EXPECT_EQ(finding.cause_code, "reset-after-idle");
+  // 600 s of silence before the write that met the reset: probes after 300 s.
+  EXPECT_EQ(key_value(finding, "keepalive"), "{ idle = \"300s\", interval = \"30s\", count = 4 }");
+  const config::Policy policy = load_advised(advice);
+  ASSERT_EQ(policy.rules.size(), 1U);
+  ASSERT_TRUE(policy.rules[0].tuning.keepalive.has_value());
+  EXPECT_EQ(policy.rules[0].tuning.keepalive->idle, std::chrono::seconds(300));
+}
+
+TEST(Advise, LossIsNotForTcptune) {
+  const Advice advice = advise({"loss.jsonl"});
+  ASSERT_EQ(advice.findings.size(), 1U);
+  const Finding& finding = advice.findings.front();
+  EXPECT_EQ(finding.cause_code, "loss-bound");
+  EXPECT_FALSE(finding.has_rule);
+  EXPECT_TRUE(finding.prove.empty());
+  EXPECT_NE(finding.title.find("tcptune cannot fix"), std::string::npos);
+  EXPECT_NE(finding.evidence.find("300 retransmissions of 5000 data segments sent (6.0%)"), std::string::npos)
+      << finding.evidence;
+  EXPECT_TRUE(advised_policy(advice.findings, {"loss.jsonl"}).empty());
+}
+
+TEST(Advise, HealthyProgramsGetNoFinding) {
+  for (const char* name : {"healthy.jsonl", "nagle-server.jsonl", "rwnd-receiver.jsonl"}) {
+    const Advice advice = advise({name});
+    EXPECT_TRUE(advice.findings.empty()) << name << ": " << advice.findings.front().id;
+    EXPECT_TRUE(advised_policy(advice.findings, {name}).empty());
+  }
+  Observations observations;
+  std::string error;
+  ASSERT_TRUE(read_observations({TCPTUNE_SOURCE_DIR "/tests/cli/fixtures/probe-two-runs.jsonl",
+                                 TCPTUNE_SOURCE_DIR "/tests/cli/fixtures/close-burst-dropped.jsonl"},
+                                observations, error));
+  EXPECT_TRUE(find_all({observations, "advised.toml"}).empty());
+}
+
+TEST(Advise, EveryCauseAtOnceInOneLoadablePolicyWithStableIds) {
+  const std::vector<std::string> all = {
+      "nagle-client.jsonl",      "nagle-server.jsonl",   "nagle-peer-client.jsonl",
+      "nagle-peer-server.jsonl", "idle-restart.jsonl",   "rwnd-sender.jsonl",
+      "rwnd-receiver.jsonl",     "sndbuf-limited.jsonl", "options-not-as-requested.jsonl",
+      "reset-after-idle.jsonl",  "loss.jsonl",           "healthy.jsonl"};
+  const Advice advice = advise(all);
+  std::vector<std::string> reversed_names(all.rbegin(), all.rend());
+  const Advice reversed = advise(reversed_names);
+  ASSERT_EQ(advice.findings.size(), reversed.findings.size());
+  for (std::size_t i = 0; i < advice.findings.size(); ++i) {
+    EXPECT_EQ(advice.findings[i].id, reversed.findings[i].id);
+  }
+  EXPECT_EQ(advice.findings.size(), 11U);
+  const config::Policy policy = load_advised(advice);
+  EXPECT_EQ(policy.rules.size(), advised_rules(advice.findings).size());
+
+  const nlohmann::ordered_json json = findings_json(advice.findings, advice.observations);
+  ASSERT_TRUE(json["findings"].is_array());
+  EXPECT_EQ(json["findings"].size(), advice.findings.size());
+  for (const auto& finding : json["findings"]) {
+    EXPECT_TRUE(finding["id"].is_string());
+    EXPECT_TRUE(finding["evidence"]["connections"].is_number());
+    EXPECT_TRUE(finding["expected_gain"]["arithmetic"].is_string());
+    EXPECT_TRUE(finding["fix"]["rule"].is_null() || finding["fix"]["rule"]["toml"].is_string());
+  }
+}
+
+TEST(Advise, BroaderRulesKeysReachTheNarrowerRuleThatComesFirst) {
+  Finding wide;
+  wide.has_rule = true;
+  wide.id = "wide";
+  wide.rule.scope.programs = {"app"};
+  wide.rule.scope.role = "client";
+  wide.rule.keys = {{"congestion", "\"bbr\""}};
+  Finding narrow = wide;
+  narrow.id = "narrow";
+  narrow.rule.scope.ports = {6379};
+  narrow.rule.keys = {{"nodelay", "\"on\""}};
+  const std::vector<WrittenRule> rules = advised_rules({wide, narrow});
+  ASSERT_EQ(rules.size(), 2U);
+  EXPECT_EQ(rules[0].scope.ports, std::vector<std::uint16_t>{6379});
+  EXPECT_EQ(rules[0].keys.size(), 2U);
+  const config::LoadResult loaded = config::load_policy_text(advised_policy({wide, narrow}, {"x"}), "p.toml");
+  ASSERT_TRUE(loaded.ok());
+}
+
+// The command: --output writes a policy only when there is something to change.
+TEST(Advise, CommandWritesThePolicyOnlyWhenThereIsSomethingToChange) {
+  const std::string directory = testing::TempDir() + "advise-command-" + std::to_string(getpid());
+  std::filesystem::create_directories(directory);
+  AdviseOptions options;
+  options.logs = {fixture("healthy.jsonl")};
+  options.output = directory + "/healthy.toml";
+  options.json = true;
+  EXPECT_EQ(advise_command(options), 0);
+  EXPECT_FALSE(std::filesystem::exists(options.output));
+
+  options.logs = {fixture("nagle-client.jsonl")};
+  options.output = directory + "/nagle.toml";
+  options.json = false;
+  EXPECT_EQ(advise_command(options), 0);
+  ASSERT_TRUE(std::filesystem::exists(options.output));
+  const config::LoadResult loaded = config::load_policy_file(options.output);
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded.policy().rules.size(), 1U);
+  std::ifstream in(options.output);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("# nagle-delayed-ack@rpc:client:127.0.0.1:15001"), std::string::npos) << text.str();
+
+  const TempLog text_log("2026-12-03 a text line\n");
+  options.logs = {text_log.path()};
+  EXPECT_EQ(advise_command(options), 1);
+  std::filesystem::remove_all(directory);
+}
+
+}  // namespace
+}  // namespace tcptune::cli
