@@ -57,6 +57,14 @@ shim::AppSettings observe_app_settings(int fd, const config::Tuning& tuning, int
   if (tuning.buffers.has_value() || tuning.override_app_buffers.value_or(false)) {
     app.held_sndbuf = held_buffer(fd, SO_SNDBUF, host.sndbuf.autotune_default);
     app.held_rcvbuf = held_buffer(fd, SO_RCVBUF, host.rcvbuf.autotune_default);
+  } else {
+    // Reported as the app's own, as the shim reports a buffer call it passed on.
+    if (held_buffer(fd, SO_SNDBUF, host.sndbuf.autotune_default) != shim::kNoHeldBuffer) {
+      app.app_options = static_cast<std::uint16_t>(app.app_options | shim::app_sndbuf);
+    }
+    if (held_buffer(fd, SO_RCVBUF, host.rcvbuf.autotune_default) != shim::kNoHeldBuffer) {
+      app.app_options = static_cast<std::uint16_t>(app.app_options | shim::app_rcvbuf);
+    }
   }
   return app;
 }

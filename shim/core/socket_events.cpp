@@ -303,6 +303,12 @@ AppOption app_option_for(int level, int name) {
   if (level == SOL_SOCKET && name == SO_KEEPALIVE) {
     return app_keepalive;
   }
+  if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_RCVBUFFORCE)) {
+    return app_rcvbuf;
+  }
+  if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_SNDBUFFORCE)) {
+    return app_sndbuf;
+  }
   if ((level == IPPROTO_IP && name == IP_TOS) || (level == IPPROTO_IPV6 && name == IPV6_TCLASS)) {
     return app_tos;
   }

@@ -20,6 +20,10 @@ enum AppOption : std::uint16_t {
   app_notsent_lowat = 1U << 4,
   app_thin_linear = 1U << 5,
   app_tos = 1U << 6,
+  // SO_RCVBUF / SO_SNDBUF passed straight to the kernel (no rule sizes buffers): reported, so a
+  // log shows that the app pins its buffer.
+  app_rcvbuf = 1U << 7,
+  app_sndbuf = 1U << 8,
 };
 
 inline constexpr std::int32_t kNoHeldBuffer = -1;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <system_error>
+#include <tuple>
 
 #include "errno_saver.hpp"
 #include "json_writer.hpp"
@@ -128,6 +129,18 @@ class Applier {
     outcome_.push_on_wait = true;
     add("nodelay", requested, probe,
         "Nagle stays on; what it holds back is pushed when a thread that wrote waits for input");
+  }
+
+  // No rule sizes buffers, so the app's own SO_*BUF went straight to the kernel: said, because
+  // a buffer the app pins is what a receive-window-limited transfer needs overridden.
+  void app_buffers_passed() {
+    for (const auto& [bit, name, option] :
+         {std::tuple{app_rcvbuf, "rcvbuf", SO_RCVBUF}, std::tuple{app_sndbuf, "sndbuf", SO_SNDBUF}}) {
+      if (app_set(bit)) {
+        left_alone(name, "app (its own value)", int_probe(SOL_SOCKET, option),
+                   "the app set it itself before connect or listen; no rule sizes buffers");
+      }
+    }
   }
 
   void buffers(const config::Tuning& tuning) {
@@ -424,6 +437,8 @@ TuningOutcome apply_options(int fd, const AppSettings& app, const config::Tuning
   if (tuning.buffers.has_value() || tuning.override_app_buffers.value_or(false) || app.held_rcvbuf != kNoHeldBuffer ||
       app.held_sndbuf != kNoHeldBuffer) {
     applier.buffers(tuning);
+  } else {
+    applier.app_buffers_passed();
   }
   if (tuning.congestion.has_value()) {
     applier.congestion(*tuning.congestion);

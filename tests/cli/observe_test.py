@@ -107,8 +107,14 @@ def check_records(name, ends, log, supervised):
     checks.check(starts and all(r.get("policy") == OBSERVE_POLICY for r in starts),
                  f"{name}: the start record names the observe-only policy ({[r.get('policy') for r in starts]})")
     opens = [r for r in log if r.get("event") == "conn_open"]
-    checks.check(opens and all(r.get("options") == [] for r in opens),
-                 f"{name}: no conn_open reports an option set ({[r.get('options') for r in opens if r.get('options')][:1]})")
+    # What the app set itself is reported (status left_alone, requested "app ..."), never set.
+    set_by_tcptune = [o for r in opens for o in r.get("options", [])
+                      if o.get("status") != "left_alone" or not o.get("requested", "").startswith("app ")]
+    checks.check(opens and not set_by_tcptune,
+                 f"{name}: no conn_open reports an option set ({set_by_tcptune[:1]})")
+    app_buffers = [o["name"] for r in opens for o in r.get("options", []) if o.get("requested", "").startswith("app ")]
+    checks.check({"rcvbuf", "sndbuf"} <= set(app_buffers),
+                 f"{name}: the app's own SO_RCVBUF and SO_SNDBUF are reported as its own ({sorted(set(app_buffers))})")
 
 
 def check_shim_measurements(name, ends, log):
