@@ -14,6 +14,9 @@ namespace {
 // of a destination, and the rule matches by port.
 constexpr std::size_t kMostPeersNamed = 4;
 constexpr std::size_t kMostPortsNamed = 8;
+// net.ipv4.ip_local_port_range's default: the ports the kernel picks for port 0.
+constexpr std::uint16_t kEphemeralFirst = 32768;
+constexpr std::uint16_t kEphemeralLast = 60999;
 
 std::string join(const std::vector<std::string>& items, const char* separator) {
   std::string out;
@@ -40,6 +43,14 @@ AdviceScope build_scope(const std::vector<std::string>& programs, const std::str
   scope.role = role;
   std::set<std::uint16_t> ports(ports_seen.begin(), ports_seen.end());
   ports.erase(0);
+  for (auto port = ports.begin(); port != ports.end();) {
+    if (*port >= kEphemeralFirst && *port <= kEphemeralLast) {
+      scope.ephemeral_ports.push_back(*port);
+      port = ports.erase(port);
+    } else {
+      ++port;
+    }
+  }
   if (!any_unknown && !ports.empty() && ports.size() <= kMostPortsNamed) {
     scope.ports.assign(ports.begin(), ports.end());
   }
@@ -106,6 +117,10 @@ std::string AdviceScope::describe() const {
   }
   if (!ports.empty()) {
     out += (role == "server" ? ", local port " : ", port ") + join(port_texts(ports), " or ");
+  }
+  if (!ephemeral_ports.empty()) {
+    out += " (port " + join(port_texts(ephemeral_ports), ", ") +
+           " left out: in the ephemeral range 32768-60999, where a port is picked anew each run)";
   }
   if (peer_unknown) {
     out += " (peer unknown: the records do not name it, so the rule cannot be narrower)";

@@ -20,6 +20,9 @@ struct AdviceScope {
   std::vector<std::uint16_t> ports;   // the peer's port for clients, the local one for servers
   std::vector<std::string> peers;     // addresses; only for clients of one or a few destinations
   bool peer_unknown = false;          // no record named the peer
+  // Ports left out of the match: in Linux's default ephemeral range, where a server bound to
+  // port 0 gets a new one each run, so a rule naming it would not match the next run.
+  std::vector<std::uint16_t> ephemeral_ports;
 
   // "rpc:client:127.0.0.1:4000", for the finding's ID.
   [[nodiscard]] std::string id_part() const;

@@ -122,6 +122,22 @@ TEST(Advise, NagleOnTheClientThatSplitsItsRequests) {
   EXPECT_EQ(matching_rule(policy, config::Role::client, "curl", "127.0.0.1:51000", "127.0.0.1:15001"), -1);
 }
 
+// A program talking to its own server on a port the kernel picked (bound to port 0; recorded by
+// `tcptune run --observe -- nagle_pair 20`): the next run gets another port, so the rule leaves it out.
+TEST(Advise, AnEphemeralPortIsLeftOutOfTheRule) {
+  const Advice advice = advise({"nagle-ephemeral-port.jsonl"});
+  ASSERT_EQ(advice.findings.size(), 1U);
+  const Finding& finding = advice.findings.front();
+  EXPECT_EQ(finding.cause_code, "nagle-delayed-ack");
+  EXPECT_EQ(finding.id, "nagle-delayed-ack@nagle_pair:client:127.0.0.1");
+  EXPECT_EQ(finding.rule.scope.match_toml(), R"({ peer = "127.0.0.1", role = "client", program = "nagle_pair" })");
+  EXPECT_NE(finding.rule.scope.describe().find("45481 left out: in the ephemeral range"), std::string::npos)
+      << finding.rule.scope.describe();
+  const config::Policy policy = load_advised(advice);
+  ASSERT_EQ(policy.rules.size(), 1U);
+  EXPECT_EQ(matching_rule(policy, config::Role::client, "nagle_pair", "127.0.0.1:51000", "127.0.0.1:39123"), 0);
+}
+
 TEST(Advise, NagleOnTheServerWhenTheClientIsAlreadyTuned) {
   const Advice advice = advise({"nagle-peer-client.jsonl", "nagle-peer-server.jsonl"});
   ASSERT_EQ(advice.findings.size(), 1U);
