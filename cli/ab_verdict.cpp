@@ -51,9 +51,16 @@ std::string runs_advice(const std::vector<double>& observe, const std::vector<do
   }
   const double smallest = smallest_p_value(observe.size(), tuned.size());
   if (smallest >= kVerdictAlpha) {
-    return "with " + with + " no difference can be shown (the smallest p-value possible is " +
-           format("%.2g", smallest) + "); rerun with --runs " +
-           std::to_string(std::max(fewest + 1, to_show.value_or(0)));
+    const std::string because =
+        "with " + with + " no difference can be shown (the smallest p-value possible is " + format("%.2g", smallest) + ")";
+    if (observe.size() != tuned.size() && runs > 0) {
+      // Some runs had no value (too short to sample one): scale the runs by the share that had.
+      const std::size_t most = std::max(observe.size(), tuned.size());
+      const std::size_t scaled = (most * static_cast<std::size_t>(fewest) + runs - 1) / runs;
+      return because + "; only " + std::to_string(runs) + " of one arm's runs had a value: rerun with --runs " +
+             std::to_string(std::max(scaled, most + 1)) + ", or let each run last longer";
+    }
+    return because + "; rerun with --runs " + std::to_string(std::max(fewest + 1, to_show.value_or(0)));
   }
   if (!sd) {
     return "arms overlap; values below the resolution give no estimate of the runs needed";

@@ -44,6 +44,16 @@ TEST(AbVerdict, ThreeRunsCanShowNothing) {
   EXPECT_NE(verdict.advice.find("rerun with --runs 5"), std::string::npos) << verdict.advice;
 }
 
+// 5 runs asked, 2 of the tuned ones sampled a value (a short program): more runs in proportion,
+// never the number just run.
+TEST(AbVerdict, RunsWithoutAValueScaleTheAdvice) {
+  const Verdict verdict =
+      judge(values({44.7, 48.3, 47.9, 50.2, 45.0}), values({0.5, 0.6}), Better::lower);
+  EXPECT_EQ(verdict.word, "no difference shown");
+  EXPECT_NE(verdict.advice.find("only 2 of one arm's runs had a value: rerun with --runs 10"), std::string::npos)
+      << verdict.advice;
+}
+
 TEST(AbVerdict, OverlappingArmsGetTheRunsThatWouldShowIt) {
   const Verdict verdict =
       judge(values({1.00, 1.10, 0.95, 1.05, 1.20}), values({0.98, 1.02, 0.90, 1.08, 0.97}), Better::lower);
