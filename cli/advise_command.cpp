@@ -17,24 +17,6 @@ namespace tcptune::cli {
 
 namespace {
 
-// As report: a file without records is named with why; none in any of them fails (exit 1).
-bool say_files_without_records(const std::vector<FileRead>& reads) {
-  std::uint64_t records = 0;
-  for (const FileRead& read : reads) {
-    records += read.records;
-  }
-  for (const FileRead& read : reads) {
-    if (read.records == 0) {
-      (void)std::fprintf(stderr, "tcptune advise: %s%s: %s\n", records == 0 ? "" : "warning: ", read.path.c_str(),
-                         why_no_records(read).c_str());
-    }
-  }
-  if (records == 0) {
-    (void)std::fprintf(stderr, "tcptune advise: no record read\n");
-  }
-  return records != 0;
-}
-
 // The policy of the findings' rules to `path`, loaded as `tcptune check` loads it first. Nothing
 // is written when no finding has a rule.
 bool write_policy(const std::string& path, const std::vector<Finding>& findings, const std::vector<std::string>& logs,
@@ -69,7 +51,7 @@ int advise_command(const AdviseOptions& options) {
     (void)std::fprintf(stderr, "tcptune advise: %s\n", error.c_str());
     return 1;
   }
-  if (!say_files_without_records(observations.files)) {
+  if (!say_files_without_records("advise", observations.files)) {
     return 1;
   }
   const std::string policy_file = options.output.empty() ? "advised.toml" : options.output;

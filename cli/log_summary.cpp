@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -190,6 +191,23 @@ std::string why_no_records(const FileRead& read) {
   return std::to_string(read.lines) + " line" + (read.lines == 1 ? "" : "s") +
          ", none a JSON record: a text log ([log] format = \"text\" or TCPTUNE_LOG_FORMAT=text)? tcptune report "
          "reads jsonl, the default format";
+}
+
+bool say_files_without_records(const char* command, const std::vector<FileRead>& reads) {
+  std::uint64_t records = 0;
+  for (const FileRead& read : reads) {
+    records += read.records;
+  }
+  for (const FileRead& read : reads) {
+    if (read.records == 0) {
+      (void)std::fprintf(stderr, "tcptune %s: %s%s: %s\n", command, records == 0 ? "" : "warning: ",
+                         read.path.c_str(), why_no_records(read).c_str());
+    }
+  }
+  if (records == 0) {
+    (void)std::fprintf(stderr, "tcptune %s: no record read\n", command);
+  }
+  return records != 0;
 }
 
 bool summarize_slow_writes(const std::vector<std::string>& files, std::map<std::string, SlowWriteSite>& out,

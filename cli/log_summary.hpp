@@ -57,6 +57,10 @@ struct FileRead {
 };
 // Why a file gave no record, in words ("empty ...", "N lines, none a JSON record: a text log?").
 std::string why_no_records(const FileRead& read);
+// Names each file without records, with why, on stderr as "tcptune COMMAND: ..."; none in any of
+// them fails (false): a text log, an empty or a wrong file must not pass for a run without
+// connections.
+bool say_files_without_records(const char* command, const std::vector<FileRead>& reads);
 
 struct LogSummary {
   std::vector<FileRead> files;  // in the order given

@@ -15,25 +15,6 @@ namespace tcptune::cli {
 
 namespace {
 
-// A file without records is named, with why; no record in any of them is a failure (exit 1):
-// a text log, an empty or a wrong file must not pass for a run without connections.
-bool say_files_without_records(const std::vector<FileRead>& reads) {
-  std::uint64_t records = 0;
-  for (const FileRead& read : reads) {
-    records += read.records;
-  }
-  for (const FileRead& read : reads) {
-    if (read.records == 0) {
-      (void)std::fprintf(stderr, "tcptune report: %s%s: %s\n", records == 0 ? "" : "warning: ", read.path.c_str(),
-                         why_no_records(read).c_str());
-    }
-  }
-  if (records == 0) {
-    (void)std::fprintf(stderr, "tcptune report: no record read\n");
-  }
-  return records != 0;
-}
-
 // Slow writes by where the app made them, the costliest first.
 int report_callsites(const std::vector<std::string>& files, bool json) {
   std::map<std::string, SlowWriteSite> sites;
@@ -44,7 +25,7 @@ int report_callsites(const std::vector<std::string>& files, bool json) {
     (void)std::fprintf(stderr, "tcptune report: %s\n", error.c_str());
     return 1;
   }
-  if (!say_files_without_records(reads)) {
+  if (!say_files_without_records("report", reads)) {
     return 1;
   }
   std::vector<std::pair<std::string, SlowWriteSite>> sorted(sites.begin(), sites.end());
@@ -80,7 +61,7 @@ int report_command(const ReportOptions& options) {
     (void)std::fprintf(stderr, "tcptune report: %s\n", error.c_str());
     return 1;
   }
-  if (!say_files_without_records(summary.files)) {
+  if (!say_files_without_records("report", summary.files)) {
     return 1;
   }
   const std::uint64_t records = summary.records;
