@@ -215,6 +215,11 @@ class PodInjection {
 
   void inject_container(int container, const std::string& name, std::vector<TextEdit>& edits) {
     refuse_supervised_command(document_, container);
+    // Every container, the ones left unchanged too: uninjecting the pod would take such a mount
+    // for its own, so injecting twice would differ from once.
+    const int mounts = existing_list(document_, container, "volumeMounts");
+    refuse_taken(document_, mounts, "name", {kVolume, kPolicyVolume});
+    refuse_taken(document_, mounts, "mountPath", {kMountPath, kPolicyMountPath});
     const bool supervised = listed(supervise_, name);
     if (listed(skip_, name)) {
       if (supervised) {
@@ -234,10 +239,6 @@ class PodInjection {
         return;
       }
     }
-    const int mounts = existing_list(document_, container, "volumeMounts");
-    refuse_taken(document_, mounts, "name", {kVolume, kPolicyVolume});
-    refuse_taken(document_, mounts, "mountPath", {kMountPath, kPolicyMountPath});
-
     const int env = existing_list(document_, container, "env");
     std::vector<int> literal_preloads;
     bool preload_from_elsewhere = false;
