@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <utility>
 
 #include "advise_toml.hpp"
 
@@ -229,6 +230,14 @@ std::string format_ms(double milliseconds) {
     (void)std::snprintf(text, sizeof text, "%.3f ms", milliseconds);
   }
   return text;
+}
+
+Finding new_finding(std::string cause_code, const std::vector<const ObservedConnection*>& connections) {
+  Finding finding;
+  finding.cause_code = std::move(cause_code);
+  add_connection_evidence(finding, connections);
+  finding.id = finding.cause_code + "@" + scope_of(connections).id_part();
+  return finding;
 }
 
 }  // namespace tcptune::cli

@@ -81,6 +81,10 @@ std::vector<std::string> sorted_unique(std::vector<std::string> items);
 // The evidence common to every detector: counts, programs, roles, peers, ports, logs.
 void add_connection_evidence(Finding& finding, const std::vector<const ObservedConnection*>& connections);
 
+// A finding of `cause_code` about `connections`: their evidence, and the ID "CAUSE@SCOPE" from
+// their scope (scope_of).
+Finding new_finding(std::string cause_code, const std::vector<const ObservedConnection*>& connections);
+
 // "tcptune ab --runs 5 --policy FILE -- PROGRAM ARGS..." for the programs of `scope`.
 std::string ab_command(const AdviceScope& scope, const std::string& policy_file);
 

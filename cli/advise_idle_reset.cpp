@@ -73,12 +73,9 @@ void find_resets_after_idle(const AdviceInput& input, std::vector<Finding>& out)
     const double idle_s =
         std::clamp(static_cast<double>(static_cast<long long>(shortest / 2)), 1.0, kKeepaliveIdleMaxS);
     const double interval_s = std::clamp(static_cast<double>(static_cast<long long>(idle_s / 4)), 1.0, 30.0);
-    Finding finding;
-    finding.cause_code = "reset-after-idle";
-    add_connection_evidence(finding, group);
+    Finding finding = new_finding("reset-after-idle", group);
     const AdviceScope scope = scope_of(group);
     const std::string program = group.front()->program;
-    finding.id = finding.cause_code + "@" + scope.id_part();
     finding.title = program + "'s connections are reset on the first write after a long silence";
     finding.cause =
         "a middlebox on the path (NAT, firewall, load balancer) drops the state of a connection silent "

@@ -82,12 +82,9 @@ void find_slow_start_after_idle(const AdviceInput& input, std::vector<Finding>& 
     const auto count = static_cast<double>(restarts.size());
     rtt_ms /= count;
     rto_ms /= count;
-    Finding finding;
-    finding.cause_code = "slow-start-after-idle";
-    add_connection_evidence(finding, group);
+    Finding finding = new_finding("slow-start-after-idle", group);
     const AdviceScope scope = scope_of(group);
     const std::string program = group.front()->program;
-    finding.id = finding.cause_code + "@" + scope.id_part();
     finding.title = "the congestion window of " + program + "'s connections restarts after each silence";
     finding.cause =
         "after a silence longer than the RTO the kernel shrinks the congestion window back "

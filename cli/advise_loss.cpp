@@ -46,12 +46,9 @@ void find_loss_bound(const AdviceInput& input, std::vector<Finding>& out) {
       retransmits += static_cast<double>(connection->tcp_info->retransmits.value_or(0));
       segments += segments_sent(*connection->tcp_info);
     }
-    Finding finding;
-    finding.cause_code = "loss-bound";
-    add_connection_evidence(finding, group);
+    Finding finding = new_finding("loss-bound", group);
     const AdviceScope scope = scope_of(group);
     const std::string program = group.front()->program;
-    finding.id = finding.cause_code + "@" + scope.id_part();
     finding.title = "the path of " + program + "'s connections loses packets: tcptune cannot fix that";
     finding.cause =
         "the network drops packets on this path, and every loss costs a retransmission and a smaller "

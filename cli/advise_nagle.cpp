@@ -94,9 +94,7 @@ void find_nagle_delayed_ack(const AdviceInput& input, std::vector<Finding>& out)
     }
   }
   for (const std::vector<const ObservedConnection*>& group : group_connections(stalled)) {
-    Finding finding;
-    finding.cause_code = "nagle-delayed-ack";
-    add_connection_evidence(finding, group);
+    Finding finding = new_finding("nagle-delayed-ack", group);
     std::vector<double> ack_p50;
     std::vector<double> floors;
     std::uint64_t bytes = 0;
@@ -112,7 +110,7 @@ void find_nagle_delayed_ack(const AdviceInput& input, std::vector<Finding>& out)
     const double ack_ms = median(ack_p50);
     const double floor_ms = median(floors);
     const double stall_ms = ack_ms - floor_ms;
-    const double average_write = finding.writes == 0 ? 0 : static_cast<double>(bytes) / finding.writes;
+    const double average_write = finding.writes == 0 ? 0 : static_cast<double>(bytes) / static_cast<double>(finding.writes);
     finding.figures = {{"ack_latency_p50_ms", ack_ms},
                        {"rtt_floor_ms", floor_ms},
                        {"stall_per_exchange_ms", stall_ms},
@@ -121,7 +119,6 @@ void find_nagle_delayed_ack(const AdviceInput& input, std::vector<Finding>& out)
     const AdviceScope scope = scope_of(group);
     const std::string program = group.front()->program;
     const bool server = group.front()->role == "server";
-    finding.id = finding.cause_code + "@" + scope.id_part();
     finding.title = "Nagle holds " + program + "'s small writes behind the peer's delayed ACK";
     finding.cause = program +
                     " writes its messages in small parts with Nagle on, so each part after the first "

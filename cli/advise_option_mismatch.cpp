@@ -70,11 +70,9 @@ void find_options_not_as_requested(const AdviceInput& input, std::vector<Finding
     const auto& [program, rule, name, status] = key;
     const std::vector<const ObservedConnection*>& connections = entry.first;
     const ObservedOption& option = entry.second;
-    Finding finding;
-    finding.cause_code = "option-not-as-requested";
-    add_connection_evidence(finding, connections);
+    Finding finding = new_finding("option-not-as-requested", connections);
     const AdviceScope scope = scope_of(connections);
-    finding.id = finding.cause_code + "@" + scope.id_part() + ":" + name + ":" + status;
+    finding.id += ":" + name + ":" + status;
     finding.title = name + " of rule '" + rule + "' does not take effect as asked (" + status + ")";
     finding.figures = {{"connections", static_cast<double>(connections.size())}};
     finding.evidence = std::to_string(connections.size()) + " connection(s) of " + program + " under rule '" + rule +

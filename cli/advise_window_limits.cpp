@@ -89,14 +89,10 @@ void find_limit(const AdviceInput& input, bool receive_window, std::vector<Findi
     const bool peer_log = std::all_of(group.begin(), group.end(), [](const ObservedConnection* connection) {
       return connection->counterpart.has_value();
     });
-    Finding finding;
-    finding.cause_code = receive_window ? "receive-window-limited" : "send-buffer-limited";
-    add_connection_evidence(finding, group);
-    const AdviceScope own = scope_of(group);
-    const AdviceScope scope = receive_window ? peer_scope_of(group, input.observations.connections) : own;
+    Finding finding = new_finding(receive_window ? "receive-window-limited" : "send-buffer-limited", group);
+    const AdviceScope scope = receive_window ? peer_scope_of(group, input.observations.connections) : scope_of(group);
     const std::string program = group.front()->program;
     const double share = sum.limited_us / sum.busy_us;
-    finding.id = finding.cause_code + "@" + own.id_part();
     finding.figures = {{"busy_s", sum.busy_us / 1e6},
                        {"limited_s", sum.limited_us / 1e6},
                        {"limited_share", share},

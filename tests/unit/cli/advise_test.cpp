@@ -81,10 +81,10 @@ int matching_rule(const config::Policy& policy, config::Role role, const std::st
   const auto endpoint = [](const char* text) {
     sockaddr_in address{};
     address.sin_family = AF_INET;
-    const std::string endpoint(text);
-    const auto colon = endpoint.rfind(':');
-    (void)inet_pton(AF_INET, endpoint.substr(0, colon).c_str(), &address.sin_addr);
-    address.sin_port = htons(static_cast<std::uint16_t>(std::stoi(endpoint.substr(colon + 1))));
+    const std::string written(text);
+    const auto colon = written.rfind(':');
+    (void)inet_pton(AF_INET, written.substr(0, colon).c_str(), &address.sin_addr);
+    address.sin_port = htons(static_cast<std::uint16_t>(std::stoi(written.substr(colon + 1))));
     return config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&address), sizeof address);
   };
   config::ConnectionFacts facts;
