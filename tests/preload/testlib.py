@@ -3,6 +3,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -14,6 +15,17 @@ SKIP = 77
 def skip(why):
     print(f"skipped: {why}", flush=True)
     sys.exit(SKIP)
+
+
+def build_with_musl(source, out):
+    """`out` built from C `source` by musl-gcc; skips (77) without Debian's musl-tools."""
+    if shutil.which("musl-gcc") is None:
+        skip("musl-gcc is not installed (Debian's musl-tools)")
+    built = subprocess.run(["musl-gcc", "-O2", "-o", out, source], capture_output=True, text=True, timeout=120)
+    if built.returncode != 0:
+        print(f"FAIL musl-gcc {source}: {built.stderr.strip()}")
+        sys.exit(1)
+    return out
 
 
 class Listener:

@@ -17,12 +17,11 @@ Exits 77 without musl-gcc or seccomp."""
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
-from testlib import Checks, Listener, clean_env, records, seccomp_listener_available, skip  # noqa: E402
+from testlib import Checks, Listener, build_with_musl, clean_env, records, seccomp_listener_available, skip  # noqa: E402
 
 RULE = "musl-rule"
 BOUND_S = 30  # any single command; ctest's TIMEOUT bounds the whole test
@@ -42,17 +41,6 @@ def interpreter(path):
             return data[offset:offset + size].rstrip(b"\0").decode()
     return None
 
-
-def build_musl_probe(source, work_dir):
-    musl_gcc = shutil.which("musl-gcc")
-    if musl_gcc is None:
-        skip("musl-gcc is not installed (Debian's musl-tools)")
-    out = os.path.join(work_dir, "option_probe_musl")
-    built = subprocess.run([musl_gcc, "-O2", "-o", out, source], capture_output=True, text=True, timeout=120)
-    if built.returncode != 0:
-        print(f"FAIL musl-gcc {source}: {built.stderr.strip()}")
-        sys.exit(1)
-    return out
 
 
 def run(argv, env):
@@ -132,7 +120,7 @@ def main():
         skip("no seccomp in this kernel or sandbox")
     args.work_dir = os.path.abspath(args.work_dir)
     os.makedirs(args.work_dir, exist_ok=True)
-    musl_probe = build_musl_probe(args.probe_source, args.work_dir)
+    musl_probe = build_with_musl(args.probe_source, os.path.join(args.work_dir, "option_probe_musl"))
     checks = Checks()
     loader = interpreter(musl_probe)
     checks.check(loader is not None and os.path.basename(loader).startswith("ld-musl-"),

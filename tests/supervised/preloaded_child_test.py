@@ -27,22 +27,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
-from testlib import Checks, Listener, clean_env, records, seccomp_listener_available, skip  # noqa: E402
+from testlib import Checks, Listener, build_with_musl, clean_env, records, seccomp_listener_available, skip  # noqa: E402
 
 RULE = "chain-rule"
 BOUND_S = 60  # the whole chain; ctest's TIMEOUT bounds the test
 
-
-def build_musl_chain(source, work_dir):
-    musl_gcc = shutil.which("musl-gcc")
-    if musl_gcc is None:
-        skip("musl-gcc is not installed (Debian's musl-tools)")
-    out = os.path.join(work_dir, "chain_probe_musl")
-    built = subprocess.run([musl_gcc, "-O2", "-o", out, source], capture_output=True, text=True, timeout=120)
-    if built.returncode != 0:
-        print(f"FAIL musl-gcc {source}: {built.stderr.strip()}")
-        sys.exit(1)
-    return out
 
 
 def shim_without_core(shim, work_dir):
@@ -68,7 +57,7 @@ def main():
         skip("no seccomp user notification in this kernel or sandbox")
     args.work_dir = os.path.abspath(args.work_dir)
     os.makedirs(args.work_dir, exist_ok=True)
-    musl_chain = build_musl_chain(args.chain_source, args.work_dir)
+    musl_chain = build_with_musl(args.chain_source, os.path.join(args.work_dir, "chain_probe_musl"))
     checks = Checks()
     listener = Listener()
     try:
