@@ -3,7 +3,7 @@
 # otherwise it prints the apt-get line to run and fails.
 #   scripts/deps.sh          what building needs (compilers, CMake, the libraries' -dev packages)
 #   scripts/deps.sh package  and what scripts/package needs (dpkg-dev, lintian)
-#   scripts/deps.sh demo     and what scripts/demo runs (ip, tc, gnuplot)
+#   scripts/deps.sh demo     and what scripts/demo runs (ip, tc)
 #   scripts/deps.sh test     and the programs the tests run: real servers, Go, musl, strace...
 #   scripts/deps.sh fuzz     and clang with libFuzzer (scripts/fuzz)
 # The servers the tests use (nginx, haproxy, Redis, RabbitMQ, Prometheus, node_exporter) are
@@ -23,7 +23,7 @@ build=(build-essential cmake pkg-config g++ binutils libtomlplusplus-dev libspdl
   # GoogleTest, Google Benchmark, and Python to run them.
   libgtest-dev libgmock-dev libbenchmark-dev python3)
 package=(dpkg-dev lintian)
-demo=(iproute2 gnuplot-nox)
+demo=(iproute2)
 test=("${package[@]}" "${demo[@]}" curl util-linux jq socat strace
   # libtcptune-core.so loads it for `callsite = true` backtraces (tests/preload/callsites.py).
   libunwind8
