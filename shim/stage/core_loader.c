@@ -1,9 +1,11 @@
 #include "core_loader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -26,6 +28,9 @@ static const struct tcptune_core_entries* g_entries;
    itself goes on to libc; a child forked meanwhile does not wait for a thread it does not have. */
 static long g_loader_process;
 static long g_loader_thread;
+
+/* The descriptors a load needs at once, above an app that holds every number below its limit. */
+enum { kLoadDescriptors = 4 };
 
 /* Another thread's load takes milliseconds. Past this, a thread stops waiting and its call goes
    on untuned, rather than wait forever on a loader blocked on a lock it holds (the dynamic
@@ -121,17 +126,7 @@ static bool core_path(const struct stage_dl_functions* dl, char* path, size_t si
   return true;
 }
 
-static const struct tcptune_core_entries* load_and_attach(void) {
-  const struct stage_dl_functions* dl = stage_dl();
-  if (dl == NULL) {
-    say("cannot load the tuning core: the dynamic loader's dlopen was not found", NULL);
-    return NULL;
-  }
-  char path[4096];
-  if (!core_path(dl, path, sizeof path)) {
-    say("cannot tell where libtcptune.so was loaded from, to load the tuning core beside it", NULL);
-    return NULL;
-  }
+static const struct tcptune_core_entries* open_and_attach(const struct stage_dl_functions* dl, const char* path) {
   void* core = dl->dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (core == NULL) {
     say("cannot load the tuning core: ", dl->dlerror());
@@ -146,6 +141,46 @@ static const struct tcptune_core_entries* load_and_attach(void) {
   const struct tcptune_core_entries* entries = attach(&services);
   if (entries == NULL) {
     say(path, " is the tuning core of another libtcptune.so");
+  }
+  return entries;
+}
+
+/* Whether the app holds every number below its soft limit, and the hard limit leaves room. */
+static bool numbers_all_taken(struct rlimit* limit) {
+  const int fd = (int)syscall(SYS_openat, AT_FDCWD, "/", O_PATH | O_CLOEXEC);
+  if (fd >= 0) {
+    syscall(SYS_close, fd);
+    return false;
+  }
+  return errno == EMFILE && getrlimit(RLIMIT_NOFILE, limit) == 0 && limit->rlim_cur < limit->rlim_max;
+}
+
+/* Loading opens the core's file, and attaching opens the log and reads a few /proc files: where
+   the app holds every number below its soft limit, the limit is raised by a few for the load and
+   put back after it. What the core keeps open (the log) sits at or above the old limit, out of
+   the app's range (private_descriptor.hpp). A thread of the app opening during the load may get
+   a number at or above the old limit, as after a setrlimit of its own. */
+static const struct tcptune_core_entries* load_and_attach(void) {
+  const struct stage_dl_functions* dl = stage_dl();
+  if (dl == NULL) {
+    say("cannot load the tuning core: the dynamic loader's dlopen was not found", NULL);
+    return NULL;
+  }
+  char path[4096];
+  if (!core_path(dl, path, sizeof path)) {
+    say("cannot tell where libtcptune.so was loaded from, to load the tuning core beside it", NULL);
+    return NULL;
+  }
+  struct rlimit limit;
+  if (!numbers_all_taken(&limit)) {
+    return open_and_attach(dl, path);
+  }
+  struct rlimit raised = limit;
+  raised.rlim_cur = limit.rlim_max - limit.rlim_cur > kLoadDescriptors ? limit.rlim_cur + kLoadDescriptors : limit.rlim_max;
+  const bool was_raised = setrlimit(RLIMIT_NOFILE, &raised) == 0;
+  const struct tcptune_core_entries* entries = open_and_attach(dl, path);
+  if (was_raised) {
+    setrlimit(RLIMIT_NOFILE, &limit);
   }
   return entries;
 }

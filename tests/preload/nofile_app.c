@@ -3,7 +3,9 @@
    file, then says which descriptor numbers below the soft limit are open, and which of the few
    above it (none is the program's: the kernel hands out none there). One line per step on
    stdout: the program's own view, which must be the same with and without the shim. Then it
-   closes its connections and exits 0. */
+   closes its connections and exits 0.
+   With a second argument `full`, it first holds every free number with files and tries a socket
+   (EMFILE), the call that loads the shim's core, then closes the files and goes on as above. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,9 +28,29 @@ static const char* error_name(int error) {
   }
 }
 
+static void hold_every_number_and_try_a_socket(void) {
+  int files[kMostConnections];
+  int held = 0;
+  while (held < kMostConnections) {
+    const int file = open("/dev/null", O_RDONLY);
+    if (file < 0) {
+      break;
+    }
+    files[held++] = file;
+  }
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  printf("every number held (%d files): socket %s\n", held, fd >= 0 ? "ok" : error_name(errno));
+  if (fd >= 0) {
+    close(fd);
+  }
+  while (held > 0) {
+    close(files[--held]);
+  }
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: nofile_app PORT\n");
+  if (argc != 2 && !(argc == 3 && strcmp(argv[2], "full") == 0)) {
+    fprintf(stderr, "usage: nofile_app PORT [full]\n");
     return 2;
   }
   setvbuf(stdout, NULL, _IONBF, 0); /* stdio's buffer may not allocate a descriptor, but be sure */
@@ -37,6 +59,9 @@ int main(int argc, char** argv) {
   address.sin_family = AF_INET;
   address.sin_port = htons((unsigned short)atoi(argv[1]));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (argc == 3) {
+    hold_every_number_and_try_a_socket();
+  }
   int connections[kMostConnections];
   int count = 0;
   while (count < kMostConnections) {
