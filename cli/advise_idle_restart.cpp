@@ -62,9 +62,8 @@ std::uint64_t estimated_extra_round_trips(const ObservedIdleRestart& restart, do
   if (segments <= 0 || restart.cwnd_before == 0) {
     return 0;
   }
-  const std::uint64_t restarted =
-      std::min(window_after_restart(restart.cwnd_before, restart.idle_ms, restart.rto_ms),
-               std::max<std::uint64_t>(restart.cwnd_after, 1));
+  const std::uint64_t restarted = std::min(window_after_restart(restart.cwnd_before, restart.idle_ms, restart.rto_ms),
+                                           std::max<std::uint64_t>(restart.cwnd_after, 1));
   const std::uint64_t cold = slow_start_round_trips(segments, restarted);
   const std::uint64_t warm = slow_start_round_trips(segments, restart.cwnd_before);
   return cold > warm ? cold - warm : 0;
@@ -213,12 +212,13 @@ void find_slow_start_after_idle(const AdviceInput& input, std::vector<Finding>& 
       finding.alternatives = {bbr_cost};
     } else {
       finding.rule.keys = {{"congestion", "\"bbr\""}};
-      finding.fix = "congestion = \"bbr\" for " + scope.describe() +
-                    (supervised ? ": " + program +
-                                      " runs supervised (tcptune's shim cannot enter it, as for a Go or static program), "
-                                      "where keep_warm is refused; BBR is set from outside"
-                                : std::string(": no port of a protocol keep_warm has a preset for, so no heartbeat bytes "
-                                              "are known to be safe"));
+      finding.fix =
+          "congestion = \"bbr\" for " + scope.describe() +
+          (supervised ? ": " + program +
+                            " runs supervised (tcptune's shim cannot enter it, as for a Go or static program), "
+                            "where keep_warm is refused; BBR is set from outside"
+                      : std::string(": no port of a protocol keep_warm has a preset for, so no heartbeat bytes "
+                                    "are known to be safe"));
       finding.gain = "most of the " + format_ms(extra_ms / count) +
                      " each message after a silence loses (BBR paces the burst, so less than the sysctl fix gives)";
       (void)std::snprintf(text, sizeof text,
