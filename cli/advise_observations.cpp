@@ -60,8 +60,14 @@ ObservedTcpInfo read_tcp_info(const nlohmann::json& info) {
   return out;
 }
 
+bool is_supervised(const nlohmann::json& record) {
+  const nlohmann::json* supervised = member(record, "supervised");
+  return supervised != nullptr && *supervised == true;
+}
+
 void read_open(const nlohmann::json& record, ObservedConnection& connection) {
   connection.opened = true;
+  connection.supervised = connection.supervised || is_supervised(record);
   connection.opened_at_s = record_time_s(string_field(record, "ts"));
   connection.role = string_field(record, "role", "unknown");
   connection.rule = string_field(record, "rule");
@@ -82,6 +88,7 @@ void read_open(const nlohmann::json& record, ObservedConnection& connection) {
 
 void read_close(const nlohmann::json& record, ObservedConnection& connection) {
   connection.closed = true;
+  connection.supervised = connection.supervised || is_supervised(record);
   connection.closed_at_s = record_time_s(string_field(record, "ts"));
   if (connection.role.empty() || connection.role == "unknown") {
     connection.role = string_field(record, "role", "unknown");
@@ -245,6 +252,7 @@ bool read_observations(const std::vector<std::string>& files, Observations& out,
           restart.cwnd_after = count_field(*record, "cwnd_after");
           restart.write_bytes = count_field(*record, "write_bytes");
           restart.extra_round_trips = count_field(*record, "extra_round_trips");
+          restart.round_trips_known = member(*record, "extra_round_trips") != nullptr;
           connection_for(*record, /*starts=*/false).idle_restarts.push_back(restart);
         } else if (event == "write" || event == "slow_write") {
           ObservedWrite write;

@@ -31,6 +31,9 @@ struct ObservedIdleRestart {
   std::uint64_t cwnd_after = 0;
   std::uint64_t write_bytes = 0;
   std::uint64_t extra_round_trips = 0;
+  // false: a supervised record, seen between two polls without the write, so its size and the
+  // round trips it cost are not known (docs/supervised.md)
+  bool round_trips_known = true;
 };
 
 // A `write` or `slow_write` record: one write-family call.
@@ -71,6 +74,7 @@ struct ObservedConnection {
   bool closed = false;  // a conn_close was read
   bool open_at_exit = false;
   bool writes_measured = true;  // false: supervised, its writes unseen
+  bool supervised = false;      // tuned from outside by tcptune's supervisor (no shim in the process)
   double opened_at_s = 0;
   double closed_at_s = 0;
   double duration_s = 0;

@@ -147,6 +147,27 @@ def rate_mbit(text):
     return float(text) / 1e6 if float(text) else 0.0
 
 
+def build_go_sender(build):
+    """go build of bench/scenarios/bursty_send.go into BUILD/bench/scenarios/go/bursty_send:
+    static (CGO_ENABLED=0), offline, with its cache under the build tree. Returns its path."""
+    go_dir = Path(build) / "bench" / "scenarios" / "go"
+    sender = go_dir / "bursty_send"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
+    for variable, sub in (("GOCACHE", "cache"), ("GOPATH", "gopath"), ("HOME", "home")):
+        (go_dir / sub).mkdir(parents=True, exist_ok=True)
+        env[variable] = str(go_dir / sub)
+    env.update(GOPROXY="off", GOFLAGS="", CGO_ENABLED="0")
+    partial = go_dir / f"bursty_send.{os.getpid()}.tmp"
+    source = ROOT / "bench" / "scenarios" / "bursty_send.go"
+    done = subprocess.run([shutil.which("go"), "build", "-o", str(partial), str(source)], cwd=go_dir,
+                          env=env, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(f"go build of {source} failed: {done.stderr.strip()}")
+    os.replace(partial, sender)  # atomic: a concurrent build finds a whole binary
+    return sender
+
+
 class Runner:
     def __init__(self, options):
         self.build = Path(options.build).resolve()
@@ -163,21 +184,7 @@ class Runner:
 
     # -- the Go sender ---------------------------------------------------------------------
     def build_go_sender(self):
-        """go build of bench/scenarios/bursty_send.go: static (CGO_ENABLED=0), offline, with its
-        cache under the build tree."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
-        for variable, sub in (("GOCACHE", "cache"), ("GOPATH", "gopath"), ("HOME", "home")):
-            (self.go_dir / sub).mkdir(parents=True, exist_ok=True)
-            env[variable] = str(self.go_dir / sub)
-        env.update(GOPROXY="off", GOFLAGS="", CGO_ENABLED="0")
-        partial = self.go_dir / f"bursty_send.{os.getpid()}.tmp"
-        source = ROOT / "bench" / "scenarios" / "bursty_send.go"
-        done = subprocess.run([shutil.which("go"), "build", "-o", str(partial), str(source)], cwd=self.go_dir,
-                              env=env, capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            partial.unlink(missing_ok=True)
-            raise RuntimeError(f"go build of {source} failed: {done.stderr.strip()}")
-        os.replace(partial, self.go_sender)  # atomic: a concurrent build finds a whole binary
+        build_go_sender(self.build)
 
     # -- link ------------------------------------------------------------------------------
     def link_up(self, link):

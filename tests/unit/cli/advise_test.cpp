@@ -184,6 +184,59 @@ TEST(Advise, SlowStartAfterIdleKeepWarmByPortElseBbr) {
   EXPECT_EQ(policy.rules.size(), 2U);
 }
 
+double figure(const Finding& finding, const std::string& name) {
+  for (const auto& [key, value] : finding.figures) {
+    if (key == name) {
+      return value;
+    }
+  }
+  return -1;
+}
+
+// The Go sender of the bursty story, observed over the 180 ms link (`tcptune run --observe --
+// bursty_send send ...`, supervised): its restarts come from the supervisor's polls, which do not
+// see the write, so they carry no extra_round_trips. Estimated for 252 / (3 + 1) = 63 segments per
+// burst: from 17 (136 halved three times), 10 and 13 segments, against 136, 59 and 52 warm: 2 + 1 + 1.
+TEST(Advise, SlowStartSeenBySupervisorIsEstimatedFromTheSegmentsPerBurst) {
+  const Advice advice = advise({"idle-restart-supervised.jsonl"});
+  ASSERT_EQ(advice.findings.size(), 1U);
+  const Finding& finding = advice.findings.front();
+  EXPECT_EQ(finding.cause_code, "slow-start-after-idle");
+  EXPECT_EQ(finding.id, "slow-start-after-idle@bursty_send:client:198.18.0.2:16119");
+  EXPECT_EQ(key_value(finding, "congestion"), "\"bbr\"");
+  EXPECT_EQ(figure(finding, "estimated_restarts"), 3);
+  EXPECT_EQ(figure(finding, "extra_round_trips"), 4);
+  EXPECT_NE(finding.evidence.find("estimated for messages of 63 segments"), std::string::npos) << finding.evidence;
+  EXPECT_NE(finding.gain_arithmetic.find("4 extra round trips x RTT 180 ms = 721 ms over 3 messages"),
+            std::string::npos)
+      << finding.gain_arithmetic;
+  EXPECT_NE(finding.fix.find("runs supervised"), std::string::npos) << finding.fix;
+  // The heartbeat alternative is not offered: supervised mode refuses keep_warm.
+  for (const std::string& alternative : finding.alternatives) {
+    EXPECT_EQ(alternative.find("keep_warm"), std::string::npos) << alternative;
+  }
+  const config::Policy policy = load_advised(advice);
+  ASSERT_EQ(policy.rules.size(), 1U);
+  EXPECT_EQ(matching_rule(policy, config::Role::client, "bursty_send", "198.18.0.1:50288", "198.18.0.2:16119"), 0);
+}
+
+// Two supervised clients of a Redis port: keep_warm's redis-client preset would fit the port, but
+// supervised mode refuses keep_warm, so the one whose 100-segment bursts restart gets BBR; the
+// other's 8-segment bursts fit the restarted window of 10, cost nothing, and get no finding.
+TEST(Advise, SupervisedRestartsGetBbrOnAPresetPortAndNoneWhenTheMessagesFitTheWindow) {
+  const Advice advice = advise({"idle-restart-supervised-preset-port.jsonl"});
+  ASSERT_EQ(advice.findings.size(), 1U);
+  const Finding& finding = advice.findings.front();
+  EXPECT_EQ(finding.programs, std::vector<std::string>{"cacheload"});
+  EXPECT_EQ(key_value(finding, "congestion"), "\"bbr\"");
+  EXPECT_TRUE(key_value(finding, "keep_warm").empty());
+  // 120 halved to 7 by 2 s of silence at a 250 ms RTO, so 10: 4 round trips for 100 segments, 1 warm.
+  EXPECT_NE(finding.gain_arithmetic.find("9 extra round trips x RTT 40.1 ms = 361 ms over 3 messages"),
+            std::string::npos)
+      << finding.gain_arithmetic;
+  load_advised(advice);
+}
+
 TEST(Advise, ReceiveWindowIsThePeersToFix) {
   const Advice advice = advise({"rwnd-sender.jsonl", "rwnd-receiver.jsonl"});
   ASSERT_EQ(advice.findings.size(), 1U);
@@ -271,7 +324,20 @@ TEST(Advise, LossIsNotForTcptune) {
   EXPECT_NE(finding.title.find("tcptune cannot fix"), std::string::npos);
   EXPECT_NE(finding.evidence.find("300 retransmissions of 5000 data segments sent (6.0%)"), std::string::npos)
       << finding.evidence;
+  // 7.2 MB in 29 s busy against 1448 x 8 / 60 ms x 1.22 / sqrt(6%).
+  EXPECT_NE(finding.evidence.find("sent at 1.99 Mbit/s while busy, about what that loss allows (0.96 Mbit/s"),
+            std::string::npos)
+      << finding.evidence;
   EXPECT_TRUE(advised_policy(advice.findings, {"loss.jsonl"}).empty());
+}
+
+// A healthy bulk transfer over the emulated 100 ms, 100 Mbit/s link (the receiver autotuning,
+// `tcptune run --observe`, 5 s): cubic's slow start overshot the drop-tail queue once, 912 of
+// 37,085 segments were sent again (2.5%), and the transfer still ran at 80 Mbit/s, 144 times
+// what a path losing that share would allow. Not a loss-bound path.
+TEST(Advise, ASlowStartOvershootIsNotALossBoundPath) {
+  const Advice advice = advise({"overshoot-sender.jsonl", "overshoot-receiver.jsonl"});
+  EXPECT_TRUE(advice.findings.empty()) << advice.findings.front().id << ": " << advice.findings.front().evidence;
 }
 
 TEST(Advise, HealthyProgramsGetNoFinding) {
