@@ -315,7 +315,7 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
   // Closed before the answer (see read_socket), the held reference as the duplicate: the
   // program's own descriptor keeps the socket.
   duplicate = OwnedFd();
-  held_.release_unconnected(held_inode);
+  held_.release(held_inode);
   call.continue_call();
   ++tuned_;
   (void)follow_ups_.push(std::move(follow_up));  // dropped beyond its bound: counted there

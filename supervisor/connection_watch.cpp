@@ -162,6 +162,35 @@ void ConnectionWatch::follow_known_by_inode(std::int64_t now_ns) {
   }
 }
 
+std::optional<PortFilter> ConnectionWatch::dump_filter() const {
+  if (!by_inode_.empty()) {
+    return std::nullopt;
+  }
+  std::set<std::uint16_t> local_ports(listened_ports_);
+  std::set<std::uint16_t> peer_ports;
+  bool every_port_known = true;
+  tracked_.for_each_connection([&](const TrackedConnections<Watched>::Connection& connection) {
+    const Watched& watched = connection.metadata;
+    const bool client = watched.role == shim::SocketRole::client;
+    const config::Endpoint& known = client ? watched.ends.peer : watched.ends.local;
+    if (known.family != 0) {
+      (client ? peer_ports : local_ports).insert(known.port);
+    } else if (connection.last_seen.has_value()) {
+      (client ? peer_ports : local_ports).insert(client ? connection.last_seen->peer.port
+                                                        : connection.last_seen->local.port);
+    } else {
+      every_port_known = false;
+    }
+  });
+  for (const auto& [inode, listener] : listeners_) {
+    local_ports.insert(listener.local.port);
+  }
+  if (!every_port_known || local_ports.size() + peer_ports.size() > kMostFilterPorts) {
+    return std::nullopt;
+  }
+  return PortFilter{{local_ports.begin(), local_ports.end()}, {peer_ports.begin(), peer_ports.end()}};
+}
+
 const DiagSocket* ConnectionWatch::in_dump(std::uint64_t inode) const {
   const auto found = inode == 0 ? dump_index_.end() : dump_index_.find(inode);
   return found == dump_index_.end() ? nullptr : found->second;
@@ -193,7 +222,9 @@ void ConnectionWatch::poll(bool at_exit) {
   // TIME_WAIT too while a client's conn_open waits: one that closed first is found there.
   const std::uint32_t states = connected_tcp_states() | (listeners_.empty() ? 0 : tcp_state_bit(TCP_LISTEN)) |
                                (pending_opens_ == 0 ? 0 : tcp_state_bit(TCP_TIME_WAIT));
-  const bool dumped = diag_->dump(states, dump_, error);
+  // Only the sockets of the ports the watch follows, where it knows them all: on a host with many
+  // connections (or a loop's thousands of TIME_WAIT entries) the rest is most of a dump's cost.
+  const bool dumped = diag_->dump(states, dump_, error, dump_filter().value_or(PortFilter{}));
   last_dump_cost_ns_ = monotonic_ns() - now_ns;
   if (!dumped) {
     return;  // a partial dump would close what it missed: wait for the next one

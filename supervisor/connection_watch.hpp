@@ -103,6 +103,7 @@ class ConnectionWatch {
   };
 
   static constexpr std::uint32_t kUnseenPolls = 10;
+  static constexpr std::size_t kMostFilterPorts = 128;
   struct KnownByInode {
     int app_fd = -1;
     pid_t pid = 0;
@@ -111,6 +112,11 @@ class ConnectionWatch {
   };
 
   void poll(bool at_exit);
+  // The ports that name every socket the next dump must show: the listeners' and the servers'
+  // local ports, the clients' peer ports. nullopt (a dump of everything) while a socket known by
+  // inode alone waits (its ports are what the dump is for), or one followed has no port known,
+  // or beyond kMostFilterPorts.
+  [[nodiscard]] std::optional<PortFilter> dump_filter() const;
   // The last dump's socket with this inode, or nullptr.
   [[nodiscard]] const DiagSocket* in_dump(std::uint64_t inode) const;
   void follow_known_by_inode(std::int64_t now_ns);

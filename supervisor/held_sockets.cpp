@@ -58,16 +58,6 @@ void HeldSockets::release(std::uint64_t inode) noexcept {
   });
 }
 
-void HeldSockets::release_unconnected(std::uint64_t inode) noexcept {
-  std::erase_if(held_, [inode](const Held& held) {
-    if (held.inode != inode) {
-      return false;
-    }
-    close(held.fd);
-    return true;
-  });
-}
-
 namespace {
 
 // Whether the socket has a local port (bound by the program, or by a connect or listen).

@@ -41,9 +41,6 @@ class HeldSockets {
   [[nodiscard]] int find(std::uint64_t inode) const noexcept;
   // Drops (closes) the one with this inode.
   void release(std::uint64_t inode) noexcept;
-  // The same for one known to be unconnected (TCP_CLOSE, as at its tuned connect or listen): its
-  // close never lingers, so it is closed here without asking.
-  void release_unconnected(std::uint64_t inode) noexcept;
   // Drops each one the program no longer has where it was given; sweep_if_due does so at most
   // every kSweepEvery.
   void sweep() noexcept;
