@@ -196,7 +196,8 @@ ServeResult serve(int listener, const Supervised& supervised, const config::Poli
   // Each call's follow-up is allocated here and freed on the records thread a batch later: with
   // glibc's default trim threshold the heap's top went back to the kernel and was faulted in
   // again, a page fault every few calls. Kept instead (the queue holds at most kMostWaiting).
-  (void)mallopt(M_TRIM_THRESHOLD, kKeptFreeHeap);
+  // Set before the records thread starts.
+  (void)mallopt(M_TRIM_THRESHOLD, kKeptFreeHeap);  // NOLINT(concurrency-mt-unsafe)
   FollowUpQueue follow_ups;
   Reaper reaper(child);
   CallTuner tuner(policy, follow_ups, log.enabled(config::LogLevel::info), access);
