@@ -176,8 +176,8 @@ std::optional<PortFilter> ConnectionWatch::dump_filter() const {
     if (known.family != 0) {
       (client ? peer_ports : local_ports).insert(known.port);
     } else if (connection.last_seen.has_value()) {
-      (client ? peer_ports : local_ports).insert(client ? connection.last_seen->peer.port
-                                                        : connection.last_seen->local.port);
+      (client ? peer_ports : local_ports)
+          .insert(client ? connection.last_seen->peer.port : connection.last_seen->local.port);
     } else {
       every_port_known = false;
     }

@@ -58,10 +58,10 @@ shim::AppSettings observe_app_settings(int fd, const config::Tuning& tuning, int
   // Both in one read. Without a buffer rule the program's own value is on the socket already
   // and stays there.
   const std::optional<SocketBuffers> buffers = read_socket_buffers(fd);
-  const std::int32_t sndbuf = buffers.has_value() ? held_buffer(buffers->sndbuf, host.sndbuf.autotune_default)
-                                                  : shim::kNoHeldBuffer;
-  const std::int32_t rcvbuf = buffers.has_value() ? held_buffer(buffers->rcvbuf, host.rcvbuf.autotune_default)
-                                                  : shim::kNoHeldBuffer;
+  const std::int32_t sndbuf =
+      buffers.has_value() ? held_buffer(buffers->sndbuf, host.sndbuf.autotune_default) : shim::kNoHeldBuffer;
+  const std::int32_t rcvbuf =
+      buffers.has_value() ? held_buffer(buffers->rcvbuf, host.rcvbuf.autotune_default) : shim::kNoHeldBuffer;
   if (tuning.buffers.has_value() || tuning.override_app_buffers.value_or(false)) {
     app.held_sndbuf = sndbuf;
     app.held_rcvbuf = rcvbuf;

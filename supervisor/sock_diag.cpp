@@ -237,8 +237,8 @@ SockDiag::DumpOutcome SockDiag::dump_family(int family, std::uint32_t states,
   }
   ssize_t sent = 0;
   do {
-    sent = ::sendto(fd_, datagram.data(), datagram.size(), 0, reinterpret_cast<const sockaddr*>(&kernel),
-                    sizeof kernel);
+    sent =
+        ::sendto(fd_, datagram.data(), datagram.size(), 0, reinterpret_cast<const sockaddr*>(&kernel), sizeof kernel);
   } while (sent < 0 && errno == EINTR);
   if (sent < 0) {
     error = errno_text("sendto", errno);
