@@ -61,6 +61,7 @@
  * Usage errors exit 2, failed system calls exit 1. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -69,7 +70,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -106,10 +106,12 @@ static void die(const char* what) {
 }
 
 static void usage(void) {
-  fprintf(stderr,
-          "usage: supervised_cost [--notify-floor|--notify-floor-process|--supervisor-cpu] connect|loop COUNT [WARMUP]\n"
-          "       supervised_cost [--notify-floor|--filter-midway|--allow-all-midway] syscall getppid|write_devnull|send_udp|send_tcp LOOPS "
-          "REPS\n");
+  fprintf(
+      stderr,
+      "usage: supervised_cost [--notify-floor|--notify-floor-process|--supervisor-cpu] connect|loop COUNT [WARMUP]\n"
+      "       supervised_cost [--notify-floor|--filter-midway|--allow-all-midway] syscall "
+      "getppid|write_devnull|send_udp|send_tcp LOOPS "
+      "REPS\n");
   exit(2);
 }
 
@@ -219,11 +221,14 @@ static void print_answerer_cpu(struct cpu_sample before, struct cpu_sample after
     printf(",\"answerer_cpu\":null");
     return;
   }
-  printf(",\"answerer_cpu\":{\"process\":\"%s\",\"answering_ns\":%lld,\"others_ns\":%lld,\"connects\":%ld,"
-         "\"settle_ms\":%d}",
-         answerer_process == getpid() ? "self" : answerer_process == getppid() ? "parent" : "child",
-         after.answering_ns - before.answering_ns,
-         answerer_process == getpid() ? 0LL : after.others_ns - before.others_ns, calls, SETTLE_MS);
+  printf(
+      ",\"answerer_cpu\":{\"process\":\"%s\",\"answering_ns\":%lld,\"others_ns\":%lld,\"connects\":%ld,"
+      "\"settle_ms\":%d}",
+      answerer_process == getpid()    ? "self"
+      : answerer_process == getppid() ? "parent"
+                                      : "child",
+      after.answering_ns - before.answering_ns, answerer_process == getpid() ? 0LL : after.others_ns - before.others_ns,
+      calls, SETTLE_MS);
 }
 
 struct notifier_shared {
@@ -345,8 +350,8 @@ enum { SUPERVISOR_FILTER_MIDWAY = 1, ALLOW_ALL_MIDWAY = 2 };
 enum { FLOOR_NONE = 0, FLOOR_THREAD = 1, FLOOR_PROCESS = 2 };
 
 static void start_notify_floor(int how) {
-  floor_notifier.shared = mmap(NULL, sizeof *floor_notifier.shared, PROT_READ | PROT_WRITE,
-                               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  floor_notifier.shared =
+      mmap(NULL, sizeof *floor_notifier.shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (floor_notifier.shared == MAP_FAILED) {
     die("mmap");
   }
@@ -391,7 +396,8 @@ static void stop_notify_floor(char* text, size_t size) {
     pthread_join(floor_notifier.thread, NULL);
   }
   (void)snprintf(text, size, "\"notify_floor\":{\"answered\":%ld,\"answerer\":\"%s\"}",
-                 (long)atomic_load(&floor_notifier.shared->answered), floor_notifier.process > 0 ? "process" : "thread");
+                 (long)atomic_load(&floor_notifier.shared->answered),
+                 floor_notifier.process > 0 ? "process" : "thread");
 }
 
 /* A TCP listener on 127.0.0.1, an ephemeral port; its address in *address. */
@@ -600,11 +606,12 @@ static int loop_mode(long count, long warmup, int notify_floor) {
   char floor[160];
   stop_notify_floor(floor, sizeof floor);
   qsort(pairs, (size_t)count, sizeof *pairs, compare_ll);
-  printf("{\"mode\":\"loop\",\"connections\":%ld,\"warmup\":%ld,\"seconds\":%.6f,\"us_per_connection\":%.3f,"
-         "\"pair_us\":{\"median\":%.3f,\"p90\":%.3f,\"p99\":%.3f},\"loop_cpu_us_per_connection\":%.3f,%s",
-         count, warmup, seconds, seconds * 1e6 / (double)count, (double)percentile(pairs, count, 0.5) / 1e3,
-         (double)percentile(pairs, count, 0.9) / 1e3, (double)percentile(pairs, count, 0.99) / 1e3,
-         (double)(cpu_us(&after) - cpu_us(&before)) / (double)count, floor);
+  printf(
+      "{\"mode\":\"loop\",\"connections\":%ld,\"warmup\":%ld,\"seconds\":%.6f,\"us_per_connection\":%.3f,"
+      "\"pair_us\":{\"median\":%.3f,\"p90\":%.3f,\"p99\":%.3f},\"loop_cpu_us_per_connection\":%.3f,%s",
+      count, warmup, seconds, seconds * 1e6 / (double)count, (double)percentile(pairs, count, 0.5) / 1e3,
+      (double)percentile(pairs, count, 0.9) / 1e3, (double)percentile(pairs, count, 0.99) / 1e3,
+      (double)(cpu_us(&after) - cpu_us(&before)) / (double)count, floor);
   print_answerer_cpu(answerer_before, answerer_after, count);
   printf("}\n");
   free(pairs);
