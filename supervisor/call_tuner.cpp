@@ -300,6 +300,7 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
       follow_up.cookie = cookie;
     }
   }
+  follow_up.inode = held_inode;  // the held socket's, known; a duplicate's is read
   read_socket(socket, follow_up, effective_values_);
   if (hand_over_) {
     // Known from now on, for a second connect (a nonblocking one polled) and the vetoes; what is in

@@ -101,7 +101,7 @@ void ConnectionWatch::write_pending_opens(const std::vector<DiagSocket>& dump, s
     if (!watched.open.has_value()) {
       return;
     }
-    const DiagSocket* found = find_by_inode(dump, inode);
+    const DiagSocket* found = in_dump(inode);
     bool closed = false;
     if (found == nullptr || found->local.port == 0 || found->peer.family == 0) {
       const auto waiting = watched.ends.cookie != 0 ? time_wait.find(watched.ends.cookie) : time_wait.end();
@@ -142,9 +142,9 @@ void ConnectionWatch::watch_by_inode(std::uint64_t inode, int app_fd, pid_t pid,
   }
 }
 
-void ConnectionWatch::follow_known_by_inode(const std::vector<DiagSocket>& dump, std::int64_t now_ns) {
+void ConnectionWatch::follow_known_by_inode(std::int64_t now_ns) {
   for (auto it = by_inode_.begin(); it != by_inode_.end();) {
-    const DiagSocket* found = find_by_inode(dump, it->first);
+    const DiagSocket* found = in_dump(it->first);
     if (found == nullptr || found->peer.family == 0) {
       it = ++it->second.polls >= kUnseenPolls ? by_inode_.erase(it) : std::next(it);
       continue;
@@ -160,6 +160,40 @@ void ConnectionWatch::follow_known_by_inode(const std::vector<DiagSocket>& dump,
                               it->second.pid, it->second.program, now_ns});
     it = by_inode_.erase(it);
   }
+}
+
+std::optional<PortFilter> ConnectionWatch::dump_filter() const {
+  if (!by_inode_.empty()) {
+    return std::nullopt;
+  }
+  std::set<std::uint16_t> local_ports(listened_ports_);
+  std::set<std::uint16_t> peer_ports;
+  bool every_port_known = true;
+  tracked_.for_each_connection([&](const TrackedConnections<Watched>::Connection& connection) {
+    const Watched& watched = connection.metadata;
+    const bool client = watched.role == shim::SocketRole::client;
+    const config::Endpoint& known = client ? watched.ends.peer : watched.ends.local;
+    if (known.family != 0) {
+      (client ? peer_ports : local_ports).insert(known.port);
+    } else if (connection.last_seen.has_value()) {
+      (client ? peer_ports : local_ports)
+          .insert(client ? connection.last_seen->peer.port : connection.last_seen->local.port);
+    } else {
+      every_port_known = false;
+    }
+  });
+  for (const auto& [inode, listener] : listeners_) {
+    local_ports.insert(listener.local.port);
+  }
+  if (!every_port_known || local_ports.size() + peer_ports.size() > kMostFilterPorts) {
+    return std::nullopt;
+  }
+  return PortFilter{{local_ports.begin(), local_ports.end()}, {peer_ports.begin(), peer_ports.end()}};
+}
+
+const DiagSocket* ConnectionWatch::in_dump(std::uint64_t inode) const {
+  const auto found = inode == 0 ? dump_index_.end() : dump_index_.find(inode);
+  return found == dump_index_.end() ? nullptr : found->second;
 }
 
 void ConnectionWatch::tick() {
@@ -183,19 +217,30 @@ void ConnectionWatch::poll(bool at_exit) {
   last_poll_ns_ = now_ns;
   early_poll_ = false;  // set again for a client's conn_open that still waits (write_pending_opens)
   dump_.clear();
+  dump_index_.clear();
   std::string error;
   // TIME_WAIT too while a client's conn_open waits: one that closed first is found there.
   const std::uint32_t states = connected_tcp_states() | (listeners_.empty() ? 0 : tcp_state_bit(TCP_LISTEN)) |
                                (pending_opens_ == 0 ? 0 : tcp_state_bit(TCP_TIME_WAIT));
-  const bool dumped = diag_->dump(states, dump_, error);
+  // Only the sockets of the ports the watch follows, where it knows them all: on a host with many
+  // connections (or a loop's thousands of TIME_WAIT entries) the rest is most of a dump's cost.
+  const bool dumped = diag_->dump(states, dump_, error, dump_filter().value_or(PortFilter{}));
   last_dump_cost_ns_ = monotonic_ns() - now_ns;
   if (!dumped) {
     return;  // a partial dump would close what it missed: wait for the next one
   }
-  follow_known_by_inode(dump_, now_ns);  // before the listeners': it knows the descriptor
+  // Looked up by inode once per followed connection, listener and socket known by inode: an
+  // index, not a walk of the dump each (thousands of each in a busy program).
+  dump_index_.reserve(dump_.size());
+  for (const DiagSocket& socket : dump_) {
+    if (socket.inode != 0) {
+      dump_index_.emplace(socket.inode, &socket);
+    }
+  }
+  follow_known_by_inode(now_ns);  // before the listeners': it knows the descriptor
   write_pending_opens(dump_, now_ns);
   if (!at_exit) {
-    forget_closed_listeners(dump_);
+    forget_closed_listeners();
     follow_accepted(dump_, now_ns);
   }
   if (restarts_after_idle_) {
@@ -208,7 +253,7 @@ void ConnectionWatch::poll(bool at_exit) {
     // Still in the dump: held by a process that outlived the program. Never seen: closed
     // before any dump found it.
     for (auto& remaining : tracked_.take_all()) {
-      const bool open = find_by_inode(dump_, remaining.inode) != nullptr;
+      const bool open = in_dump(remaining.inode) != nullptr;
       report_closed(remaining, now_ns, open);
     }
   }
@@ -217,9 +262,9 @@ void ConnectionWatch::poll(bool at_exit) {
 // A listener the program has closed accepts nothing more: what later shows on its port is
 // another socket's (another process's, or a new listener's, watched from its own listen). One
 // not yet seen listening may be one whose listen has not run yet.
-void ConnectionWatch::forget_closed_listeners(const std::vector<DiagSocket>& dump) {
+void ConnectionWatch::forget_closed_listeners() {
   for (auto it = listeners_.begin(); it != listeners_.end();) {
-    const DiagSocket* found = find_by_inode(dump, it->first);
+    const DiagSocket* found = in_dump(it->first);
     Listener& listener = it->second;
     if (found != nullptr && found->state == TCP_LISTEN) {
       listener.seen = true;

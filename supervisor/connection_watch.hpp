@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "option_applier.hpp"
@@ -102,6 +103,7 @@ class ConnectionWatch {
   };
 
   static constexpr std::uint32_t kUnseenPolls = 10;
+  static constexpr std::size_t kMostFilterPorts = 128;
   struct KnownByInode {
     int app_fd = -1;
     pid_t pid = 0;
@@ -110,8 +112,15 @@ class ConnectionWatch {
   };
 
   void poll(bool at_exit);
-  void follow_known_by_inode(const std::vector<DiagSocket>& dump, std::int64_t now_ns);
-  void forget_closed_listeners(const std::vector<DiagSocket>& dump);
+  // The ports that name every socket the next dump must show: the listeners' and the servers'
+  // local ports, the clients' peer ports. nullopt (a dump of everything) while a socket known by
+  // inode alone waits (its ports are what the dump is for), or one followed has no port known,
+  // or beyond kMostFilterPorts.
+  [[nodiscard]] std::optional<PortFilter> dump_filter() const;
+  // The last dump's socket with this inode, or nullptr.
+  [[nodiscard]] const DiagSocket* in_dump(std::uint64_t inode) const;
+  void follow_known_by_inode(std::int64_t now_ns);
+  void forget_closed_listeners();
   void follow_accepted(const std::vector<DiagSocket>& dump, std::int64_t now_ns);
   void report_idle_restarts(const std::vector<DiagSocket>& dump, std::uint32_t gap_ms);
   void report_closed(TrackedConnections<Watched>::Connection& connection, std::int64_t now_ns, bool at_exit);
@@ -135,6 +144,7 @@ class ConnectionWatch {
   std::set<std::uint16_t> listened_ports_;       // every port a watched listener listened on
   std::map<std::uint64_t, KnownByInode> by_inode_;
   std::vector<DiagSocket> dump_;
+  std::unordered_map<std::uint64_t, const DiagSocket*> dump_index_;  // dump_ by inode
   std::map<int, RuleCounts> counts_;
 };
 

@@ -52,10 +52,11 @@ struct FollowUp {
   std::string key;                    // hand_over_refused: the cause, warned of once per program and cause
 };
 
-// What the records need from `socket`, the answering thread's duplicate: its inode and, with
-// `effective_values`, the options read back. Read before the call is answered, so that the
-// duplicate is closed by then: one alive after it would keep a closed listener's port bound
-// and hold back the FIN of a connection the program has closed.
+// What the records need from `socket`, the answering thread's duplicate: its inode (unless
+// follow_up.inode has it already) and, with `effective_values`, the options' effective values.
+// Read before the call is answered, so that the duplicate is closed by then: one alive after it
+// would keep a closed listener's port bound and hold back the FIN of a connection the program
+// has closed.
 void read_socket(int socket, FollowUp& follow_up, bool effective_values);
 
 }  // namespace tcptune::supervisor

@@ -4,6 +4,7 @@
 // counted.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -30,6 +31,8 @@ class FollowUpQueue {
   void close();
   // The records thread has stopped: what waits is dropped, and so is every later follow-up.
   void abandon() noexcept;
+  // Whether it has (its thread then looks for exits no more either).
+  [[nodiscard]] bool abandoned() const noexcept { return abandoned_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t dropped() const;
 
  private:
@@ -37,7 +40,7 @@ class FollowUpQueue {
   std::condition_variable ready_;
   std::deque<FollowUp> waiting_;
   bool closed_ = false;
-  bool abandoned_ = false;
+  std::atomic<bool> abandoned_{false};
   bool idle_ = false;  // the taker waits to be woken
   std::uint64_t dropped_ = 0;
 };

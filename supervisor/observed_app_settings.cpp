@@ -5,6 +5,9 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <optional>
+
+#include "socket_buffers.hpp"
 #include "socket_probe.hpp"
 
 namespace tcptune::supervisor {
@@ -18,12 +21,11 @@ bool is_set(int fd, int level, int name) {
 
 // The kernel reports twice what SO_SNDBUF/SO_RCVBUF were given; a fresh TCP socket reports
 // tcp_wmem[1] / tcp_rmem[1].
-std::int32_t held_buffer(int fd, int name, std::uint64_t fresh) {
-  const auto value = shim::get_int_option(fd, SOL_SOCKET, name);
-  if (!value.has_value() || *value <= 0 || static_cast<std::uint64_t>(*value) == fresh) {
+std::int32_t held_buffer(std::int32_t value, std::uint64_t fresh) {
+  if (value <= 0 || static_cast<std::uint64_t>(value) == fresh) {
     return shim::kNoHeldBuffer;
   }
-  return *value / 2;
+  return value / 2;
 }
 
 }  // namespace
@@ -53,16 +55,22 @@ shim::AppSettings observe_app_settings(int fd, const config::Tuning& tuning, int
       app.app_options = static_cast<std::uint16_t>(app.app_options | shim::app_congestion);
     }
   }
-  // Without a buffer rule the program's own value is on the socket already and stays there.
+  // Both in one read. Without a buffer rule the program's own value is on the socket already
+  // and stays there.
+  const std::optional<SocketBuffers> buffers = read_socket_buffers(fd);
+  const std::int32_t sndbuf =
+      buffers.has_value() ? held_buffer(buffers->sndbuf, host.sndbuf.autotune_default) : shim::kNoHeldBuffer;
+  const std::int32_t rcvbuf =
+      buffers.has_value() ? held_buffer(buffers->rcvbuf, host.rcvbuf.autotune_default) : shim::kNoHeldBuffer;
   if (tuning.buffers.has_value() || tuning.override_app_buffers.value_or(false)) {
-    app.held_sndbuf = held_buffer(fd, SO_SNDBUF, host.sndbuf.autotune_default);
-    app.held_rcvbuf = held_buffer(fd, SO_RCVBUF, host.rcvbuf.autotune_default);
+    app.held_sndbuf = sndbuf;
+    app.held_rcvbuf = rcvbuf;
   } else {
     // Reported as the app's own, as the shim reports a buffer call it passed on.
-    if (held_buffer(fd, SO_SNDBUF, host.sndbuf.autotune_default) != shim::kNoHeldBuffer) {
+    if (sndbuf != shim::kNoHeldBuffer) {
       app.app_options = static_cast<std::uint16_t>(app.app_options | shim::app_sndbuf);
     }
-    if (held_buffer(fd, SO_RCVBUF, host.rcvbuf.autotune_default) != shim::kNoHeldBuffer) {
+    if (rcvbuf != shim::kNoHeldBuffer) {
       app.app_options = static_cast<std::uint16_t>(app.app_options | shim::app_rcvbuf);
     }
   }

@@ -115,9 +115,53 @@ SockDiag::~SockDiag() {
   }
 }
 
-bool SockDiag::dump(std::uint32_t states, std::vector<DiagSocket>& out, std::string& error) noexcept {
+std::vector<unsigned char> port_filter_bytecode(const PortFilter& filter) {
+  struct Test {
+    std::uint8_t code;
+    std::uint16_t port;
+  };
+  std::vector<Test> tests;
+  tests.reserve(filter.local_ports.size() + filter.peer_ports.size());
+  for (const std::uint16_t port : filter.local_ports) {
+    tests.push_back({INET_DIAG_BC_S_EQ, port});
+  }
+  for (const std::uint16_t port : filter.peer_ports) {
+    tests.push_back({INET_DIAG_BC_D_EQ, port});
+  }
+  if (tests.empty()) {
+    return {};
+  }
+  // Test i: {code, yes: to its jump, no: past its jump to test i+1}, then {0, 0, port}; its jump:
+  // {JMP, yes: to test i+1, no: to the end}. The kernel's audit walks the "yes" offsets and wants
+  // every "no" target on that walk, which this layout gives (as ss(8) builds "or").
+  constexpr int kTest = 2 * sizeof(inet_diag_bc_op);
+  constexpr int kJump = sizeof(inet_diag_bc_op);
+  const int total = static_cast<int>(tests.size()) * (kTest + kJump) - kJump;
+  std::vector<unsigned char> code(static_cast<std::size_t>(total));
+  int offset = 0;
+  for (std::size_t i = 0; i < tests.size(); ++i) {
+    const bool last = i + 1 == tests.size();
+    const inet_diag_bc_op test{tests[i].code, static_cast<unsigned char>(kTest),
+                               static_cast<unsigned short>(kTest + kJump)};
+    const inet_diag_bc_op port{0, 0, tests[i].port};
+    std::memcpy(code.data() + offset, &test, sizeof test);
+    std::memcpy(code.data() + offset + sizeof test, &port, sizeof port);
+    offset += kTest;
+    if (!last) {
+      const inet_diag_bc_op jump{INET_DIAG_BC_JMP, static_cast<unsigned char>(kJump),
+                                 static_cast<unsigned short>(total - offset)};
+      std::memcpy(code.data() + offset, &jump, sizeof jump);
+      offset += kJump;
+    }
+  }
+  return code;
+}
+
+bool SockDiag::dump(std::uint32_t states, std::vector<DiagSocket>& out, std::string& error,
+                    const PortFilter& filter) noexcept {
   try {
     const std::size_t before = out.size();
+    std::vector<unsigned char> bytecode = filter_refused_ ? std::vector<unsigned char>() : port_filter_bytecode(filter);
     for (;;) {
       if (abandoned_ && !replace_socket(error)) {
         return false;
@@ -126,12 +170,19 @@ bool SockDiag::dump(std::uint32_t states, std::vector<DiagSocket>& out, std::str
         error = "sock_diag: no socket (moved from)";
         return false;
       }
-      DumpOutcome outcome = dump_family(AF_INET, states, out, error);
+      DumpOutcome outcome = dump_family(AF_INET, states, bytecode, out, error);
       if (outcome == DumpOutcome::kDone) {
-        outcome = dump_family(AF_INET6, states, out, error);
+        outcome = dump_family(AF_INET6, states, bytecode, out, error);
       }
       if (outcome == DumpOutcome::kDone) {
         return true;
+      }
+      if (outcome == DumpOutcome::kFilterRefused) {
+        filter_refused_ = true;
+        bytecode.clear();
+        out.erase(out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
+        error.clear();
+        continue;
       }
       if (outcome != DumpOutcome::kTruncated || buffer_.size() >= kLargestReceiveBuffer) {
         return false;
@@ -155,14 +206,18 @@ bool SockDiag::replace_socket(std::string& error) {
   return fd_ >= 0;
 }
 
-SockDiag::DumpOutcome SockDiag::dump_family(int family, std::uint32_t states, std::vector<DiagSocket>& out,
+SockDiag::DumpOutcome SockDiag::dump_family(int family, std::uint32_t states,
+                                            const std::vector<unsigned char>& bytecode, std::vector<DiagSocket>& out,
                                             std::string& error) {
   struct Request {
     nlmsghdr header;
     inet_diag_req_v2 body;
   };
   Request request{};
-  request.header.nlmsg_len = sizeof request;
+  // The filter follows the request as its INET_DIAG_REQ_BYTECODE attribute.
+  const rtattr attribute{static_cast<unsigned short>(RTA_LENGTH(bytecode.size())), INET_DIAG_REQ_BYTECODE};
+  const std::size_t filter_length = bytecode.empty() ? 0 : RTA_SPACE(bytecode.size());
+  request.header.nlmsg_len = static_cast<std::uint32_t>(NLMSG_ALIGN(sizeof request) + filter_length);
   request.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
   request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
   // A new number for each request, which each reply carries.
@@ -174,9 +229,16 @@ SockDiag::DumpOutcome SockDiag::dump_family(int family, std::uint32_t states, st
 
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
+  std::vector<unsigned char> datagram(request.header.nlmsg_len);
+  std::memcpy(datagram.data(), &request, sizeof request);
+  if (filter_length != 0) {
+    std::memcpy(datagram.data() + NLMSG_ALIGN(sizeof request), &attribute, sizeof attribute);
+    std::memcpy(datagram.data() + NLMSG_ALIGN(sizeof request) + RTA_LENGTH(0), bytecode.data(), bytecode.size());
+  }
   ssize_t sent = 0;
   do {
-    sent = ::sendto(fd_, &request, sizeof request, 0, reinterpret_cast<const sockaddr*>(&kernel), sizeof kernel);
+    sent =
+        ::sendto(fd_, datagram.data(), datagram.size(), 0, reinterpret_cast<const sockaddr*>(&kernel), sizeof kernel);
   } while (sent < 0 && errno == EINTR);
   if (sent < 0) {
     error = errno_text("sendto", errno);
@@ -251,7 +313,7 @@ SockDiag::DumpOutcome SockDiag::dump_family(int family, std::uint32_t states, st
         }
         abandoned_ = false;  // a refused request: no dump is running
         error = errno_text(family == AF_INET ? "dump of AF_INET" : "dump of AF_INET6", -failure);
-        return DumpOutcome::kFailed;
+        return failure == -EINVAL && !bytecode.empty() ? DumpOutcome::kFilterRefused : DumpOutcome::kFailed;
       }
       if (header.nlmsg_type == SOCK_DIAG_BY_FAMILY) {
         DiagSocket socket;

@@ -38,6 +38,20 @@ constexpr std::uint32_t kAllTcpStates = 0xfff;
 // TIME_WAIT, SYN_RECV): the ones a supervisor polls.
 std::uint32_t connected_tcp_states();
 
+// Which sockets a dump returns: those whose local port is one of `local_ports` or whose peer port
+// is one of `peer_ports`, judged by the kernel (an inet_diag bytecode filter: the others are never
+// filled in, copied or parsed, which on a host with many connections is most of a dump's cost).
+// Both empty: every socket.
+struct PortFilter {
+  std::vector<std::uint16_t> local_ports;
+  std::vector<std::uint16_t> peer_ports;
+  [[nodiscard]] bool empty() const noexcept { return local_ports.empty() && peer_ports.empty(); }
+};
+
+// The inet_diag bytecode of `filter`: one port test per port, joined by "or" (each test that
+// holds jumps to the end, which accepts; the last that fails jumps past it, which refuses). Pure.
+std::vector<unsigned char> port_filter_bytecode(const PortFilter& filter);
+
 // One NETLINK_SOCK_DIAG socket (close-on-exec). Movable, not copyable; not for two threads at once.
 class SockDiag {
  public:
@@ -51,22 +65,27 @@ class SockDiag {
   ~SockDiag();
 
   // Every TCP socket (AF_INET, then AF_INET6: a dual-stack socket once, as AF_INET6 with its
-  // v4-mapped addresses made IPv4) in the given states, appended to out. On false, error is one
-  // line and out may hold part of the sockets.
-  bool dump(std::uint32_t states, std::vector<DiagSocket>& out, std::string& error) noexcept;
+  // v4-mapped addresses made IPv4) in the given states that `filter` takes, appended to out. A
+  // kernel that refuses the filter (before 4.16, no port equality) gets dumps without one from
+  // then on, which return more, never less. On false, error is one line and out may hold part of
+  // the sockets.
+  bool dump(std::uint32_t states, std::vector<DiagSocket>& out, std::string& error,
+            const PortFilter& filter = {}) noexcept;
 
   std::size_t receive_buffer_size() const { return buffer_.size(); }
 
  private:
-  enum class DumpOutcome { kDone, kTruncated, kFailed };
+  enum class DumpOutcome { kDone, kTruncated, kFailed, kFilterRefused };
 
   explicit SockDiag(int fd) : fd_(fd) {}
-  DumpOutcome dump_family(int family, std::uint32_t states, std::vector<DiagSocket>& out, std::string& error);
+  DumpOutcome dump_family(int family, std::uint32_t states, const std::vector<unsigned char>& bytecode,
+                          std::vector<DiagSocket>& out, std::string& error);
   bool replace_socket(std::string& error);
 
   int fd_ = -1;
   bool abandoned_ = false;  // a dump on fd_ was left before its end
   std::uint32_t sequence_ = 0;
+  bool filter_refused_ = false;  // the kernel refused a port filter: none from then on
   std::vector<unsigned char> buffer_;
 };
 

@@ -90,6 +90,14 @@ class TrackedConnections {
     }
   }
 
+  // fn(connection) for every tracked connection, in no order.
+  template <typename Fn>
+  void for_each_connection(Fn&& fn) const {
+    for (const auto& entry : connections_) {
+      fn(entry.second);
+    }
+  }
+
   // One dump of every state a tracked connection can be in (connected_tcp_states() or more): a
   // connection seen before and missing now is closed, as is one whose inode now names another
   // socket (another cookie: inode numbers wrap).

@@ -1,7 +1,7 @@
 /* supervised_cost: what a program pays, per call, for running under `tcptune run --supervise`
  * (or under the shim, or as it is), measured from inside the program. One JSON line on stdout.
  *
- *   supervised_cost [--notify-floor] connect COUNT [WARMUP]
+ *   supervised_cost [--notify-floor | --notify-floor-process] connect COUNT [WARMUP]
  *     a listener on 127.0.0.1 (an ephemeral port) whose thread accepts and closes; the main
  *     thread then makes WARMUP (default 100) untimed and COUNT timed sequential blocking
  *     connect() calls to it, each on a fresh socket, timed with CLOCK_MONOTONIC around the
@@ -18,6 +18,14 @@
  *     socket_connect_us: socket() and connect() of each connection together.
  *     first_socket: the options on the first timed socket after its connect, read with
  *     getsockopt, so a run can show that its connects were tuned (or not).
+ *
+ *   supervised_cost [--notify-floor | --notify-floor-process] loop COUNT [WARMUP]
+ *     COUNT loopback connections one after the other, both ends in the main thread: socket() and
+ *     connect() to its own listener, accept4(), close the client, close the accepted end (the
+ *     client closes first, so its end waits in TIME_WAIT, as in a program that connects, talks
+ *     and hangs up). WARMUP (default 20) untimed first. Prints
+ *       {"mode":"loop","connections":COUNT,"seconds":..,"us_per_connection":..,"notify_floor":..}
+ *     timed from the first socket() to the last close() with CLOCK_MONOTONIC.
  *
  *   supervised_cost [--notify-floor | --filter-midway | --allow-all-midway] syscall CALL LOOPS REPS
  *     REPS repetitions of LOOPS calls of CALL in a tight loop, each repetition timed whole, after
@@ -53,6 +61,7 @@
  * Usage errors exit 2, failed system calls exit 1. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -68,9 +77,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,10 +106,12 @@ static void die(const char* what) {
 }
 
 static void usage(void) {
-  fprintf(stderr,
-          "usage: supervised_cost [--notify-floor] connect COUNT [WARMUP]\n"
-          "       supervised_cost [--notify-floor|--filter-midway|--allow-all-midway] syscall getppid|write_devnull|send_udp|send_tcp LOOPS "
-          "REPS\n");
+  fprintf(
+      stderr,
+      "usage: supervised_cost [--notify-floor|--notify-floor-process|--supervisor-cpu] connect|loop COUNT [WARMUP]\n"
+      "       supervised_cost [--notify-floor|--filter-midway|--allow-all-midway] syscall "
+      "getppid|write_devnull|send_udp|send_tcp LOOPS "
+      "REPS\n");
   exit(2);
 }
 
@@ -139,44 +153,137 @@ static long long percentile(const long long* sorted, long count, double q) {
   return sorted[rank > count ? count - 1 : rank - 1];
 }
 
-struct notifier {
-  int listener;
+/* The floor's answerer: a thread of the program, or a child process of its (then `shared` lives in a
+ * shared mapping, so that the program sees the count and the child the stop). */
+/* User and system time of a getrusage result, in microseconds. */
+static long long cpu_us(const struct rusage* usage) {
+  return (long long)(usage->ru_utime.tv_sec + usage->ru_stime.tv_sec) * 1000000LL + usage->ru_utime.tv_usec +
+         usage->ru_stime.tv_usec;
+}
+
+/* Whose CPU time the connect and loop modes report over the calls they time: the task that answers
+ * the trapped calls (the floor's thread or process; with --supervisor-cpu the parent, tcptune,
+ * whose main thread answers) and the other threads of its process (tcptune's records thread), from
+ * each task's run time in nanoseconds (/proc/PID/task/TID/schedstat). 0: none. */
+static pid_t answerer_process = 0;
+static pid_t answerer_task = 0;
+
+struct cpu_sample {
+  long long answering_ns;
+  long long others_ns;
+  int ok;
+};
+
+static long long task_run_ns(pid_t pid, pid_t tid) {
+  char path[64];
+  (void)snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+  FILE* file = fopen(path, "r");
+  if (file == NULL) {
+    return -1;
+  }
+  long long ns = -1;
+  if (fscanf(file, "%lld", &ns) != 1) {
+    ns = -1;
+  }
+  fclose(file);
+  return ns;
+}
+
+static struct cpu_sample sample_answerer(void) {
+  struct cpu_sample sample = {0, 0, 0};
+  char path[48];
+  (void)snprintf(path, sizeof path, "/proc/%d/task", (int)answerer_process);
+  DIR* dir = answerer_process > 0 ? opendir(path) : NULL;
+  if (dir == NULL) {
+    return sample;
+  }
+  for (struct dirent* entry = readdir(dir); entry != NULL; entry = readdir(dir)) {
+    const pid_t tid = (pid_t)atoi(entry->d_name);
+    const long long ns = tid > 0 ? task_run_ns(answerer_process, tid) : -1;
+    if (ns >= 0) {
+      *(tid == answerer_task ? &sample.answering_ns : &sample.others_ns) += ns;
+      sample.ok |= tid == answerer_task;
+    }
+  }
+  closedir(dir);
+  return sample;
+}
+
+/* How long the end sample waits after the last timed call: the records thread gathers a batch
+ * for 5 ms before it writes, so the timed calls' records are in. */
+#define SETTLE_MS 30
+
+/* ,"answerer_cpu":{...}: the run time the answerer and the rest of its process spent between the
+ * two samples, and the trapped calls timed in between (connects; the runner knows which arms trap
+ * socket() too). null without an answerer. */
+static void print_answerer_cpu(struct cpu_sample before, struct cpu_sample after, long calls) {
+  if (!before.ok || !after.ok) {
+    printf(",\"answerer_cpu\":null");
+    return;
+  }
+  printf(
+      ",\"answerer_cpu\":{\"process\":\"%s\",\"answering_ns\":%lld,\"others_ns\":%lld,\"connects\":%ld,"
+      "\"settle_ms\":%d}",
+      answerer_process == getpid()    ? "self"
+      : answerer_process == getppid() ? "parent"
+                                      : "child",
+      after.answering_ns - before.answering_ns, answerer_process == getpid() ? 0LL : after.others_ns - before.others_ns,
+      calls, SETTLE_MS);
+}
+
+struct notifier_shared {
   atomic_int stop;
   atomic_long answered;
+  atomic_int answerer_tid; /* the answering thread's, once it runs */
+};
+
+struct notifier {
+  int listener;
+  struct notifier_shared* shared;
   pthread_t thread;
+  pid_t process;
 };
 
 static struct notifier floor_notifier = {.listener = -1};
 
-/* Answers every notification at once: the call goes on as it is. */
-static void* answer_notifications(void* arg) {
-  struct notifier* notifier = arg;
+/* Answers every notification at once: the call goes on as it is. Blocks in the receive, as the
+ * supervisor does; stopped by one trapped call made after `stop` is set. */
+static void answer_loop(int listener, struct notifier_shared* shared) {
+  atomic_store(&shared->answerer_tid, (int)syscall(SYS_gettid));
   struct seccomp_notif_sizes sizes = {0};
   if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) {
-    return NULL;
+    return;
   }
-  (void)ioctl(notifier->listener, NOTIF_SET_FLAGS, NOTIF_SYNC_WAKE_UP);
+  (void)ioctl(listener, NOTIF_SET_FLAGS, NOTIF_SYNC_WAKE_UP);
   const size_t size = sizes.seccomp_notif > sizeof(struct seccomp_notif) ? sizes.seccomp_notif
                                                                           : sizeof(struct seccomp_notif);
   struct seccomp_notif* request = malloc(size);
   if (request == NULL) {
-    return NULL;
+    return;
   }
-  while (!atomic_load(&notifier->stop)) {
-    struct pollfd ready = {.fd = notifier->listener, .events = POLLIN};
-    if (poll(&ready, 1, 100) <= 0 || (ready.revents & POLLIN) == 0) {
-      continue;
-    }
+  for (;;) {
     memset(request, 0, size);
-    if (ioctl(notifier->listener, SECCOMP_IOCTL_NOTIF_RECV, request) != 0) {
-      continue;
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, request) != 0) {
+      if (errno == EINTR || errno == ENOENT) {
+        continue;
+      }
+      break;
     }
     struct seccomp_notif_resp response = {.id = request->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
-    if (ioctl(notifier->listener, SECCOMP_IOCTL_NOTIF_SEND, &response) == 0) {
-      atomic_fetch_add(&notifier->answered, 1);
+    const int stopping = atomic_load(&shared->stop);
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &response) == 0 && !stopping) {
+      atomic_fetch_add(&shared->answered, 1);
+    }
+    if (stopping) {
+      break;
     }
   }
   free(request);
+}
+
+static void* answer_notifications(void* arg) {
+  struct notifier* notifier = arg;
+  answer_loop(notifier->listener, notifier->shared);
   return NULL;
 }
 
@@ -240,22 +347,57 @@ static void install_allow_all_filter(void) {
 
 enum { SUPERVISOR_FILTER_MIDWAY = 1, ALLOW_ALL_MIDWAY = 2 };
 
-static void start_notify_floor(void) {
+enum { FLOOR_NONE = 0, FLOOR_THREAD = 1, FLOOR_PROCESS = 2 };
+
+static void start_notify_floor(int how) {
+  floor_notifier.shared =
+      mmap(NULL, sizeof *floor_notifier.shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (floor_notifier.shared == MAP_FAILED) {
+    die("mmap");
+  }
   floor_notifier.listener = install_supervisor_filter();
+  if (how == FLOOR_PROCESS) {
+    floor_notifier.process = fork();
+    if (floor_notifier.process < 0) {
+      die("fork");
+    }
+    if (floor_notifier.process == 0) {
+      answer_loop(floor_notifier.listener, floor_notifier.shared);
+      _exit(0);
+    }
+    /* Only the child holds the listener: should it die, a trapped call fails (ENOSYS) instead of
+     * waiting for ever. */
+    close(floor_notifier.listener);
+    answerer_process = answerer_task = floor_notifier.process;
+    return;
+  }
   if (pthread_create(&floor_notifier.thread, NULL, answer_notifications, &floor_notifier) != 0) {
     die("pthread_create");
   }
+  while (atomic_load(&floor_notifier.shared->answerer_tid) == 0) {
+    usleep(100);
+  }
+  answerer_process = getpid();
+  answerer_task = (pid_t)atomic_load(&floor_notifier.shared->answerer_tid);
 }
 
-/* Stops the answering thread; the JSON member that says how many calls it answered. */
+/* Stops the answerer (one trapped call wakes it: listen on no descriptor, answered EBADF by the
+ * kernel); the JSON member that says how many calls it answered. */
 static void stop_notify_floor(char* text, size_t size) {
   if (floor_notifier.listener < 0) {
     (void)snprintf(text, size, "\"notify_floor\":null");
     return;
   }
-  atomic_store(&floor_notifier.stop, 1);
-  pthread_join(floor_notifier.thread, NULL);
-  (void)snprintf(text, size, "\"notify_floor\":{\"answered\":%ld}", (long)atomic_load(&floor_notifier.answered));
+  atomic_store(&floor_notifier.shared->stop, 1);
+  (void)listen(-1, 0);
+  if (floor_notifier.process > 0) {
+    (void)waitpid(floor_notifier.process, NULL, 0);
+  } else {
+    pthread_join(floor_notifier.thread, NULL);
+  }
+  (void)snprintf(text, size, "\"notify_floor\":{\"answered\":%ld,\"answerer\":\"%s\"}",
+                 (long)atomic_load(&floor_notifier.shared->answered),
+                 floor_notifier.process > 0 ? "process" : "thread");
 }
 
 /* A TCP listener on 127.0.0.1, an ephemeral port; its address in *address. */
@@ -320,8 +462,8 @@ static int connect_mode(long count, long warmup, int notify_floor) {
   if (pthread_create(&thread, NULL, accept_and_close, &acceptor) != 0) {
     die("pthread_create");
   }
-  if (notify_floor) {
-    start_notify_floor();
+  if (notify_floor != FLOOR_NONE) {
+    start_notify_floor(notify_floor);
   }
   long long* samples = calloc((size_t)count, sizeof *samples);
   long long* socket_samples = calloc((size_t)count, sizeof *socket_samples);
@@ -335,7 +477,11 @@ static int connect_mode(long count, long warmup, int notify_floor) {
     ring[slot] = -1;
   }
   char first[160] = "\"first_socket\":null";
+  struct cpu_sample answerer_before = {0, 0, 0};
   for (long i = -warmup; i < count; ++i) {
+    if (i == 0) {
+      answerer_before = sample_answerer();
+    }
     const long long made = now_ns();
     const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -364,6 +510,8 @@ static int connect_mode(long count, long warmup, int notify_floor) {
     }
     ring[slot] = fd;
   }
+  usleep(SETTLE_MS * 1000);
+  const struct cpu_sample answerer_after = sample_answerer();
   for (int slot = 0; slot < OPEN_RING; ++slot) {
     if (ring[slot] >= 0) {
       close(ring[slot]);
@@ -377,7 +525,7 @@ static int connect_mode(long count, long warmup, int notify_floor) {
   (void)shutdown(acceptor.listener, SHUT_RDWR);
   pthread_join(thread, NULL);
   close(acceptor.listener);
-  char floor[64];
+  char floor[160];
   stop_notify_floor(floor, sizeof floor);
 
   qsort(samples, (size_t)count, sizeof *samples, compare_ll);
@@ -399,10 +547,74 @@ static int connect_mode(long count, long warmup, int notify_floor) {
   printf("\"socket_connect_us\":{\"median\":%.3f,\"p90\":%.3f,\"p99\":%.3f},",
          (double)percentile(both_samples, count, 0.5) / 1e3, (double)percentile(both_samples, count, 0.9) / 1e3,
          (double)percentile(both_samples, count, 0.99) / 1e3);
-  printf("%s,%s}\n", first, floor);
+  printf("%s,%s", first, floor);
+  print_answerer_cpu(answerer_before, answerer_after, count);
+  printf("}\n");
   free(samples);
   free(socket_samples);
   free(both_samples);
+  return 0;
+}
+
+/* One connection pair, both ends in this thread; the client closes first. */
+static void one_pair(int listener, const struct sockaddr_in* address) {
+  const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (client < 0) {
+    die("socket");
+  }
+  if (connect(client, (const struct sockaddr*)address, sizeof *address) != 0) {
+    die("connect");
+  }
+  const int server = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+  if (server < 0) {
+    die("accept");
+  }
+  close(client);
+  close(server);
+}
+
+static int loop_mode(long count, long warmup, int notify_floor) {
+  struct sockaddr_in address;
+  const int listener = loopback_listener(&address);
+  if (notify_floor != FLOOR_NONE) {
+    start_notify_floor(notify_floor);
+  }
+  long long* pairs = calloc((size_t)count, sizeof *pairs);
+  if (pairs == NULL) {
+    die("calloc");
+  }
+  for (long i = 0; i < warmup; ++i) {
+    one_pair(listener, &address);
+  }
+  struct rusage before;
+  (void)getrusage(RUSAGE_SELF, &before);
+  const struct cpu_sample answerer_before = sample_answerer();
+  const long long start = now_ns();
+  long long last = start;
+  for (long i = 0; i < count; ++i) {
+    one_pair(listener, &address);
+    const long long done = now_ns();
+    pairs[i] = done - last;
+    last = done;
+  }
+  const double seconds = (double)(last - start) / 1e9;
+  struct rusage after;
+  (void)getrusage(RUSAGE_SELF, &after);
+  usleep(SETTLE_MS * 1000);
+  const struct cpu_sample answerer_after = sample_answerer();
+  close(listener);
+  char floor[160];
+  stop_notify_floor(floor, sizeof floor);
+  qsort(pairs, (size_t)count, sizeof *pairs, compare_ll);
+  printf(
+      "{\"mode\":\"loop\",\"connections\":%ld,\"warmup\":%ld,\"seconds\":%.6f,\"us_per_connection\":%.3f,"
+      "\"pair_us\":{\"median\":%.3f,\"p90\":%.3f,\"p99\":%.3f},\"loop_cpu_us_per_connection\":%.3f,%s",
+      count, warmup, seconds, seconds * 1e6 / (double)count, (double)percentile(pairs, count, 0.5) / 1e3,
+      (double)percentile(pairs, count, 0.9) / 1e3, (double)percentile(pairs, count, 0.99) / 1e3,
+      (double)(cpu_us(&after) - cpu_us(&before)) / (double)count, floor);
+  print_answerer_cpu(answerer_before, answerer_after, count);
+  printf("}\n");
+  free(pairs);
   return 0;
 }
 
@@ -513,8 +725,8 @@ static int syscall_mode(const char* call, long loops, long reps, int notify_floo
       die("pthread_create");
     }
   }
-  if (notify_floor) {
-    start_notify_floor();
+  if (notify_floor != FLOOR_NONE) {
+    start_notify_floor(notify_floor);
   }
   double* per_call = calloc((size_t)reps, sizeof *per_call);
   double* unfiltered = calloc((size_t)reps, sizeof *unfiltered);
@@ -547,7 +759,7 @@ static int syscall_mode(const char* call, long loops, long reps, int notify_floo
   if (fd >= 0) {
     close(fd);
   }
-  char floor[64];
+  char floor[160];
   stop_notify_floor(floor, sizeof floor);
   printf("{\"mode\":\"syscall\",\"call\":\"%s\",\"loops\":%ld", call, loops);
   const double median = print_reps("ns_per_call", per_call, reps);
@@ -563,24 +775,35 @@ static int syscall_mode(const char* call, long loops, long reps, int notify_floo
 }
 
 int main(int argc, char** argv) {
-  int notify_floor = 0;
+  int notify_floor = FLOOR_NONE;
   int filter_midway = 0;
-  if (argc >= 2 && strcmp(argv[1], "--notify-floor") == 0) {
-    notify_floor = 1;
+  while (argc >= 2 && strncmp(argv[1], "--", 2) == 0) {
+    if (strcmp(argv[1], "--notify-floor") == 0) {
+      notify_floor = FLOOR_THREAD;
+    } else if (strcmp(argv[1], "--notify-floor-process") == 0) {
+      notify_floor = FLOOR_PROCESS;
+    } else if (strcmp(argv[1], "--filter-midway") == 0) {
+      filter_midway = SUPERVISOR_FILTER_MIDWAY;
+    } else if (strcmp(argv[1], "--allow-all-midway") == 0) {
+      filter_midway = ALLOW_ALL_MIDWAY;
+    } else if (strcmp(argv[1], "--supervisor-cpu") == 0) {
+      answerer_process = answerer_task = getppid();
+    } else {
+      usage();
+    }
     --argc;
     ++argv;
-  } else if (argc >= 2 && strcmp(argv[1], "--filter-midway") == 0) {
-    filter_midway = SUPERVISOR_FILTER_MIDWAY;
-    --argc;
-    ++argv;
-  } else if (argc >= 2 && strcmp(argv[1], "--allow-all-midway") == 0) {
-    filter_midway = ALLOW_ALL_MIDWAY;
-    --argc;
-    ++argv;
+  }
+  if (notify_floor != FLOOR_NONE && (filter_midway != 0 || answerer_process != 0)) {
+    usage();
   }
   if (argc >= 3 && strcmp(argv[1], "connect") == 0 && argc <= 4 && !filter_midway) {
     return connect_mode(parse_count(argv[2], 1, 10000000), argc == 4 ? parse_count(argv[3], 0, 1000000) : 100,
                         notify_floor);
+  }
+  if (argc >= 3 && strcmp(argv[1], "loop") == 0 && argc <= 4 && !filter_midway) {
+    return loop_mode(parse_count(argv[2], 1, 10000000), argc == 4 ? parse_count(argv[3], 0, 1000000) : 20,
+                     notify_floor);
   }
   if (argc == 5 && strcmp(argv[1], "syscall") == 0) {
     return syscall_mode(argv[2], parse_count(argv[3], 1, 1000000000), parse_count(argv[4], 1, 10000), notify_floor,

@@ -150,6 +150,49 @@ TEST(SockDiag, DumpsOnlyTheStatesAsked) {
   EXPECT_NE(find_by_inode(connected, inode_of(loopback.client)), nullptr);
 }
 
+TEST(SockDiag, APortFilterKeepsTheSocketsOfItsPortsAndOnlyThem) {
+  Loopback first;
+  Loopback second;
+  Loopback third;
+  ASSERT_TRUE(first.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  ASSERT_TRUE(second.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  ASSERT_TRUE(third.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  std::optional<SockDiag> diag = open_diag();
+  ASSERT_TRUE(diag.has_value());
+
+  // first: by its listener's port (the listener and the accepted socket have it as local port);
+  // second: its client by its peer port (the listener's); third: neither.
+  PortFilter filter;
+  filter.local_ports = {local_port(first.listener)};
+  filter.peer_ports = {local_port(second.listener)};
+  std::vector<DiagSocket> sockets;
+  std::string error;
+  ASSERT_TRUE(diag->dump(connected_tcp_states() | tcp_state_bit(TCP_LISTEN), sockets, error, filter)) << error;
+  EXPECT_NE(find_by_inode(sockets, inode_of(first.listener)), nullptr);
+  EXPECT_NE(find_by_inode(sockets, inode_of(first.accepted)), nullptr);
+  EXPECT_EQ(find_by_inode(sockets, inode_of(first.client)), nullptr);
+  EXPECT_NE(find_by_inode(sockets, inode_of(second.client)), nullptr);
+  EXPECT_EQ(find_by_inode(sockets, inode_of(second.listener)), nullptr);
+  EXPECT_EQ(find_by_inode(sockets, inode_of(second.accepted)), nullptr);
+  EXPECT_EQ(find_by_inode(sockets, inode_of(third.listener)), nullptr);
+  EXPECT_EQ(find_by_inode(sockets, inode_of(third.client)), nullptr);
+  for (const DiagSocket& socket : sockets) {
+    EXPECT_TRUE(socket.local.port == filter.local_ports[0] || socket.peer.port == filter.peer_ports[0])
+        << socket.local.port << " -> " << socket.peer.port;
+  }
+  // One port alone, and no filter: every one of them.
+  sockets.clear();
+  ASSERT_TRUE(diag->dump(tcp_state_bit(TCP_LISTEN), sockets, error, PortFilter{{local_port(third.listener)}, {}}))
+      << error;
+  ASSERT_EQ(sockets.size(), 1U);
+  EXPECT_EQ(sockets[0].inode, inode_of(third.listener));
+  const std::vector<DiagSocket> everything = dump_or_fail(*diag, connected_tcp_states());
+  for (const Loopback* loopback : {&first, &second, &third}) {
+    EXPECT_NE(find_by_inode(everything, inode_of(loopback->client)), nullptr);
+    EXPECT_NE(find_by_inode(everything, inode_of(loopback->accepted)), nullptr);
+  }
+}
+
 TEST(SockDiag, AClosedSocketLeavesTheInodesAndItsPeerGoesToCloseWait) {
   Loopback loopback;
   ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
