@@ -68,7 +68,7 @@ std::string runs_advice(const std::vector<double>& observe, const std::vector<do
   if (!sd) {
     return "arms overlap; values below the resolution give no estimate of the " + samples + " needed";
   }
-  if (*sd == 0) {
+  if (*sd < 1e-9) {  // equal but for rounding
     return "every " + wording.sample + " gave the same value in both arms: no difference to show";
   }
   std::string advice = "arms overlap; with " + with + " a difference of " +

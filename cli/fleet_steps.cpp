@@ -146,7 +146,9 @@ std::optional<double> lag1_autocorrelation(const std::vector<double>& values) {
       covariance += (values[i] - mean) * (values[i - 1] - mean);
     }
   }
-  if (variance <= 0) {
+  // Values equal but for rounding (a percentile interpolated at the same place every step) have
+  // no correlation worth naming.
+  if (variance <= 1e-18 * mean * mean * static_cast<double>(values.size()) || variance <= 0) {
     return std::nullopt;
   }
   return covariance / variance;

@@ -54,7 +54,8 @@ void add_value_series(const std::vector<PromSeries>& series, std::optional<doubl
 // The buckets summed over every step, as the CDF plots read a histogram (bounds in ns).
 MergedHistogram merged_histogram(const ArmSteps& steps, CumulativeBuckets StepCounts::*field);
 
-// Lag-1 autocorrelation of values in time order; nullopt for fewer than 4 or no spread.
+// Lag-1 autocorrelation of values in time order; nullopt for fewer than 4 or no spread (none
+// beyond rounding).
 std::optional<double> lag1_autocorrelation(const std::vector<double>& values);
 
 }  // namespace tcptune::cli

@@ -6,16 +6,17 @@ namespace tcptune::cli {
 
 namespace {
 
+// Two significant digits, three from 100 up (no "2e+02").
 std::string number(double value) {
   char text[32];
-  (void)std::snprintf(text, sizeof text, "%.2g", value);
+  (void)std::snprintf(text, sizeof text, value >= 100 && value < 1e6 ? "%.0f" : "%.2g", value);
   return text;
 }
 
 }  // namespace
 
 std::string observing_cost_line(const std::string& arm, double writes_per_s, double write_p50_us) {
-  std::string line = "what observing costs (" + arm + " arm, under tcptune run --observe): " +
+  std::string line = "what observing costs the " + arm + " arm (the --off arm, under tcptune run --observe): " +
                      number(kMeasuredWriteCostTscNs) + "-" + number(kMeasuredWriteCostClockGettimeNs) +
                      " ns of CPU per write (bench_hook_overhead's tcp_write_measured, TSC or clock_gettime write "
                      "clock; docs/benchmarks.md)";

@@ -220,7 +220,7 @@ def main():
         checks.check(summary["steps_per_arm"] == WINDOW_S // STEP_S and
                      len(by_name["ack p50"]["tuned"]["values"]) >= WINDOW_S // STEP_S - 1,
                      f"one sample per step and arm ({summary['steps_per_arm']} steps)")
-        checks.check("what observing costs (off arm" in verdict.stdout and
+        checks.check("what observing costs the off arm" in verdict.stdout and
                      "ns of CPU per write" in summary["observing_cost"]["line"],
                      "what observing costs is shown beside the verdict")
         checks.check(all(os.path.exists(os.path.join(args.work_dir, "on-off", f))
