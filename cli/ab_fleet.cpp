@@ -446,6 +446,18 @@ int ab_fleet_command(const AbOptions& options) {
   const double off_write_p50 = median_of_metric("write p50");
   results.beside.push_back(observing_cost_line(off.name, off_writes, off_write_p50));
   results.notes = autocorrelation_notes(metrics, off, on);
+  for (const FleetArm* arm : {&off, &on}) {
+    std::size_t with_writes = 0;
+    for (const auto& [time, counts] : arm->steps) {
+      with_writes += counts.writes ? 1 : 0;
+    }
+    if (with_writes < window.steps) {
+      results.notes.push_back(arm->name + " arm: " + std::to_string(window.steps - with_writes) + " of the " +
+                              std::to_string(window.steps) +
+                              " steps have no writes series (before its processes started, after they ended, or "
+                              "fewer than two scrapes in the step)");
+    }
+  }
 
   const std::string shown = url_text(*url);
   const std::string arms = off.name + " (observing) vs " + on.name;
@@ -492,6 +504,13 @@ int ab_fleet_command(const AbOptions& options) {
   nlohmann::json queries = nlohmann::json::object();
   queries[off.name] = off.queries;
   queries[on.name] = on.queries;
+  nlohmann::json step_times = nlohmann::json::object();  // the steps' ends that had any series, per arm
+  for (const FleetArm* arm : {&off, &on}) {
+    step_times[arm->name] = nlohmann::json::array();
+    for (const auto& [time, counts] : arm->steps) {
+      step_times[arm->name].push_back(time);
+    }
+  }
   const nlohmann::json more = {
       {"source",
        {{"prometheus", shown},
@@ -502,7 +521,8 @@ int ab_fleet_command(const AbOptions& options) {
         {"step_s", window.step},
         {"start", window.end - window.length},
         {"end", window.end},
-        {"queries", queries}}},
+        {"queries", queries},
+        {"step_times", step_times}}},
       {"runs_per_arm", nullptr},
       {"steps_per_arm", window.steps},
       {"observing_cost",

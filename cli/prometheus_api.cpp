@@ -46,11 +46,13 @@ std::optional<std::pair<double, double>> point_of(const nlohmann::json& pair) {
   return std::pair{pair[0].get<double>(), *value};
 }
 
+// An answer's body on one line: its start, line ends as spaces, no trailing blank.
 std::string shortened(const std::string& text) {
   std::string line = text.substr(0, 200);
   for (char& c : line) {
-    c = c == '\n' || c == '\r' ? ' ' : c;
+    c = c == '\n' || c == '\r' || c == '\t' ? ' ' : c;
   }
+  line.erase(line.find_last_not_of(' ') + 1);
   return line + (text.size() > 200 ? "..." : "");
 }
 

@@ -120,7 +120,7 @@ TEST(PrometheusAnswer, ErrorsSayWhatWentWrong) {
       400, R"({"status":"error","errorType":"bad_data","error":"1:5: parse error: unexpected \"}\""})", error));
   EXPECT_EQ(error, "Prometheus refused the query (bad_data, HTTP 400): 1:5: parse error: unexpected \"}\"");
   EXPECT_FALSE(parse_query_answer(404, "404 page not found\n", error));
-  EXPECT_EQ(error, "HTTP 404: 404 page not found ");
+  EXPECT_EQ(error, "HTTP 404: 404 page not found");
   EXPECT_FALSE(parse_query_answer(200, "<html>a login page</html>", error));
   EXPECT_EQ(error.rfind("the answer is not Prometheus's API JSON", 0), 0U) << error;
   EXPECT_FALSE(parse_query_answer(200, R"({"status":"success","data":{"resultType":"streams","result":[]}})", error));
