@@ -429,7 +429,7 @@ int ab_fleet_command(const AbOptions& options) {
   out = absolute(out);
   words.insert(words.end(), {"--out", out});
   results.invocation = shell_words(words);
-  results.command = words;
+  results.command = std::vector<std::string>(words.begin() + 2, words.end());  // what follows "tcptune ab"
   for (const FleetMetric& metric : metrics) {
     results.metrics.push_back(metric.metric);
   }
