@@ -21,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include "ab_fleet.hpp"
 #include "ab_report.hpp"
 #include "ab_results.hpp"
 #include "ab_table.hpp"
@@ -272,6 +273,9 @@ std::string invocation_of(const AbOptions& options, const std::string& out) {
 }  // namespace
 
 int ab_command(const AbOptions& options) {
+  if (!options.prometheus.empty()) {
+    return ab_fleet_command(options);
+  }
   const int runs = options.runs;
   const std::string& policy = options.policy;
   std::string out = options.out;

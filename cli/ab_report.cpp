@@ -92,10 +92,10 @@ std::string host_line() {
 }
 
 std::string html_verdicts(const AbResults& results) {
+  const std::string ratio = results.heading.empty() ? "tuned / observe-only" : escaped(results.ratio_label);
   std::string html = "<table>\n<tr><th>metric</th><th>" + escaped(results.observe.name) +
-                     "<br>median [min-max]</th><th>" + escaped(results.tuned.name) +
-                     "<br>median [min-max]</th><th>tuned / observe-only<br>ratio of medians [95% interval]</th>"
-                     "<th>p</th><th>verdict</th></tr>\n";
+                     "<br>median [min-max]</th><th>" + escaped(results.tuned.name) + "<br>median [min-max]</th><th>" +
+                     ratio + "<br>ratio of medians [95% interval]</th><th>p</th><th>verdict</th></tr>\n";
   for (const AbMetric& metric : results.metrics) {
     const Verdict& verdict = metric.verdict;
     char p_value[48] = "";
@@ -109,6 +109,9 @@ std::string html_verdicts(const AbResults& results) {
             "</td><td" + (css.empty() ? "" : " class=\"" + css + "\"") + ">" + escaped(verdict.word) + "</td></tr>\n";
   }
   html += "</table>\n<ul>\n";
+  for (const std::string& line : results.beside) {
+    html += "<li>" + escaped(line) + "</li>\n";
+  }
   for (const AbMetric& metric : results.metrics) {
     if (!metric.verdict.advice.empty()) {
       html += "<li>" + escaped(metric.name) + ": " + escaped(metric.verdict.advice) + "</li>\n";
@@ -218,10 +221,14 @@ std::string ab_report_html(const AbResults& results) {
       "vertical-align:top}\n.better{color:#060;font-weight:bold}.worse{color:#b00;font-weight:bold}\n"
       "pre,code{background:#f4f4f4}pre{padding:8px;overflow:auto}figure{margin:1em 0}\n</style>\n</head>\n<body>\n";
   html += "<h1>tcptune ab: <code>" + escaped(command) + "</code></h1>\n";
-  html += "<p>" + escaped(results.observe.name) + " (policy <code>" + escaped(results.observe.policy) +
-          "</code>) against " + escaped(results.tuned.name) + " (policy <code>" + escaped(results.tuned.policy) +
-          "</code>), " + std::to_string(results.runs_requested) +
-          " run(s) per arm, interleaved. Host: " + escaped(host_line()) + ".</p>\n";
+  if (!results.intro_html.empty()) {
+    html += results.intro_html;
+  } else {
+    html += "<p>" + escaped(results.observe.name) + " (policy <code>" + escaped(results.observe.policy) +
+            "</code>) against " + escaped(results.tuned.name) + " (policy <code>" + escaped(results.tuned.policy) +
+            "</code>), " + std::to_string(results.runs_requested) +
+            " run(s) per arm, interleaved. Host: " + escaped(host_line()) + ".</p>\n";
+  }
   html += "<h2>Verdicts</h2>\n" + html_verdicts(results);
   if (!results.notes.empty()) {
     html += "<h2>Notes</h2>\n<ul>\n";
@@ -243,18 +250,24 @@ std::string ab_report_html(const AbResults& results) {
     html += "<h3>" + escaped(arm->name) + ": <code>" + escaped(arm->policy) + "</code></h3>\n<pre>" +
             escaped(arm->policy_text) + "</pre>\n";
   }
-  html += "<h2>Runs</h2>\n" + html_runs(results);
+  if (!results.runs.empty()) {
+    html += "<h2>Runs</h2>\n" + html_runs(results);
+  }
   html += "<h2>Method</h2>\n";
-  html += kMethod;
+  html += results.method_html.empty() ? std::string(kMethod) : results.method_html;
   html += "<h2>Reproduce</h2>\n<pre>" + escaped(results.invocation) + "</pre>\n</body>\n</html>\n";
   return html;
 }
 
-bool write_ab_report(const std::string& directory, const AbResults& results, std::string& error) {
+bool write_ab_report(const std::string& directory, const AbResults& results, std::string& error,
+                     const nlohmann::json* more_json) {
+  nlohmann::json summary = ab_summary_json(results);
+  if (more_json != nullptr) {
+    summary.update(*more_json);
+  }
   return write_file_atomically(directory + "/summary.txt", ab_table(results), error) &&
-         write_file_atomically(
-             directory + "/summary.json",
-             ab_summary_json(results).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", error) &&
+         write_file_atomically(directory + "/summary.json",
+                               summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", error) &&
          write_file_atomically(directory + "/report.html", ab_report_html(results), error);
 }
 

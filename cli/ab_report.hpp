@@ -16,7 +16,9 @@ nlohmann::json ab_summary_json(const AbResults& results);
 std::string ab_report_html(const AbResults& results);
 
 // Writes summary.txt, summary.json and report.html into `directory`; false (and `error`) when
-// one cannot be written.
-bool write_ab_report(const std::string& directory, const AbResults& results, std::string& error);
+// one cannot be written. `more_json`'s fields are added to summary.json's (a fleet A/B's source
+// and what observing costs).
+bool write_ab_report(const std::string& directory, const AbResults& results, std::string& error,
+                     const nlohmann::json* more_json = nullptr);
 
 }  // namespace tcptune::cli

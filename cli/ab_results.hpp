@@ -56,6 +56,15 @@ struct AbResults {
   std::vector<AbMetric> metrics;
   std::vector<AbPlot> plots;
   std::vector<std::string> notes;  // what the reader must know: failed runs, unread latency lines
+
+  // A fleet A/B (`tcptune ab --prometheus`) compares steps of a time window, not runs: its own
+  // first line of the table, ratio column, report paragraphs, and lines shown beside the
+  // verdict (what observing costs). Empty: those of runs.
+  std::string heading;
+  std::string ratio_label = "tuned/obs";
+  std::vector<std::string> beside;  // printed after the table, before the advice
+  std::string intro_html;
+  std::string method_html;
 };
 
 }  // namespace tcptune::cli

@@ -59,11 +59,13 @@ std::string ab_table(const AbResults& results) {
   for (const AbRun& run : results.runs) {
     runs += run.arm == results.observe.name ? 1 : 0;
   }
-  std::string text = std::to_string(runs) +
-                     " run(s) per arm, interleaved; median [min-max] across runs; tuned/obs: ratio of medians [95% "
-                     "bootstrap interval]; p: Mann-Whitney U, two-sided; verdict at p < 0.05\n";
+  std::string text = !results.heading.empty()
+                         ? results.heading + "\n"
+                         : std::to_string(runs) +
+                               " run(s) per arm, interleaved; median [min-max] across runs; tuned/obs: ratio of "
+                               "medians [95% bootstrap interval]; p: Mann-Whitney U, two-sided; verdict at p < 0.05\n";
   std::vector<std::vector<std::string>> rows = {
-      {"metric", results.observe.name, results.tuned.name, "tuned/obs", "p", "verdict"}};
+      {"metric", results.observe.name, results.tuned.name, results.ratio_label, "p", "verdict"}};
   for (const AbMetric& metric : results.metrics) {
     rows.push_back(metric_cells(metric));
   }
@@ -82,6 +84,9 @@ std::string ab_table(const AbResults& results) {
       }
     }
     text += line.substr(0, line.find_last_not_of(' ') + 1) + "\n";
+  }
+  for (const std::string& line : results.beside) {
+    text += line + "\n";
   }
   for (const AbMetric& metric : results.metrics) {
     if (!metric.verdict.advice.empty()) {

@@ -33,50 +33,52 @@ std::string percent(double fraction) {
 }
 
 std::string runs_advice(const std::vector<double>& observe, const std::vector<double>& tuned,
-                        const std::optional<double>& ratio) {
+                        const std::optional<double>& ratio, const VerdictWording& wording) {
   const auto zero = [](double value) { return value == 0; };
+  const std::string samples = wording.sample + "s";
   if (std::all_of(observe.begin(), observe.end(), zero) && std::all_of(tuned.begin(), tuned.end(), zero)) {
-    return "every run of both arms was below the resolution: this measurement cannot tell them apart";
+    return "every " + wording.sample +
+           " of both arms was below the resolution: this measurement cannot tell them apart";
   }
   const std::size_t runs = std::min(observe.size(), tuned.size());
   const std::string with = observe.size() == tuned.size()
-                               ? std::to_string(runs) + (runs == 1 ? " run" : " runs") + " per arm"
-                               : std::to_string(observe.size()) + " observe-only and " + std::to_string(tuned.size()) +
-                                     " tuned runs with a value";
+                               ? std::to_string(runs) + " " + (runs == 1 ? wording.sample : samples) + " per arm"
+                               : std::to_string(observe.size()) + " " + wording.observe_arm + " and " +
+                                     std::to_string(tuned.size()) + " " + wording.tuned_arm + " " + samples +
+                                     " with a value";
   const int fewest = fewest_runs_for(kVerdictAlpha);
   const std::optional<double> sd = pooled_log_sd(observe, tuned);
   std::optional<int> to_show;
   if (sd && ratio) {
-    to_show = runs_to_show(*sd, *ratio, kVerdictAlpha, kMaxRunsPerArm);
+    to_show = runs_to_show(*sd, *ratio, kVerdictAlpha, wording.most);
   }
   const double smallest = smallest_p_value(observe.size(), tuned.size());
   if (smallest >= kVerdictAlpha) {
     const std::string because =
         "with " + with + " no difference can be shown (the smallest p-value possible is " + format("%.2g", smallest) + ")";
     if (observe.size() != tuned.size() && runs > 0) {
-      // Some runs had no value (too short to sample one): scale the runs by the share that had.
+      // Some samples had no value (too short to sample one): scale them by the share that had.
       const std::size_t most = std::max(observe.size(), tuned.size());
       const std::size_t scaled = (most * static_cast<std::size_t>(fewest) + runs - 1) / runs;
-      return because + "; only " + std::to_string(runs) + " of one arm's runs had a value: rerun with --runs " +
-             std::to_string(std::max(scaled, most + 1)) + ", or let each run last longer";
+      return because + "; only " + std::to_string(runs) + " of one arm's " + samples + " had a value: " +
+             wording.more(static_cast<int>(std::max(scaled, most + 1))) + ", or " + wording.longer;
     }
-    return because + "; rerun with --runs " + std::to_string(std::max(fewest + 1, to_show.value_or(0)));
+    return because + "; " + wording.more(std::max(fewest + 1, to_show.value_or(0)));
   }
   if (!sd) {
-    return "arms overlap; values below the resolution give no estimate of the runs needed";
+    return "arms overlap; values below the resolution give no estimate of the " + samples + " needed";
   }
-  if (*sd == 0) {
-    return "every run gave the same value in both arms: no difference to show";
+  if (*sd < 1e-9) {  // equal but for rounding
+    return "every " + wording.sample + " gave the same value in both arms: no difference to show";
   }
   std::string advice = "arms overlap; with " + with + " a difference of " +
                        percent(detectable_difference(*sd, static_cast<int>(runs), kVerdictAlpha)) +
                        " would be shown (80% of the time)";
   if (to_show && static_cast<std::size_t>(*to_show) > runs) {
-    advice += "; rerun with --runs " + std::to_string(*to_show) + " to show the ratio seen here (" +
-              format("%.3g", *ratio) + ")";
+    advice += "; " + wording.more(*to_show) + " to show the ratio seen here (" + format("%.3g", *ratio) + ")";
   } else if (ratio && !to_show) {
     advice += "; the ratio seen here (" + format("%.3g", *ratio) + ") is too close to 1 to show within " +
-              std::to_string(kMaxRunsPerArm) + " runs";
+              std::to_string(wording.most) + " " + samples;
   }
   return advice;
 }
@@ -100,15 +102,16 @@ ArmSummary summarize_arm(const std::vector<RunValue>& runs) {
   return summary;
 }
 
-Verdict judge(const std::vector<RunValue>& observe, const std::vector<RunValue>& tuned, Better better) {
+Verdict judge(const std::vector<RunValue>& observe, const std::vector<RunValue>& tuned, Better better,
+              const VerdictWording& wording) {
   Verdict verdict;
   if (better == Better::unjudged) {
     return verdict;
   }
   if (observe.empty() || tuned.empty()) {
     verdict.reason = std::string("no value in ") + (observe.empty() && tuned.empty() ? "either arm"
-                                                    : observe.empty()                ? "the observe-only arm"
-                                                                                     : "the tuned arm");
+                                                    : observe.empty() ? "the " + wording.observe_arm + " arm"
+                                                                      : "the " + wording.tuned_arm + " arm");
     return verdict;
   }
   const std::vector<double> observe_values = rank_values(observe);
@@ -132,7 +135,7 @@ Verdict judge(const std::vector<RunValue>& observe, const std::vector<RunValue>&
     return verdict;
   }
   verdict.word = "no difference shown";
-  verdict.advice = runs_advice(observe_values, tuned_values, verdict.ratio);
+  verdict.advice = runs_advice(observe_values, tuned_values, verdict.ratio, wording);
   return verdict;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,22 @@ struct Verdict {
   std::string advice;                // when the arms overlap: what more runs would show
 };
 
-Verdict judge(const std::vector<RunValue>& observe, const std::vector<RunValue>& tuned, Better better);
+// How the verdict's reasons and advice name the arms and the samples: the runs of `tcptune ab --
+// CMD` (the default), or the steps of a fleet A/B read from Prometheus, which more of are had
+// with a wider --window rather than more --runs.
+struct VerdictWording {
+  std::string observe_arm = "observe-only";
+  std::string tuned_arm = "tuned";
+  std::string sample = "run";  // one sample; "runs" is this with an "s"
+  // What to do for `samples` per arm: "rerun with --runs 17".
+  std::function<std::string(int samples)> more = [](int samples) {
+    return "rerun with --runs " + std::to_string(samples);
+  };
+  std::string longer = "let each run last longer";  // when some samples had no value
+  int most = kMaxRunsPerArm;                         // the most samples per arm there can be
+};
+
+Verdict judge(const std::vector<RunValue>& observe, const std::vector<RunValue>& tuned, Better better,
+              const VerdictWording& wording = {});
 
 }  // namespace tcptune::cli

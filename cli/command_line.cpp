@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <chrono>
 #include <regex>
 #include <string_view>
 
 #include "preset_search.hpp"
+#include "tcptune/config/arm_label.hpp"
+#include "tcptune/config/units.hpp"
 
 namespace tcptune::cli {
 
@@ -90,14 +93,19 @@ void add_run(CLI::App& app, RunOptions& run) {
       app.add_subcommand("run", "run CMD with libtcptune.so preloaded; a jsonl log and a summary by default");
   CLI::Option* policy = command->add_option("--policy", run.policy, "policy file (validated first; exit 78 if invalid)")
                             ->option_text("FILE");
-  CLI::Option* preset = add_preset(*command, run.policy, "instead of --policy FILE")->excludes(policy);
-  CLI::Option* observe =
-      command
-          ->add_flag("--observe", run.observe,
-                     "measure every connection and change nothing: no socket option is set (the observe-only "
-                     "policy, the first arm of tcptune ab)")
-          ->excludes(policy)
-          ->excludes(preset);
+  add_preset(*command, run.policy, "instead of --policy FILE")->excludes(policy);
+  CLI::Option* observe = command->add_flag(
+      "--observe", run.observe,
+      "measure every connection and change nothing: no socket option is set (the observe-only policy, the first "
+      "arm of tcptune ab); with --policy or --preset, only that policy's [log] is used (its log and Prometheus "
+      "textfile), as the off arm of a fleet A/B");
+  command
+      ->add_option("--arm", run.arm,
+                   "TCPTUNE_ARM=NAME for every process: arm=\"NAME\" on every series of the Prometheus textfile and "
+                   "\"arm\" in every record, for tcptune ab --prometheus")
+      ->option_text("NAME")
+      ->check(CLI::Validator(
+          [](const std::string& name) { return config::arm_name_problem(name); }, "NAME"));
   command
       ->add_option("--log", run.log,
                    "log file, or 'stderr' for each process's own standard error (default: TCPTUNE_LOG, else the "
@@ -146,21 +154,96 @@ void add_advise(CLI::App& app, AdviseOptions& advise) {
   command->add_flag("--json", advise.json, "one JSON object on stdout: {\"findings\": [...]}");
 }
 
+// A duration as the policy writes them ("10m", "30s", "1h"), from `low` seconds.
+CLI::Validator duration_from(double low) {
+  return {[low](const std::string& text) -> std::string {
+            const config::Parsed<config::Duration> parsed = config::parse_duration(text);
+            if (!parsed.ok()) {
+              return parsed.error();
+            }
+            if (std::chrono::duration<double>(parsed.value()).count() < low) {
+              return "'" + text + "' is shorter than " + std::to_string(static_cast<int>(low)) + " s";
+            }
+            return {};
+          },
+          "DURATION"};
+}
+
+// A PromQL label name.
+CLI::Validator label_name() {
+  return {[](const std::string& text) -> std::string {
+            if (!std::regex_match(text, std::regex("[a-zA-Z_][a-zA-Z0-9_]*"))) {
+              return "'" + text + "' is not a Prometheus label name";
+            }
+            return {};
+          },
+          "LABEL"};
+}
+
 void add_ab(CLI::App& app, AbOptions& ab) {
-  CLI::App* command =
-      app.add_subcommand("ab", "CMD observed vs tuned in interleaved runs: a verdict per metric, plots, a report");
-  command->add_option("--runs", ab.runs, "runs per arm, 1 to 1000 (default: 5)")
-      ->option_text("N")
-      ->check(whole_number(1, 1000));
+  CLI::App* command = app.add_subcommand(
+      "ab",
+      "CMD observed vs tuned in interleaved runs, or two arms of a fleet read from Prometheus: a verdict per metric, "
+      "plots, a report");
+  CLI::Option* runs = command->add_option("--runs", ab.runs, "runs per arm, 1 to 1000 (default: 5)")
+                          ->option_text("N")
+                          ->check(whole_number(1, 1000));
   CLI::Option* policy =
       command->add_option("--policy", ab.policy, "the tuned arm's policy (default: the built-in default)")
           ->option_text("FILE");
-  add_preset(*command, ab.policy, "instead of --policy FILE")->excludes(policy);
+  CLI::Option* preset = add_preset(*command, ab.policy, "instead of --policy FILE")->excludes(policy);
   command
       ->add_option("--out", ab.out,
                    "directory for logs, summary.txt/.json, plots and report.html (default: tcptune-ab)")
       ->option_text("DIR");
-  add_program(*command, ab.command);
+  CLI::Option* prometheus =
+      command
+          ->add_option("--prometheus", ab.prometheus,
+                       "compare two arms already running (TCPTUNE_ARM, or a scrape label) from this Prometheus "
+                       "server's API, step by step over --window, instead of running CMD (plain http)")
+          ->option_text("URL")
+          ->excludes(runs)
+          ->excludes(policy)
+          ->excludes(preset);
+  command->add_option("--arm-label", ab.arm_label, "with --prometheus: the label naming the arm (default: arm)")
+      ->option_text("LABEL")
+      ->check(label_name())
+      ->needs(prometheus);
+  command->add_option("--on", ab.on, "with --prometheus: the tuned arm's label value (default: on)")
+      ->option_text("VALUE")
+      ->needs(prometheus);
+  command
+      ->add_option("--off", ab.off,
+                   "with --prometheus: the arm that observes (tcptune run --observe), its label value (default: off)")
+      ->option_text("VALUE")
+      ->needs(prometheus);
+  command
+      ->add_option("--window", ab.window,
+                   "with --prometheus: how far back from --end to compare (default: 1h; e.g. 10m, 6h)")
+      ->option_text("DURATION")
+      ->check(duration_from(2))
+      ->needs(prometheus);
+  command
+      ->add_option("--step", ab.step,
+                   "with --prometheus: one sample per arm and step, steps not overlapping; at least twice the scrape "
+                   "interval (default: 1m)")
+      ->option_text("DURATION")
+      ->check(duration_from(1))
+      ->needs(prometheus);
+  command->add_option("--end", ab.end, "with --prometheus: the window's end, Unix seconds (default: now)")
+      ->option_text("TIME")
+      ->check(CLI::PositiveNumber)
+      ->needs(prometheus);
+  command->add_option("--program", ab.program, "with --prometheus: only this program's series (program label)")
+      ->option_text("NAME")
+      ->needs(prometheus);
+  command
+      ->add_option("--selector", ab.selector,
+                   "with --prometheus: more label matchers for every query, as inside PromQL's braces (e.g. "
+                   "'app=\"orders\",namespace=\"shop\"')")
+      ->option_text("MATCHERS")
+      ->needs(prometheus);
+  add_program(*command, ab.command)->required(false);
 }
 
 // A Kubernetes name: a DNS subdomain (ConfigMap names), or a ConfigMap key.
@@ -353,12 +436,23 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
       line.subcommand = entry.subcommand;
     }
   }
-  // ab has always required "--" before CMD (run also takes CMD without it).
-  if (line.subcommand == Subcommand::ab) {
+  // ab has always required "--" before CMD (run also takes CMD without it); with --prometheus
+  // the arms are already running, and there is no CMD.
+  if (line.subcommand == Subcommand::ab && line.ab.prometheus.empty()) {
+    if (line.ab.command.empty()) {
+      return usage_error(app, "CMD is required: tcptune ab [OPTIONS] -- CMD ARGS..., or tcptune ab --prometheus URL");
+    }
     const std::vector<std::string> rest = chosen.front()->remaining();
     if (std::find(rest.begin(), rest.end(), "--") == rest.end()) {
       return usage_error(app, "CMD must follow --: tcptune ab [OPTIONS] -- CMD ARGS...");
     }
+  }
+  if (line.subcommand == Subcommand::ab && !line.ab.prometheus.empty() && !line.ab.command.empty()) {
+    return usage_error(app, "--prometheus compares two arms already running: it takes no CMD");
+  }
+  if (line.subcommand == Subcommand::ab && !line.ab.prometheus.empty() &&
+      (line.ab.on.empty() || line.ab.off.empty() || line.ab.on == line.ab.off)) {
+    return usage_error(app, "--on and --off name two different arms");
   }
   return line;
 }

@@ -23,6 +23,7 @@ struct RunOptions {
   bool verbose = false;
   bool supervise = false;            // tune from outside (seccomp) even when the shim could be preloaded
   bool observe = false;              // the observe-only policy (observe_policy.hpp): measure, set nothing
+  std::string arm;                   // --arm: TCPTUNE_ARM for every process of the run; empty: as set
   std::vector<std::string> command;  // CMD ARGS..., never empty after a successful parse
 };
 
@@ -48,6 +49,17 @@ struct AbOptions {
   std::string policy;
   std::string out = "tcptune-ab";
   std::vector<std::string> command;
+  // A fleet A/B (--prometheus URL): two arms already running, told apart by a label, compared
+  // step by step over a time window of what Prometheus scraped. Empty: runs of CMD.
+  std::string prometheus;
+  std::string arm_label = "arm";
+  std::string on = "on";
+  std::string off = "off";
+  std::string window = "1h";
+  std::string step = "1m";
+  std::string end;       // Unix seconds; empty: now
+  std::string program;   // program="..." on every query; empty: every program
+  std::string selector;  // more label matchers, as PromQL writes them inside {}
 };
 
 struct KubeInjectOptions {

@@ -6,11 +6,19 @@
 // lets them through), and the supervisor traps no setsockopt.
 #pragma once
 
+#include <string>
+
 namespace tcptune::cli {
 
 inline constexpr const char* kObservePolicyText = "version = 1\n[defaults]\nnodelay = \"keep\"\n";
 
 // How records and messages name it when no file holds it (`tcptune run --observe`).
 inline constexpr const char* kObservePolicyName = "observe-only (tcptune run --observe)";
+
+// The observe-only policy with the [log] table of `policy_text` (a policy that loads), and
+// nothing else of it: what `tcptune run --observe --policy FILE` runs, so that the off arm of
+// a fleet A/B logs and exports its Prometheus textfile exactly as the on arm, which runs FILE,
+// does. The observe-only text itself when FILE has no [log].
+std::string observe_policy_logging_as(const std::string& policy_text);
 
 }  // namespace tcptune::cli

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <system_error>
+#include <variant>
 
 #include "commands.hpp"
 #include "default_log.hpp"
@@ -22,6 +23,7 @@
 #include "stderr_stream.hpp"
 #include "supervised_run.hpp"
 #include "supervision.hpp"
+#include "tcptune/config/arm_label.hpp"
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/log_cut_notice.hpp"
 #include "tcptune/config/log_destination.hpp"
@@ -154,11 +156,30 @@ int run_command(const RunOptions& options) {
   // Read once: every process of the run gets this text, whatever happens to the file meanwhile.
   // One from TCPTUNE_POLICY that does not load is reported by the program (fail-open), as without run.
   RunPolicy run_policy;
+  std::string observe_text = kObservePolicyText;
+  std::string observe_name = kObservePolicyName;
+  if (options.observe && !options.policy.empty()) {
+    // Observing as FILE logs: its [log] only (its log and textfile), FILE validated first.
+    RunPolicy logging;
+    const config::LoadResult read = logging.load(options.policy);
+    if (!read.ok()) {
+      (void)std::fprintf(stderr, "tcptune: %s\n", read.error().to_string().c_str());
+      return kExitConfig;
+    }
+    std::variant<std::string, config::PolicyError> text = config::read_policy_file(options.policy);
+    if (text.index() == 0) {
+      observe_text = observe_policy_logging_as(std::get<0>(text));
+      observe_name += ", [log] of " + read.policy().source;
+    }
+  }
   const config::LoadResult loaded =
-      options.observe ? run_policy.load_text(kObservePolicyText, kObservePolicyName) : run_policy.load(options.policy);
+      options.observe ? run_policy.load_text(observe_text, observe_name) : run_policy.load(options.policy);
   if (!loaded.ok() && !options.policy.empty()) {
     (void)std::fprintf(stderr, "tcptune: %s\n", loaded.error().to_string().c_str());
     return kExitConfig;
+  }
+  if (!options.arm.empty()) {
+    setenv(config::kArmEnv, options.arm.c_str(), 1);  // validated by the command line
   }
   if (const std::string copy_problem = run_policy.pass_on(); !copy_problem.empty()) {
     (void)std::fprintf(stderr, "tcptune: warning: %s; programs started later read the file again\n",

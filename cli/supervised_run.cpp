@@ -18,6 +18,7 @@
 #include "socket_access.hpp"
 #include "supervision.hpp"
 #include "supervisor_log.hpp"
+#include "tcptune/config/arm_label.hpp"
 #include "tcptune/config/core_announcement.hpp"
 #include "tcptune/config/escape.hpp"
 #include "tcptune/config/log_destination.hpp"
@@ -43,6 +44,10 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv, const 
   const config::LogDestination destination = config::resolve_log_destination(&policy, true);
   for (const std::string& problem : destination.problems) {
     (void)std::fprintf(stderr, "tcptune: %s\n", problem.c_str());
+  }
+  const config::ArmFromEnvironment arm = config::arm_from_environment(std::getenv(config::kArmEnv));
+  if (!arm.problem.empty()) {
+    (void)std::fprintf(stderr, "tcptune: %s\n", arm.problem.c_str());
   }
   // Without CAP_SYS_ADMIN the kernel takes a filter only under no_new_privs, which strips every
   // setuid program the supervised one runs: said here, and for each such program it runs (the
@@ -98,7 +103,7 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv, const 
     }
     supervisor::SupervisorLog log;
     if (const std::string error = log.open(config::expand_log_path(destination.pattern, program, child),
-                                           destination.level, destination.format);
+                                           destination.level, destination.format, arm.arm);
         !error.empty()) {
       (void)std::fprintf(stderr, "tcptune: %s; logging disabled\n", error.c_str());
     }
@@ -108,9 +113,12 @@ int run_supervised(const std::string& resolved, std::vector<char*>& argv, const 
         .add("mode", "supervised")
         .add("no_new_privs", no_new_privs)
         .add("sockets", access.hand_over ? "handed_over" : "pidfd_getfd");
+    if (!arm.arm.empty() && destination.format != config::LogFormat::jsonl) {
+      start.add("arm", arm.arm);  // in jsonl every line has it
+    }
     log.write(config::LogLevel::info, child, program, start);
     const supervisor::ServeResult served =
-        supervisor::serve(listener, {child, program}, policy, log, kConnectionPollNs, access);
+        supervisor::serve(listener, {child, program, arm.arm}, policy, log, kConnectionPollNs, access);
     telemetry::Record summary("supervisor_summary");
     summary.add("trapped_calls", served.calls).add("sockets_tuned", served.tuned);
     if (served.records_dropped != 0) {

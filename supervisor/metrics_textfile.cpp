@@ -18,8 +18,13 @@ constexpr std::int64_t kRetryNs = 10'000'000;
 }  // namespace
 
 MetricsTextfile::MetricsTextfile(const config::Policy& policy, SupervisorLog& log, const std::string& program,
-                                 pid_t child)
-    : policy_(policy), log_(log), program_(program), child_(child), merged_(telemetry::plain_file_calls()) {
+                                 pid_t child, const std::string& arm)
+    : policy_(policy),
+      log_(log),
+      program_(program),
+      child_(child),
+      arm_(arm),
+      merged_(telemetry::plain_file_calls()) {
   if (!policy_.log.prometheus_textfile.empty()) {
     path_ = config::expand_log_path(policy_.log.prometheus_textfile, program_, child_);
   }
@@ -54,6 +59,7 @@ bool MetricsTextfile::write(const ConnectionWatch& watch, const CallRecords& rec
     }
     telemetry::MetricsContext context;
     context.program = program_;
+    context.arm = arm_;
     context.source = telemetry::MetricsSource::supervisor;
     context.dropped_records = dropped_records;
     context.option_misses = records.option_misses();

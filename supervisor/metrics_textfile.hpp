@@ -23,8 +23,10 @@ namespace tcptune::supervisor {
 
 class MetricsTextfile {
  public:
-  // `program` and `child` fill the path's {program} and {pid}, as the shim's do.
-  MetricsTextfile(const config::Policy& policy, SupervisorLog& log, const std::string& program, pid_t child);
+  // `program` and `child` fill the path's {program} and {pid}, as the shim's do; `arm`
+  // (TCPTUNE_ARM) labels every series, as the shim's does.
+  MetricsTextfile(const config::Policy& policy, SupervisorLog& log, const std::string& program, pid_t child,
+                  const std::string& arm = {});
 
   // Writes if [log] interval has passed since the last write; the first call writes. Never
   // waits for another process's merge: the next tick tries again.
@@ -41,6 +43,7 @@ class MetricsTextfile {
   SupervisorLog& log_;
   std::string program_;
   pid_t child_;
+  std::string arm_;
   std::string path_;  // empty: no textfile
   telemetry::MergedTextfile merged_;
   std::int64_t next_write_ns_ = 0;

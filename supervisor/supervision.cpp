@@ -87,7 +87,7 @@ void keep_records(const Supervised& supervised, const config::Policy& policy, Su
   try {
     ConnectionWatch watch(policy, log, connection_poll_ns);
     CallRecords records(policy, log, &watch, access);
-    MetricsTextfile textfile(policy, log, supervised.program, supervised.child);
+    MetricsTextfile textfile(policy, log, supervised.program, supervised.child, supervised.arm);
     while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(std::chrono::milliseconds(kReapEveryMs))) {
       (void)reaper.reap();
       for (FollowUp& done : *taken) {

@@ -48,6 +48,7 @@ struct ServeResult {
 struct Supervised {
   pid_t child = 0;
   std::string program;
+  std::string arm;  // TCPTUNE_ARM, validated: the textfile's arm label; empty: none
 };
 
 // In the parent: every trapped call answered, with `policy`, until the child has exited and

@@ -81,10 +81,12 @@ SupervisorLog::~SupervisorLog() {
   }
 }
 
-std::string SupervisorLog::open(const std::string& path, config::LogLevel level, config::LogFormat format) {
+std::string SupervisorLog::open(const std::string& path, config::LogLevel level, config::LogFormat format,
+                                const std::string& arm) {
   if (path.empty() || level == config::LogLevel::off) {
     return {};
   }
+  arm_ = arm;
   if (config::is_stderr_log(path)) {
     auto stream = std::make_unique<telemetry::StderrStream>();
     if (const char* why = stream->open(3); why != nullptr) {
@@ -129,6 +131,10 @@ std::string SupervisorLog::line_prefix(config::LogLevel level, pid_t pid, std::s
   std::string prefix = "{\"ts\":\"" + timestamp(true) + "\",\"level\":\"" + level_word(level) +
                        "\",\"pid\":" + std::to_string(pid) + ",\"program\":";
   telemetry::append_json_string(prefix, program);
+  if (!arm_.empty()) {
+    prefix += ",\"arm\":";
+    telemetry::append_json_string(prefix, arm_);
+  }
   return prefix + ",";
 }
 

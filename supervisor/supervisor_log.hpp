@@ -25,7 +25,9 @@ class SupervisorLog {
 
   // Opens `path` for appending (created 0644), or tcptune's own stderr for "stderr"
   // (config::is_stderr_log; stderr_stream.hpp). Empty on success, else a one-line reason.
-  std::string open(const std::string& path, config::LogLevel level, config::LogFormat format);
+  // `arm` (TCPTUNE_ARM, validated): "arm" after "program" on every jsonl line; empty: none.
+  std::string open(const std::string& path, config::LogLevel level, config::LogFormat format,
+                   const std::string& arm = {});
   [[nodiscard]] bool enabled(config::LogLevel level) const noexcept;
   // One line, kept until flush or until a batch is full: a write(2) per record cost the
   // supervisor more than any other step of a connect.
@@ -48,6 +50,7 @@ class SupervisorLog {
   telemetry::LogDrops drops_reported_;
   std::string pending_;
   std::string path_;
+  std::string arm_;
   int fd_ = -1;
   config::LogLevel level_ = config::LogLevel::off;
   config::LogFormat format_ = config::LogFormat::jsonl;

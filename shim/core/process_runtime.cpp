@@ -21,6 +21,7 @@
 #include "shim_log.hpp"
 #include "socket_calls.hpp"
 #include "supervisor_announcement.hpp"
+#include "tcptune/config/arm_label.hpp"
 #include "tcptune/config/host_sysctl.hpp"
 #include "tcptune/config/log_cut_notice.hpp"
 #include "tcptune/config/log_destination.hpp"
@@ -49,14 +50,15 @@ const char* env(const char* name, bool secure) {
 // The log path as configured, before expansion: a forked child re-expands {pid}.
 std::string* g_log_pattern = nullptr;
 
-void open_configured_log(const config::Policy* policy, const std::string& program, bool secure) {
+void open_configured_log(const config::Policy* policy, const std::string& program, const std::string& arm,
+                         bool secure) {
   const config::LogDestination destination = config::resolve_log_destination(policy, !secure);
   for (const std::string& problem : destination.problems) {
     (void)std::fprintf(stderr, "tcptune: %s\n", problem.c_str());
   }
   g_log_pattern = new std::string(destination.pattern);
   const std::string error = open_log(config::expand_log_path(destination.pattern, program, getpid()), destination.level,
-                                     destination.format, program);
+                                     destination.format, program, arm);
   if (policy != nullptr && error.empty()) {
     set_log_rotation(policy->log.rotate_size, policy->log.keep);
   }
@@ -160,11 +162,19 @@ void initialize() {
     }
     (void)std::fprintf(stderr, "tcptune: %s; running untuned\n", message.c_str());
   }
-  open_configured_log(runtime->policy, runtime->program, secure);
-  // pid (and, in jsonl, program) are on every line already.
+  const config::ArmFromEnvironment arm = config::arm_from_environment(env(config::kArmEnv, secure));
+  if (!arm.problem.empty()) {
+    say_on_stderr("tcptune: " + arm.problem + "\n");  // not into a socket that is stderr
+  }
+  runtime->arm = arm.arm;
+  open_configured_log(runtime->policy, runtime->program, runtime->arm, secure);
+  // pid (and, in jsonl, program and arm) are on every line already.
   telemetry::Record start("start");
   if (!log_is_jsonl()) {
     start.add("program", runtime->program);
+    if (!runtime->arm.empty()) {
+      start.add("arm", runtime->arm);
+    }
   }
   if (runtime->policy != nullptr) {
     start.add("policy", runtime->policy->source).add("rules", static_cast<std::int64_t>(runtime->policy->rules.size()));

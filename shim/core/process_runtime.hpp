@@ -13,6 +13,7 @@ namespace tcptune::shim {
 struct Runtime {
   const config::Policy* policy = nullptr;  // immutable after initialisation
   std::string program;
+  std::string arm;  // TCPTUNE_ARM, validated (tcptune/config/arm_label.hpp); empty: none
   // Some rule (or [defaults]) sets buffers or override_app_buffers: the app's SO_SNDBUF and
   // SO_RCVBUF before connect or listen are held until the rule is known. Without, they go
   // straight to the kernel (the observe-only policy changes nothing, not even when they land).

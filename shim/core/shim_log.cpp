@@ -411,7 +411,7 @@ int open_log_fd(const std::string& path, std::string& error) {
 }  // namespace
 
 std::string open_log(const std::string& path, config::LogLevel level, config::LogFormat format,
-                     std::string_view program) {
+                     std::string_view program, std::string_view arm) {
   if (path.empty() || level == config::LogLevel::off) {
     return {};
   }
@@ -439,6 +439,10 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
     if (format == config::LogFormat::jsonl) {
       std::string program_json;
       telemetry::append_json_string(program_json, program);
+      if (!arm.empty()) {
+        program_json += ",\"arm\":";
+        telemetry::append_json_string(program_json, arm);
+      }
       std::string escaped;  // a literal '%' in a pattern is "%%"
       for (const char c : program_json) {
         escaped += c == '%' ? std::string("%%") : std::string(1, c);

@@ -15,9 +15,10 @@ namespace tcptune::shim {
 // Opens (appending) the log at `path`; an empty path disables logging; "stderr"
 // (config::is_stderr_log) is the process's own standard error (stderr_stream.hpp). Returns an
 // error message on failure, empty on success. In jsonl format every line is one JSON object:
-// {"ts","level","pid","program", then the record's fields}.
+// {"ts","level","pid","program", then "arm" when `arm` is not empty (TCPTUNE_ARM), then the
+// record's fields}.
 std::string open_log(const std::string& path, config::LogLevel level, config::LogFormat format,
-                     std::string_view program);
+                     std::string_view program, std::string_view arm = {});
 // A write that fails or comes out short (a full disk, `ulimit -f`: SIGXFSZ is held off around
 // the log's writes, never ignored for the app) ends the log: the failed line's part is cut off
 // again, one line on stderr names the log and the error, and nothing more is written; the

@@ -238,6 +238,7 @@ bool write_prometheus_textfile(const Runtime& runtime, bool leaving, std::chrono
   std::erase_if(rows, [](const telemetry::MetricsRow& row) { return row.connections == 0; });
   telemetry::MetricsContext context;
   context.program = runtime.program;
+  context.arm = runtime.arm;
   context.source = telemetry::MetricsSource::preloaded_shim;
   context.dropped_records = g_dropped_total;
   context.keep_warm_rules = keep_warm_rules(*runtime.policy);

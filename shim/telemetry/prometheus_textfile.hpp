@@ -44,6 +44,9 @@ struct OptionMiss {
 // What the file says beyond the rows.
 struct MetricsContext {
   std::string program;
+  // TCPTUNE_ARM (tcptune/config/arm_label.hpp): arm="..." on every series, after program, so
+  // that processes of two arms sharing one file keep series of their own. Empty: no label.
+  std::string arm;
   MetricsSource source = MetricsSource::preloaded_shim;
   std::uint64_t dropped_records = 0;
   std::vector<std::string> keep_warm_rules;  // the rules (names) whose connections are kept warm

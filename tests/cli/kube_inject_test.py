@@ -138,6 +138,18 @@ def main():
                                         timeout=TIMEOUT)
         expect(checked_policy.returncode == 0 and b"valid, 1 rule" in checked_policy.stdout,
                f"the example ConfigMap's policy is valid ({checked_policy.stdout.decode()[:200]})")
+        # Its observe-only policy (the off arm of ab-deployments.yaml): valid, and with the same [log].
+        observe_start = next(i for i, line in enumerate(configmap) if line.strip() == "observe.toml: |") + 1
+        observe = "".join(line[4:] + "\n" for line in configmap[observe_start:start - 1])
+        (work / "observe.toml").write_text(observe)
+        checked_observe = subprocess.run([options.tcptune, "check", str(work / "observe.toml")], capture_output=True,
+                                         timeout=TIMEOUT)
+        policy_log = "\n".join(configmap[start:]).split("[log]")[-1]
+        expect(checked_observe.returncode == 0 and 'nodelay = "keep"' in observe and
+               [l.strip() for l in observe.split("[log]")[-1].splitlines() if "=" in l] ==
+               [l.strip() for l in policy_log.splitlines() if "=" in l and not l.strip().startswith("#")],
+               f"the example ConfigMap's observe-only policy is valid, with the policy's [log] "
+               f"({checked_observe.stdout.decode()[:200]})")
 
         # tcptune install, as the init container runs it: the directory holding tcptune, copied
         # with its modes (tcptune stays executable) into a directory that may not exist yet.

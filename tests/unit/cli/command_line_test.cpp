@@ -108,6 +108,45 @@ TEST(CommandLine, AbNeedsDoubleDashBeforeTheProgram) {
   expect_usage_error(parse_command_line({"ab", "--runs", "2", "prog"}), "CMD must follow --");
 }
 
+TEST(CommandLine, RunNamesItsArm) {
+  CommandLine line = parse_command_line({"run", "--arm", "off", "--observe", "--policy", "fleet.toml", "--", "app"});
+  ASSERT_EQ(line.subcommand, Subcommand::run) << line.message;
+  EXPECT_EQ(line.run.arm, "off");
+  EXPECT_TRUE(line.run.observe) << "--observe takes --policy's [log]";
+  EXPECT_EQ(line.run.policy, "fleet.toml");
+  expect_usage_error(parse_command_line({"run", "--arm", "on arm", "--", "app"}),
+                     "tcptune run: --arm: 'on arm' is not an arm name");
+  expect_usage_error(parse_command_line({"run", "--arm", "", "--", "app"}), "is not an arm name: it is empty");
+  expect_usage_error(parse_command_line({"run", "--observe", "--no-log", "--", "app"}), "--no-log");
+}
+
+TEST(CommandLine, AbFromPrometheus) {
+  CommandLine line = parse_command_line({"ab", "--prometheus", "http://127.0.0.1:9090", "--window", "10m", "--step",
+                                         "30s", "--on", "tuned", "--off", "base", "--program", "orders"});
+  ASSERT_EQ(line.subcommand, Subcommand::ab) << line.message;
+  EXPECT_EQ(line.ab.prometheus, "http://127.0.0.1:9090");
+  EXPECT_EQ(line.ab.window, "10m");
+  EXPECT_EQ(line.ab.step, "30s");
+  EXPECT_EQ(line.ab.on, "tuned");
+  EXPECT_EQ(line.ab.off, "base");
+  EXPECT_EQ(line.ab.arm_label, "arm");
+  EXPECT_TRUE(line.ab.command.empty());
+  expect_usage_error(parse_command_line({"ab", "--prometheus", "http://p:9090", "--", "prog"}),
+                     "--prometheus compares two arms already running: it takes no CMD");
+  expect_usage_error(parse_command_line({"ab", "--prometheus", "http://p:9090", "--runs", "3"}), "--runs");
+  expect_usage_error(parse_command_line({"ab", "--prometheus", "http://p:9090", "--policy", "p.toml"}), "--policy");
+  expect_usage_error(parse_command_line({"ab", "--on", "on", "--", "prog"}), "--prometheus");
+  expect_usage_error(parse_command_line({"ab", "--prometheus", "http://p:9090", "--window", "10"}), "--window");
+  expect_usage_error(parse_command_line({"ab", "--prometheus", "http://p:9090", "--step", "500ms"}),
+                     "'500ms' is shorter than 1 s");
+  expect_usage_error(parse_command_line({"ab", "--prometheus", "http://p:9090", "--arm-label", "a-b"}),
+                     "'a-b' is not a Prometheus label name");
+  expect_usage_error(parse_command_line({"ab", "--prometheus", "http://p:9090", "--on", "x", "--off", "x"}),
+                     "--on and --off name two different arms");
+  expect_usage_error(parse_command_line({"ab", "--prometheus", "http://p:9090", "--end", "yesterday"}), "--end");
+  expect_usage_error(parse_command_line({"ab"}), "CMD is required");
+}
+
 TEST(CommandLine, ReportTakesLogsAndOptionsInAnyOrder) {
   const CommandLine line = parse_command_line({"report", "a.jsonl", "--by", "peer", "b.jsonl", "--json"});
   ASSERT_EQ(line.subcommand, Subcommand::report) << line.message;

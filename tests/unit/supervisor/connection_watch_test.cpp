@@ -18,7 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "call_records.hpp"
 #include "loopback_connection.hpp"
+#include "metrics_textfile.hpp"
 #include "socket_probe.hpp"
 
 namespace tcptune::supervisor {
@@ -332,6 +334,50 @@ TEST_F(ConnectionWatchTest, ATextfileAloneIsEnoughToFollowAndCount) {
   ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
   watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe");
   EXPECT_EQ(watch.counts_by_rule().at(0).connections, 1U);
+}
+
+// TCPTUNE_ARM in supervised mode: "arm" after "program" on every record, and arm="..." on every
+// series of the supervisor's textfile.
+TEST_F(ConnectionWatchTest, AnArmOnEveryRecordAndSeries) {
+  const std::string log_path = path_ + ".arm";
+  const std::string textfile = "/tmp/tcptune-connection-watch-" + std::to_string(getpid()) + ".prom";
+  SupervisorLog log;
+  ASSERT_EQ(log.open(log_path, config::LogLevel::info, config::LogFormat::jsonl, "off"), "");
+  policy_.log.prometheus_textfile = textfile;
+  ConnectionWatch watch(policy_, log, kIntervalNs);
+  Loopback loopback;
+  ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe");
+  for (int tick = 0; tick < 2; ++tick) {  // sees it open, then closed: its conn_close
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    watch.tick();
+    loopback.close_all();
+  }
+  log.flush();
+  std::ifstream lines(log_path);
+  std::string line;
+  int records = 0;
+  while (std::getline(lines, line)) {
+    ++records;
+    EXPECT_NE(line.find(R"("program":"probe","arm":"off",)"), std::string::npos) << line;
+  }
+  EXPECT_GT(records, 0);
+  CallRecords calls(policy_, log, &watch);
+  MetricsTextfile metrics(policy_, log, "probe", getpid(), "off");
+  metrics.write_last(watch, calls, 0);
+  std::ifstream in(textfile);
+  std::string series;
+  int samples = 0;
+  while (std::getline(in, series)) {
+    if (!series.empty() && series[0] != '#') {
+      ++samples;
+      EXPECT_NE(series.find(R"({program="probe",arm="off")"), std::string::npos) << series;
+    }
+  }
+  EXPECT_GT(samples, 0);
+  for (const std::string& path : {log_path, textfile, textfile + ".lock"}) {
+    (void)std::remove(path.c_str());
+  }
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ TEST(PrometheusTextfile, TheShimExportsEveryFamily) {
   for (const char* family : {"tcptune_connections_total", "tcptune_writes_total", "tcptune_write_bytes_total",
                              "tcptune_idle_restarts_total", "tcptune_heartbeats_total", "tcptune_write_latency_seconds",
                              "tcptune_ack_latency_seconds", "tcptune_dropped_records_total", "tcptune_processes",
-                             "tcptune_rule_keeps_warm", "tcptune_options_not_as_requested_total"}) {
+                             "tcptune_rule_keeps_warm", "tcptune_options_not_as_requested_total",
+                             "tcptune_acks_before_first_poll_total"}) {
     EXPECT_NE(text.find(std::string("# TYPE ") + family + " "), std::string::npos) << family;
   }
   EXPECT_NE(text.find("tcptune_processes{program=\"probe\"} 1\n"), std::string::npos);
@@ -51,11 +52,37 @@ TEST(PrometheusTextfile, TheShimExportsEveryFamily) {
   EXPECT_NE(text.find("tcptune_writes_total{program=\"probe\",rule=\"wan \\\"east\\\"\"} 5\n"), std::string::npos);
 }
 
+TEST(PrometheusTextfile, AnArmLabelsEverySeries) {
+  MetricsContext with_arm = context(MetricsSource::preloaded_shim);
+  with_arm.arm = "on";
+  with_arm.log_on_stderr = true;
+  std::vector<MetricsRow> rows = one_row();
+  rows[0].acks.acked_before_first_poll = 4;
+  const std::string text = render_prometheus(rows, with_arm);
+  std::istringstream lines(text);
+  std::string line;
+  int samples = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') {
+      continue;
+    }
+    ++samples;
+    EXPECT_NE(line.find("{program=\"probe\",arm=\"on\""), std::string::npos) << line;
+  }
+  EXPECT_GT(samples, 50);
+  EXPECT_NE(text.find("tcptune_acks_before_first_poll_total{program=\"probe\",arm=\"on\",rule=\"wan \\\"east\\\"\"} 4\n"),
+            std::string::npos)
+      << text;
+  // Without an arm, no label: the series of earlier versions stay as they were.
+  EXPECT_EQ(render_prometheus(rows, context(MetricsSource::preloaded_shim)).find("arm="), std::string::npos);
+}
+
 TEST(PrometheusTextfile, TheSupervisorLeavesOutWhatNeedsTheWrites) {
   const std::string text = render_prometheus(one_row(), context(MetricsSource::supervisor));
   for (const char* family :
        {"tcptune_writes_total", "tcptune_write_bytes_total", "tcptune_heartbeats_total",
-        "tcptune_write_latency_seconds", "tcptune_ack_latency_seconds", "tcptune_rule_keeps_warm"}) {
+        "tcptune_write_latency_seconds", "tcptune_ack_latency_seconds", "tcptune_rule_keeps_warm",
+        "tcptune_acks_before_first_poll_total"}) {
     EXPECT_EQ(text.find(family), std::string::npos) << family;
   }
   EXPECT_NE(text.find("tcptune_processes{program=\"probe\"} 1\n"), std::string::npos);

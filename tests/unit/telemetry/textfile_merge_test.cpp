@@ -163,6 +163,43 @@ TEST(TextfileMerge, SumsEveryProcessAndReplacesOnlyItsOwnShare) {
   EXPECT_EQ(again->generation, "g1");
 }
 
+// Processes of two arms of one program (TCPTUNE_ARM) sharing one textfile: the arm label keeps
+// each arm's counters, histograms and gauges apart, and a rewrite replaces only its own arm's share.
+TEST(TextfileMerge, TwoArmsInOneFileKeepTheirOwnSeries) {
+  const auto arm_share = [](const std::string& arm, std::uint64_t writes) {
+    MetricsRow row;
+    row.rule = "r";
+    row.connections = 1;
+    row.counters.writes = writes;
+    row.write_latency.record(2'000);
+    MetricsContext context;
+    context.program = "p";
+    context.arm = arm;
+    std::string error;
+    auto parsed = parse_exposition(render_prometheus({row}, context), error);
+    EXPECT_TRUE(parsed.has_value()) << error;
+    return parsed.value_or(Exposition{});
+  };
+  const ProcessIdentity on{100, 1, 7};
+  const ProcessIdentity off{200, 2, 7};
+  auto all_running = [](const ProcessIdentity&) { return true; };
+  const Exposition on_first = arm_share("on", 70);
+  Exposition file = merge_contribution(std::nullopt, nullptr, on_first, on, false, all_running, "g");
+  file = merge_contribution(file, nullptr, arm_share("off", 5), off, false, all_running, "g");
+  file = merge_contribution(file, &on_first, arm_share("on", 80), on, false, all_running, "g");
+  EXPECT_EQ(sample(file, "tcptune_writes_total{arm=\"on\",program=\"p\",rule=\"r\"}"), (SampleValue{80, 0}));
+  EXPECT_EQ(sample(file, "tcptune_writes_total{arm=\"off\",program=\"p\",rule=\"r\"}"), (SampleValue{5, 0}));
+  EXPECT_EQ(sample(file, "tcptune_write_latency_seconds_count{arm=\"off\",program=\"p\",rule=\"r\"}"),
+            (SampleValue{1, 0}));
+  EXPECT_EQ(sample(file, "tcptune_processes{arm=\"on\",program=\"p\"}"), (SampleValue{1, 0}));
+  EXPECT_EQ(sample(file, "tcptune_processes{arm=\"off\",program=\"p\"}"), (SampleValue{1, 0}));
+  for (const Family& family : file.families) {
+    for (const Sample& series : family.samples) {
+      EXPECT_NE(series.key.find("arm=\""), std::string::npos) << "a series without its arm: " << series.key;
+    }
+  }
+}
+
 TEST(TextfileMerge, LatencySumsStayExact) {
   const ProcessIdentity a{100, 1, 7};
   const ProcessIdentity b{200, 2, 7};
