@@ -23,7 +23,9 @@ to the writes made and `bytes` to what they carried): a run that lost count fail
 Its log files are removed afterwards.
 
   bench/write_cost/run.py                    # 7 rounds of 1,000,000 writes (about 2 minutes)
+  bench/write_cost/run.py --realtime          # under SCHED_FIFO: the machine's other load waits
   bench/write_cost/run.py --rounds 3 --arms bare,preload,run,preload-log,run-no-log
+  bench/write_cost/run.py --realtime --other-build ../main/build/release   # before and after
   bench/write_cost/run.py --quick --check    # the smoke run (ctest -R bench.write_cost_quick)
 
 Writes bench/results/write-cost-<UTC time>.json (every run, the load average before each, the
@@ -68,14 +70,20 @@ def clean_env():
     return {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
 
 
-def arm_command(arm, build, program, log_dir):
-    """The command prefix and environment of one end under `arm`."""
+def arm_command(arm, build, shim_build, program, log_dir):
+    """The command prefix and environment of one end under `arm`, with the shim of
+    `shim_build` (another build's for an arm named NAME@other: `tcptune run` is told of it by
+    TCPTUNE_SHIM)."""
+    arm = arm.split("@")[0]
     env = clean_env()
     tcptune = str(build / "bin" / "tcptune")
+    shim = str(shim_build / "lib" / "libtcptune.so")
+    if shim_build != build:
+        env["TCPTUNE_SHIM"] = shim
     if arm == "bare":
         return [], env
     if arm in ("preload", "preload-log"):
-        env["LD_PRELOAD"] = str(build / "lib" / "libtcptune.so")
+        env["LD_PRELOAD"] = shim
         if arm == "preload-log":
             env["TCPTUNE_LOG"] = str(log_dir / f"{program}-{{pid}}.jsonl")
         return [], env
@@ -89,13 +97,13 @@ def arm_command(arm, build, program, log_dir):
 LOG_LINE = re.compile(r"^tcptune: log (\S+)", re.MULTILINE)
 
 
-def run_pair(build, arm, writes, log_dir):
+def run_pair(build, other_build, arm, writes, log_dir):
     """One run of small_writes under `arm`: the sender's JSON line and the log files that
     `tcptune run` named."""
     small_writes = str(build / "bin" / "small_writes")
     port = free_port()
     endpoint = f"127.0.0.1:{port}"
-    prefix, env = arm_command(arm, build, "small_writes", log_dir)
+    prefix, env = arm_command(arm, build, other_build if arm.endswith("@other") else build, "small_writes", log_dir)
     receiver = subprocess.Popen(prefix + [small_writes, "receive", "--listen", endpoint], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -143,10 +151,10 @@ class ChildUsage:
         return spent
 
 
-def sender_close(log_paths):
-    """The sender's conn_close record in the run's logs (the one that counted writes: the
-    receiver makes none), or None."""
-    best = None
+def sender_records(log_paths):
+    """The sender's conn_close and summary records in the run's logs (those that counted
+    writes: the receiver makes none); None where there is none."""
+    best = {"conn_close": None, "summary": None}
     for path in log_paths:
         try:
             lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -157,8 +165,9 @@ def sender_close(log_paths):
                 record = json.loads(line)
             except ValueError:
                 continue
-            if record.get("event") == "conn_close" and record.get("writes", 0) > (best or {}).get("writes", 0):
-                best = record
+            event = record.get("event")
+            if event in best and record.get("writes", 0) > (best[event] or {}).get("writes", 0):
+                best[event] = record
     return best
 
 
@@ -172,6 +181,10 @@ def main():
     parser.add_argument("--realtime", action="store_true",
                         help="run every arm under SCHED_FIFO priority 10 (root or CAP_SYS_NICE): the other load "
                              "of the machine then waits, as on an idle machine")
+    parser.add_argument("--other-build", default=None,
+                        help="another build tree (an earlier commit's, with at least the targets tcptune and "
+                             "tcptune_core): its shim runs as the arms preload@other and run@other, beside this "
+                             "build's, in the same rounds")
     parser.add_argument("--quick", action="store_true", help="2 rounds of 100,000 writes")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 unless every run completed and each log counted every write")
@@ -182,6 +195,9 @@ def main():
     arms = [a for a in options.arms.split(",") if a]
     if any(a not in ALL_ARMS for a in arms):
         parser.error(f"--arms: one of {', '.join(ALL_ARMS)}")
+    other_build = Path(options.other_build).resolve() if options.other_build else None
+    if other_build:
+        arms += [f"{a}@other" for a in arms if a != "bare"]
     if "bare" not in arms:
         arms.insert(0, "bare")
     build = Path(options.build).resolve()
@@ -216,15 +232,17 @@ def main():
             for arm in order:
                 load = os.getloadavg()[0]
                 usage.take()
-                result, logs = run_pair(build, arm, options.writes, log_dir)
+                result, logs = run_pair(build, other_build, arm, options.writes, log_dir)
                 spent, switches = usage.take()
                 logs += [str(p) for p in log_dir.glob("*.jsonl")]
                 entry = {"round": round_index + 1, "arm": arm, "load1": load, "cpu_s": spent,
                          "context_switches": switches, "result": result}
-                if arm in ("run", "preload-log"):
-                    close = sender_close(logs)
+                if arm.split("@")[0] in ("run", "preload-log"):
+                    records = sender_records(logs)
+                    close = records["conn_close"]
                     entry["conn_close"] = {k: close.get(k) for k in ("writes", "bytes", "write_latency_us")} \
                         if close else None
+                    entry["write_clock"] = (records["summary"] or {}).get("write_clock")
                     if close is None or close.get("writes") != options.writes or \
                             close.get("bytes") != options.writes * 16:
                         miscounts.append(entry)
@@ -234,7 +252,7 @@ def main():
                 this_round[arm] = (result["seconds"], spent)
                 seconds[arm].append(result["seconds"])
                 cpu[arm].append(spent)
-                print(f"round {round_index + 1}/{options.rounds} {arm:11} {result['seconds']:.3f} s wall "
+                print(f"round {round_index + 1}/{options.rounds} {arm:17} {result['seconds']:.3f} s wall "
                       f"{spent:.3f} s cpu {switches} switches {result.get('segments')} segments (load {load:.1f})", file=sys.stderr, flush=True)
             for arm in arms:
                 ratios[arm].append(this_round[arm][0] / this_round["bare"][0])
@@ -261,6 +279,14 @@ def main():
         print(f"| {arm} | {m['seconds']:.3f} [{min(seconds[arm]):.3f}-{max(seconds[arm]):.3f}] | "
               f"{m['wall_ratio']:.3f} | {m['cpu_s']:.3f} | {m['cpu_ratio']:.3f} | {m['segments']:.0f} | "
               f"{m['context_switches']:.0f} |")
+    clocks = {}
+    for entry in raw:
+        if "write_clock" in entry:
+            clocks.setdefault(entry["arm"], []).append(entry["write_clock"])
+    if clocks:
+        print("\nthe write clock at exit (the sender's summary): " + "; ".join(
+            f"{arm}: " + ", ".join(f"{name} x{names.count(name)}" for name in sorted(set(map(str, names))))
+            for arm, names in clocks.items()))
     if "run" in medians:
         ratio = medians["run"]["wall_ratio"]
         print(f"\nrun / bare {ratio:.3f} (target at most 1.10: {'met' if ratio <= 1.10 else 'NOT met'})")
