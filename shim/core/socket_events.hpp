@@ -230,8 +230,8 @@ auto measured_write(int fd, SocketSlot& slot, Offered offered, Call call) -> dec
     return call();
   }
   const WriteStart start = begin_measured_write(slot);
-  const IdleCheck idle = slot.has_flag(flag_idle_restart_possible) ? check_idle_before_write(fd, slot, start.ns)
-                                                                    : IdleCheck{};
+  const IdleCheck idle =
+      slot.has_flag(flag_idle_restart_possible) ? check_idle_before_write(fd, slot, start.ns) : IdleCheck{};
   const auto result = call();
   const auto written = static_cast<ssize_t>(result);
   const std::size_t bytes = offered(written);

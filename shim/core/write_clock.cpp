@@ -83,7 +83,8 @@ bool tsc_trusted() noexcept {
 bool scale_agrees(const TscScale& scale, ClockPoint point) noexcept {
   const std::int64_t span_ns = point.ns - scale.base.ns;
   const std::int64_t error_ns = tsc_to_ns(scale, point.tsc) - point.ns;
-  const std::int64_t allowed_ns = kDriftAllowanceNs + (span_ns > 0 ? span_ns / 1'000'000 * kDriftAllowancePerMillion : 0);
+  const std::int64_t allowed_ns =
+      kDriftAllowanceNs + (span_ns > 0 ? span_ns / 1'000'000 * kDriftAllowancePerMillion : 0);
   return error_ns <= allowed_ns && error_ns >= -allowed_ns;
 }
 
