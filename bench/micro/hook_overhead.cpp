@@ -8,8 +8,8 @@
 //   tcp_write_measured_keep_warm  both;
 //   tcp_write_on_wait    an unmeasured write under nodelay = "on-wait": noted for the next wait;
 //   wait_nothing_noted   a wait hook when this thread wrote nothing since its last wait.
-// Budgets: at most 5 ns for the first, 60 ns for the last. raw_write_dev_null shows, in the
-// same run, what a real call costs on its own.
+// Budgets: at most 5 ns for non_tcp_fd_lookup, 30 ns for tcp_write_measured. raw_write_dev_null
+// shows, in the same run, what a real call costs on its own.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>

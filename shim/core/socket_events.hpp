@@ -137,26 +137,27 @@ inline WriteStart begin_measured_write(const SocketSlot& slot) noexcept {
 
 inline void after_measured_write(int fd, SocketSlot& slot, const WriteStart& start, ssize_t result,
                                  std::size_t offered) noexcept {
-  const int error = errno;
+  // errno matters only to a failed call, and nothing below changes it but the rare records
+  // (post_write keeps it): a call that succeeded neither reads nor writes it.
+  const int error = result < 0 ? errno : 0;
   if (slot.generation.load(std::memory_order_acquire) != start.generation) [[unlikely]] {
     count_write_after_close(start.rule_index, result, offered, error);
-    errno = error;
     return;
   }
   const std::int64_t end_ns = write_clock_ns();
   // Never negative, even across a recalibration of the write clock.
   const std::int64_t duration_ns = end_ns > start.ns ? end_ns - start.ns : 0;
   slot.stats.record_write(static_cast<std::uint64_t>(duration_ns), end_ns, result, offered, error);
-  if (result > 0) {
+  if (result > 0 && !slot.stats.ack_sample_outstanding.load(std::memory_order_relaxed)) [[unlikely]] {
     maybe_sample_ack(fd, slot, slot.stats.counters.bytes.load(std::memory_order_relaxed), end_ns);
   }
-  const WriteReporting& reporting = write_reporting();
+  const WriteReporting& reporting = g_write_reporting;
   const std::int64_t slow_ns = reporting.slow_write_ns.load(std::memory_order_relaxed);
   const bool slow = slow_ns != 0 && duration_ns >= slow_ns;
   if (slow || reporting.trace_writes.load(std::memory_order_relaxed)) [[unlikely]] {
+    const ErrnoSaver saver;
     post_write(fd, slot, duration_ns, result, offered, slow);
   }
-  errno = error;
 }
 
 // The connection's message boundary after a call that returned `result`, on a connection whose
@@ -229,7 +230,8 @@ auto measured_write(int fd, SocketSlot& slot, Offered offered, Call call) -> dec
     return call();
   }
   const WriteStart start = begin_measured_write(slot);
-  const IdleCheck idle = check_idle_before_write(fd, slot, start.ns);
+  const IdleCheck idle =
+      slot.has_flag(flag_idle_restart_possible) ? check_idle_before_write(fd, slot, start.ns) : IdleCheck{};
   const auto result = call();
   const auto written = static_cast<ssize_t>(result);
   const std::size_t bytes = offered(written);

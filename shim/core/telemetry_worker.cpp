@@ -85,8 +85,6 @@ struct TelemetryEvent {
   PendingConnect connect{};
 };
 
-WriteReporting g_write_reporting;
-
 void handle_write(const WriteEvent& write, const Runtime& runtime) {
   log_record(write.slow ? LogLevel::warn : LogLevel::info, write_record(write, *runtime.policy));
 }
@@ -434,10 +432,6 @@ void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_
   }
 }
 
-WriteReporting& write_reporting() noexcept {
-  return g_write_reporting;
-}
-
 void post_write(int fd, const SocketSlot& slot, std::int64_t duration_ns, ssize_t result, std::size_t offered,
                 bool slow) noexcept {
   if (g_state.load(std::memory_order_acquire) != WorkerState::running) {
@@ -458,7 +452,8 @@ void post_write(int fd, const SocketSlot& slot, std::int64_t duration_ns, ssize_
 }
 
 void maybe_sample_ack(int fd, SocketSlot& slot, std::uint64_t bytes_after, std::int64_t write_end_ns) noexcept {
-  if (slot.stats.ack_sample_outstanding.load(std::memory_order_relaxed) ||
+  // The worker first: without it nothing would time the sample, so nothing is claimed.
+  if (g_state.load(std::memory_order_relaxed) != WorkerState::running ||
       slot.stats.ack_sample_outstanding.exchange(true, std::memory_order_acq_rel)) {
     return;
   }

@@ -31,15 +31,17 @@ void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_
 struct IdleRestart;
 void post_idle_restart(const IdleRestart& event) noexcept;
 // After a measured write that left the connection's byte count at `bytes_after`: unless a
-// sample is already outstanding, the worker times until the peer acknowledges that byte.
-// Lock-free, no system call; async-signal-safe.
+// sample is already outstanding (the write path looks first), or the worker is not running,
+// the worker times until the peer acknowledges that byte. Lock-free, no system call;
+// async-signal-safe.
 void maybe_sample_ack(int fd, SocketSlot& slot, std::uint64_t bytes_after, std::int64_t write_end_ns) noexcept;
 // What the write path reports beyond its statistics, set from [log] when the worker starts.
 struct WriteReporting {
   std::atomic<std::int64_t> slow_write_ns{0};  // 0: no slow_write records
   std::atomic<bool> trace_writes{false};
 };
-WriteReporting& write_reporting() noexcept;
+// Read by every measured write: a global of its own, not behind a call.
+inline constinit WriteReporting g_write_reporting;
 // A write for a slow_write or (trace_writes) write record. Lock-free; async-signal-safe.
 void post_write(int fd, const SocketSlot& slot, std::int64_t duration_ns, ssize_t result, std::size_t offered,
                 bool slow) noexcept;

@@ -66,9 +66,12 @@ bool tsc_trusted() noexcept {
   }
   try {
     // The kernel drops the TSC as its clocksource when it finds it unstable or unsynchronized
-    // across CPUs; it stays trusted here only while the kernel trusts it.
+    // across CPUs; it stays trusted here only while the kernel keeps time with it: directly, or
+    // through kvm-clock, which is the TSC scaled by factors the hypervisor publishes (a guest
+    // may be told tsc=unstable so that it follows them across a migration: the calibration's
+    // agreement check catches what they would have corrected).
     const auto source = config::read_sysctl("clocksource0/current_clocksource", "/sys/devices/system/clocksource");
-    return source && *source == "tsc";
+    return source && (*source == "tsc" || *source == "kvm-clock");
   } catch (...) {
     return false;
   }
@@ -77,18 +80,41 @@ bool tsc_trusted() noexcept {
 #endif
 }
 
+bool scale_agrees(const TscScale& scale, ClockPoint point) noexcept {
+  const std::int64_t span_ns = point.ns - scale.base.ns;
+  const std::int64_t error_ns = tsc_to_ns(scale, point.tsc) - point.ns;
+  const std::int64_t allowed_ns =
+      kDriftAllowanceNs + (span_ns > 0 ? span_ns / 1'000'000 * kDriftAllowancePerMillion : 0);
+  return error_ns <= allowed_ns && error_ns >= -allowed_ns;
+}
+
 void WriteClockCalibrator::tick(std::int64_t now_ns) noexcept {
   if (!trusted_ || now_ns < next_ns_) {
     return;
   }
-  const ClockPoint point = read_clock_point();
-  if (anchor_) {
+  calibrate_at(read_clock_point());
+}
+
+void WriteClockCalibrator::calibrate_at(ClockPoint point) noexcept {
+  if (!trusted_) {
+    return;
+  }
+  if (published_ && !scale_agrees(*published_, point)) {
+    // Back to clock_gettime at once; calibrated again from this point, unless it keeps happening.
+    clock_.reset();
+    published_.reset();
+    if (++disagreements_ >= kMaxDisagreements) {
+      trusted_ = false;
+      return;
+    }
+  } else if (anchor_) {
     if (const auto scale = scale_between(*anchor_, point)) {
       clock_.publish(*scale);
+      published_ = scale;
     }
   }
   anchor_ = point;
-  next_ns_ = point.ns + (clock_.uses_tsc() ? kRecalibrationNs : kFirstCalibrationNs);
+  next_ns_ = point.ns + (published_ ? kRecalibrationNs : kFirstCalibrationNs);
 }
 
 }  // namespace tcptune::shim

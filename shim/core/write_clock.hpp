@@ -1,9 +1,11 @@
 // The write path's clock: CLOCK_MONOTONIC nanoseconds, read from the TSC where the kernel
-// itself keeps time with it (clocksource "tsc" on a CPU with an invariant TSC), at well under
-// half of clock_gettime's cost; a measured write reads it twice. The telemetry worker
-// calibrates the TSC against CLOCK_MONOTONIC and re-anchors it every second, so readings stay
-// within microseconds of monotonic_ns() and follow NTP's slewing. Before the first
-// calibration, and wherever the TSC is not trusted, it is clock_gettime.
+// itself keeps time with it (clocksource "tsc", or "kvm-clock", which is the TSC scaled by the
+// hypervisor's factors) on a CPU with an invariant TSC, at well under half of clock_gettime's
+// cost; a measured write reads it twice. The telemetry worker calibrates the TSC against
+// CLOCK_MONOTONIC and re-anchors it every second, so readings stay within microseconds of
+// monotonic_ns() and follow NTP's slewing; a TSC that stops agreeing with CLOCK_MONOTONIC
+// (a jump, a changed rate) is dropped. Before the first calibration, and wherever the TSC is
+// not trusted, it is clock_gettime.
 #pragma once
 
 #include <atomic>
@@ -99,6 +101,18 @@ inline std::int64_t write_clock_ns() noexcept {
   return g_write_clock.now_ns();
 }
 
+// How far a published scale's reading may stray from CLOCK_MONOTONIC by its next calibration:
+// NTP slews at most 500 ppm, so 1000 ppm of the span plus 50 us is a TSC that jumped or
+// changed its rate (a virtual machine restored or moved to another host), not slewing.
+inline constexpr std::int64_t kDriftAllowanceNs = 50'000;
+inline constexpr std::int64_t kDriftAllowancePerMillion = 1000;
+// After this many such disagreements the TSC is not used again in this process.
+inline constexpr int kMaxDisagreements = 3;
+
+// Whether `scale`, published at its base, still reads `point.tsc` as `point.ns`, within the
+// drift allowance for the time since.
+bool scale_agrees(const TscScale& scale, ClockPoint point) noexcept;
+
 // Keeps a WriteClock calibrated; the telemetry worker calls tick() on every pass.
 class WriteClockCalibrator {
  public:
@@ -106,11 +120,16 @@ class WriteClockCalibrator {
   WriteClockCalibrator(WriteClock& clock, bool tsc_trusted) noexcept : clock_(clock), trusted_(tsc_trusted) {}
 
   void tick(std::int64_t now_ns) noexcept;
+  // One calibration at `point` (tick() reads it); for tests.
+  void calibrate_at(ClockPoint point) noexcept;
+  [[nodiscard]] bool trusted() const noexcept { return trusted_; }
 
  private:
   WriteClock& clock_;
   bool trusted_;
   std::optional<ClockPoint> anchor_;
+  std::optional<TscScale> published_;
+  int disagreements_ = 0;
   std::int64_t next_ns_ = 0;
 };
 

@@ -47,6 +47,48 @@ TEST(ScaleBetween, RefusesWhatCannotBeRight) {
   EXPECT_FALSE(scale_between({0, 0}, {10'000'000'000'000, 10'000'000})) << "1 PHz";
 }
 
+TEST(ScaleAgrees, AllowsSlewingNotAJump) {
+  const TscScale scale{{1'000'000'000, 1'000'000'000}, kQ32One};  // 1 GHz, anchored at 1 s
+  const std::uint64_t second = 1'000'000'000;
+  EXPECT_TRUE(scale_agrees(scale, {scale.base.tsc + second, 2'000'000'000}));
+  EXPECT_TRUE(scale_agrees(scale, {scale.base.tsc + second, 2'000'500'000})) << "500 ppm: NTP's fastest slew";
+  EXPECT_TRUE(scale_agrees(scale, {scale.base.tsc + second, 1'999'500'000}));
+  EXPECT_FALSE(scale_agrees(scale, {scale.base.tsc + second, 2'002'000'000})) << "2 ms in a second";
+  EXPECT_FALSE(scale_agrees(scale, {scale.base.tsc + 3 * second, 2'000'000'000})) << "the TSC jumped 2 s ahead";
+  EXPECT_TRUE(scale_agrees(scale, {scale.base.tsc + 1'000, 1'000'001'000}));
+  EXPECT_FALSE(scale_agrees(scale, {scale.base.tsc + 1'000, 1'000'101'000})) << "100 us off at once";
+}
+
+// Synthetic points (a 1 GHz TSC), so that this runs on any machine: a calibration publishes,
+// one that agrees keeps the clock on the TSC, one that does not puts it back on clock_gettime
+// until the next, and the third disagreement ends the TSC's use for good.
+TEST(WriteClockCalibrator, DropsATscThatStopsAgreeing) {
+  WriteClock clock;
+  WriteClockCalibrator calibrator(clock, true);
+  std::uint64_t tsc = 5'000'000'000;
+  std::int64_t ns = 7'000'000'000;
+  const auto advance = [&](std::int64_t tsc_ns, std::int64_t monotonic_step_ns) {
+    tsc += static_cast<std::uint64_t>(tsc_ns);
+    ns += monotonic_step_ns;
+    calibrator.calibrate_at({tsc, ns});
+  };
+  calibrator.calibrate_at({tsc, ns});
+  EXPECT_FALSE(clock.uses_tsc());
+  advance(20'000'000, 20'000'000);
+  ASSERT_TRUE(clock.uses_tsc());
+  advance(1'000'000'000, 1'000'000'000);
+  EXPECT_TRUE(clock.uses_tsc()) << "agreeing";
+  for (int disagreement = 1; disagreement <= kMaxDisagreements; ++disagreement) {
+    advance(1'000'000'000, 1'010'000'000);  // 10 ms in a second: not slewing
+    EXPECT_FALSE(clock.uses_tsc()) << "disagreement " << disagreement;
+    advance(20'000'000, 20'000'000);
+    EXPECT_EQ(clock.uses_tsc(), disagreement < kMaxDisagreements) << "after disagreement " << disagreement;
+    advance(1'000'000'000, 1'000'000'000);
+  }
+  EXPECT_FALSE(calibrator.trusted());
+  EXPECT_FALSE(clock.uses_tsc());
+}
+
 TEST(WriteClock, UncalibratedIsClockGettime) {
   const WriteClock clock;
   EXPECT_FALSE(clock.uses_tsc());
