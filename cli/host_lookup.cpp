@@ -22,7 +22,8 @@ constexpr std::size_t kLongestAnswer = 4096;
 
 std::string lower(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -95,7 +96,8 @@ ResolverConfig read_resolv_conf(const std::string& path) {
 }
 
 std::uint16_t read16(std::string_view data, std::size_t at) {
-  return static_cast<std::uint16_t>((static_cast<unsigned char>(data[at]) << 8U) | static_cast<unsigned char>(data[at + 1]));
+  return static_cast<std::uint16_t>((static_cast<unsigned char>(data[at]) << 8U) |
+                                    static_cast<unsigned char>(data[at + 1]));
 }
 
 // Past a (possibly compressed) name at `at`; npos when it runs off the end.
@@ -296,9 +298,9 @@ std::vector<HostAddress> look_up_host(const std::string& name, std::chrono::mill
       return found;
     }
   }
-  error = "no address for " + name + (answered ? ": not in " + files.hosts + " and the name servers know none"
-                                               : ": not in " + files.hosts + " and no name server of " +
-                                                     files.resolv_conf + " answered");
+  error = "no address for " + name +
+          (answered ? ": not in " + files.hosts + " and the name servers know none"
+                    : ": not in " + files.hosts + " and no name server of " + files.resolv_conf + " answered");
   return {};
 }
 
