@@ -201,7 +201,7 @@ std::vector<HostAddress> dns_answer_addresses(std::string_view answer, std::uint
   if (answer.size() < 12 || read16(answer, 0) != id || (static_cast<unsigned char>(answer[2]) & 0x80U) == 0) {
     return found;
   }
-  rcode = static_cast<unsigned char>(answer[3]) & 0x0fU;
+  rcode = static_cast<int>(static_cast<unsigned char>(answer[3]) & 0x0fU);
   const std::uint16_t questions = read16(answer, 4);
   const std::uint16_t answers = read16(answer, 6);
   std::size_t at = 12;
