@@ -25,15 +25,15 @@
 #include "observing_cost.hpp"
 #include "program_launch.hpp"
 #include "prometheus_api.hpp"
-#include "tcptune/config/units.hpp"
 #include "svg_chart.hpp"
+#include "tcptune/config/units.hpp"
 
 namespace tcptune::cli {
 
 namespace {
 
 constexpr std::chrono::milliseconds kQueryTimeout{60'000};
-constexpr double kAckResolutionMs = 1;  // the shim's ack sampler polls every millisecond
+constexpr double kAckResolutionMs = 1;      // the shim's ack sampler polls every millisecond
 constexpr std::size_t kMostSteps = 11'000;  // Prometheus's limit of points per series
 constexpr double kAutocorrelationWorthSaying = 0.3;
 
@@ -114,8 +114,8 @@ class Fleet {
   std::optional<std::vector<std::string>> arms_present(std::string& error) const {
     const std::string base = base_matchers();
     const std::string expression = "count by (" + options_.arm_label + ") (count_over_time(tcptune_connections_total{" +
-                                   options_.arm_label + "!=\"\"" + (base.empty() ? "" : "," + base) + "}[" +
-                                   range() + "]))";
+                                   options_.arm_label + "!=\"\"" + (base.empty() ? "" : "," + base) + "}[" + range() +
+                                   "]))";
     const auto series = api_.query(expression, window_.end, error);
     if (!series) {
       return std::nullopt;
@@ -241,11 +241,10 @@ std::vector<FleetMetric> fleet_metrics(const FleetArm& off, const FleetArm& on, 
       fleet_metric("throughput", "MB/s", Better::higher, off, on, per(&StepCounts::bytes, step_s * 1e6),
                    "no byte written", wording),
       // Shown, not judged (as in the runs' ab): a count that follows the load and the idle gaps.
-      fleet_metric("idle restarts", "/min", Better::unjudged, off, on, per(&StepCounts::idle_restarts, step_s / 60),
-                   "", wording),
-      fleet_metric("writes", "/s", Better::unjudged, off, on, per(&StepCounts::writes, step_s), "", wording),
-      fleet_metric("connections", "/s", Better::unjudged, off, on, per(&StepCounts::connections, step_s), "",
+      fleet_metric("idle restarts", "/min", Better::unjudged, off, on, per(&StepCounts::idle_restarts, step_s / 60), "",
                    wording),
+      fleet_metric("writes", "/s", Better::unjudged, off, on, per(&StepCounts::writes, step_s), "", wording),
+      fleet_metric("connections", "/s", Better::unjudged, off, on, per(&StepCounts::connections, step_s), "", wording),
       fleet_metric("heartbeats", "/s", Better::unjudged, off, on, per(&StepCounts::heartbeats, step_s), "", wording),
       fleet_metric("processes", "", Better::unjudged, off, on, per(&StepCounts::processes, 1), "", wording),
   };
@@ -274,9 +273,9 @@ std::vector<std::string> autocorrelation_notes(const std::vector<FleetMetric>& m
       continue;
     }
     const double independent = static_cast<double>(count) * (1 - worst) / (1 + worst);
-    notes.push_back(fleet.metric.name + ": successive steps of the " + arm + " arm are correlated (lag-1 r = " +
-                    number(worst) + "): its " + std::to_string(count) + " steps are worth about " +
-                    number(std::max(1.0, independent)) +
+    notes.push_back(fleet.metric.name + ": successive steps of the " + arm +
+                    " arm are correlated (lag-1 r = " + number(worst) + "): its " + std::to_string(count) +
+                    " steps are worth about " + number(std::max(1.0, independent)) +
                     " independent ones, so its p-value is optimistic; a longer --step (and --window) gives steps "
                     "closer to independent");
   }
@@ -329,9 +328,10 @@ int ab_fleet_command(const AbOptions& options) {
   Window window;
   window.step = seconds_of(options.step);
   window.length = seconds_of(options.window);
-  window.end = options.end.empty()
-                   ? std::floor(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count())
-                   : std::strtod(options.end.c_str(), nullptr);
+  window.end =
+      options.end.empty()
+          ? std::floor(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count())
+          : std::strtod(options.end.c_str(), nullptr);
   window.steps = static_cast<std::size_t>(std::floor(window.length / window.step + 1e-9));
   if (window.steps < 2) {
     (void)std::fprintf(stderr, "tcptune ab: --window %s holds fewer than two --step %s: no comparison\n",
@@ -414,10 +414,14 @@ int ab_fleet_command(const AbOptions& options) {
                     "\"); median [min-max] across steps; " + results.ratio_label +
                     ": ratio of medians [95% bootstrap interval]; p: Mann-Whitney U, two-sided, steps taken as "
                     "independent; verdict at p < 0.05";
-  std::vector<std::string> words = {"tcptune",     "ab",     "--prometheus", url_text(*url), "--arm-label",
-                                    options.arm_label, "--on", on.value,       "--off",        off.value,
-                                    "--window",  duration_words(window.length), "--step", duration_words(window.step),
-                                    "--end",     api_seconds(window.end)};
+  std::vector<std::string> words = {"tcptune",      "ab",
+                                    "--prometheus", url_text(*url),
+                                    "--arm-label",  options.arm_label,
+                                    "--on",         on.value,
+                                    "--off",        off.value,
+                                    "--window",     duration_words(window.length),
+                                    "--step",       duration_words(window.step),
+                                    "--end",        api_seconds(window.end)};
   if (!options.program.empty()) {
     words.insert(words.end(), {"--program", options.program});
   }
@@ -462,9 +466,8 @@ int ab_fleet_command(const AbOptions& options) {
   const std::string shown = url_text(*url);
   const std::string arms = off.name + " (observing) vs " + on.name;
   auto title = [&](const std::string& what) {
-    return std::vector<std::string>{what, "fleet A/B: " + shown + ", " + duration_words(window.length) + " to " +
-                                              utc_text(window.end),
-                                    arms};
+    return std::vector<std::string>{
+        what, "fleet A/B: " + shown + ", " + duration_words(window.length) + " to " + utc_text(window.end), arms};
   };
   const MergedHistogram off_writes_hist = merged_histogram(off.steps, &StepCounts::write_latency);
   const MergedHistogram on_writes_hist = merged_histogram(on.steps, &StepCounts::write_latency);
@@ -484,14 +487,14 @@ int ab_fleet_command(const AbOptions& options) {
                                           0,
                                           {cdf_of_histogram(off.name, off_writes_hist, 0, "no write measured"),
                                            cdf_of_histogram(on.name, on_writes_hist, 0, "no write measured")}}));
-  results.plots.push_back(write_cdf_plot(
-      out, "ack-latency-cdf",
-      {title("Ack latency (write to peer's ack), the whole window"),
-       "ack latency",
-       "sampled writes",
-       kAckResolutionMs,
-       {cdf_of_histogram(off.name, off_acks, below(off.steps), "no write sampled for its ack"),
-        cdf_of_histogram(on.name, on_acks, below(on.steps), "no write sampled for its ack")}}));
+  results.plots.push_back(
+      write_cdf_plot(out, "ack-latency-cdf",
+                     {title("Ack latency (write to peer's ack), the whole window"),
+                      "ack latency",
+                      "sampled writes",
+                      kAckResolutionMs,
+                      {cdf_of_histogram(off.name, off_acks, below(off.steps), "no write sampled for its ack"),
+                       cdf_of_histogram(on.name, on_acks, below(on.steps), "no write sampled for its ack")}}));
   results.intro_html = "<p>Two arms of a fleet, already running, read from Prometheus at <code>" + escaped(shown) +
                        "</code>: <code>" + escaped(on.selector) + "</code> (on) against <code>" +
                        escaped(off.selector) + "</code> (off, observing), " + std::to_string(window.steps) +

@@ -60,8 +60,8 @@ std::string runs_advice(const std::vector<double>& observe, const std::vector<do
       // Some samples had no value (too short to sample one): scale them by the share that had.
       const std::size_t most = std::max(observe.size(), tuned.size());
       const std::size_t scaled = (most * static_cast<std::size_t>(fewest) + runs - 1) / runs;
-      return because + "; only " + std::to_string(runs) + " of one arm's " + samples + " had a value: " +
-             wording.more(static_cast<int>(std::max(scaled, most + 1))) + ", or " + wording.longer;
+      return because + "; only " + std::to_string(runs) + " of one arm's " + samples +
+             " had a value: " + wording.more(static_cast<int>(std::max(scaled, most + 1))) + ", or " + wording.longer;
     }
     return because + "; " + wording.more(std::max(fewest + 1, to_show.value_or(0)));
   }

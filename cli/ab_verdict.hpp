@@ -64,7 +64,7 @@ struct VerdictWording {
     return "rerun with --runs " + std::to_string(samples);
   };
   std::string longer = "let each run last longer";  // when some samples had no value
-  int most = kMaxRunsPerArm;                         // the most samples per arm there can be
+  int most = kMaxRunsPerArm;                        // the most samples per arm there can be
 };
 
 Verdict judge(const std::vector<RunValue>& observe, const std::vector<RunValue>& tuned, Better better,

@@ -104,8 +104,7 @@ void add_run(CLI::App& app, RunOptions& run) {
                    "TCPTUNE_ARM=NAME for every process: arm=\"NAME\" on every series of the Prometheus textfile and "
                    "\"arm\" in every record, for tcptune ab --prometheus")
       ->option_text("NAME")
-      ->check(CLI::Validator(
-          [](const std::string& name) { return config::arm_name_problem(name); }, "NAME"));
+      ->check(CLI::Validator([](const std::string& name) { return config::arm_name_problem(name); }, "NAME"));
   command
       ->add_option("--log", run.log,
                    "log file, or 'stderr' for each process's own standard error (default: TCPTUNE_LOG, else the "

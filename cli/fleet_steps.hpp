@@ -48,8 +48,7 @@ std::optional<RunValue> step_percentile(double p, const CumulativeBuckets& timed
 
 // Fills `steps` from a query's series: for "le" buckets (by le), or a plain value.
 void add_bucket_series(const std::vector<PromSeries>& series, CumulativeBuckets StepCounts::*field, ArmSteps& steps);
-void add_value_series(const std::vector<PromSeries>& series, std::optional<double> StepCounts::*field,
-                      ArmSteps& steps);
+void add_value_series(const std::vector<PromSeries>& series, std::optional<double> StepCounts::*field, ArmSteps& steps);
 
 // The buckets summed over every step, as the CDF plots read a histogram (bounds in ns).
 MergedHistogram merged_histogram(const ArmSteps& steps, CumulativeBuckets StepCounts::*field);

@@ -22,7 +22,8 @@ constexpr std::size_t kLongestAnswer = 4096;
 
 std::string lower(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -95,7 +96,8 @@ ResolverConfig read_resolv_conf(const std::string& path) {
 }
 
 std::uint16_t read16(std::string_view data, std::size_t at) {
-  return static_cast<std::uint16_t>((static_cast<unsigned char>(data[at]) << 8U) | static_cast<unsigned char>(data[at + 1]));
+  return static_cast<std::uint16_t>((static_cast<unsigned char>(data[at]) << 8U) |
+                                    static_cast<unsigned char>(data[at + 1]));
 }
 
 // Past a (possibly compressed) name at `at`; npos when it runs off the end.
@@ -199,7 +201,7 @@ std::vector<HostAddress> dns_answer_addresses(std::string_view answer, std::uint
   if (answer.size() < 12 || read16(answer, 0) != id || (static_cast<unsigned char>(answer[2]) & 0x80U) == 0) {
     return found;
   }
-  rcode = static_cast<unsigned char>(answer[3]) & 0x0fU;
+  rcode = static_cast<int>(static_cast<unsigned char>(answer[3]) & 0x0fU);
   const std::uint16_t questions = read16(answer, 4);
   const std::uint16_t answers = read16(answer, 6);
   std::size_t at = 12;
@@ -296,9 +298,9 @@ std::vector<HostAddress> look_up_host(const std::string& name, std::chrono::mill
       return found;
     }
   }
-  error = "no address for " + name + (answered ? ": not in " + files.hosts + " and the name servers know none"
-                                               : ": not in " + files.hosts + " and no name server of " +
-                                                     files.resolv_conf + " answered");
+  error = "no address for " + name +
+          (answered ? ": not in " + files.hosts + " and the name servers know none"
+                    : ": not in " + files.hosts + " and no name server of " + files.resolv_conf + " answered");
   return {};
 }
 

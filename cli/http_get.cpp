@@ -20,7 +20,8 @@ constexpr std::size_t kLargestResponse = 256U << 20U;  // a query_range answer o
 
 std::string lower(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -64,8 +65,7 @@ int connect_within(HostAddress address, std::uint16_t port, std::chrono::steady_
     error = "cannot connect to " + address_text(address, port) + ": " + errno_text(errno);
     return -1;
   }
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address.address), address.length) != 0 &&
-      errno != EINPROGRESS) {
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address.address), address.length) != 0 && errno != EINPROGRESS) {
     error = "cannot connect to " + address_text(address, port) + ": " + errno_text(errno);
     ::close(fd);
     return -1;
@@ -225,7 +225,8 @@ std::string url_encoded(std::string_view text) {
 std::optional<HttpResponse> parse_http_response(std::string_view raw, std::string& error) {
   const std::size_t head_end = raw.find("\r\n\r\n");
   if (head_end == std::string_view::npos) {
-    error = raw.empty() ? "the server closed the connection without answering" : "the answer is not HTTP (no header end)";
+    error =
+        raw.empty() ? "the server closed the connection without answering" : "the answer is not HTTP (no header end)";
     return std::nullopt;
   }
   const std::string_view head = raw.substr(0, head_end);
@@ -305,9 +306,9 @@ std::optional<HttpResponse> http_get(const HttpUrl& url, const std::string& path
     return std::nullopt;
   }
   const bool v6 = url.host.find(':') != std::string::npos;
-  const std::string request = "GET " + url.path + path_and_query + " HTTP/1.1\r\nHost: " +
-                              (v6 ? "[" + url.host + "]" : url.host) + ":" + std::to_string(url.port) +
-                              "\r\nAccept: application/json\r\nUser-Agent: tcptune\r\nConnection: close\r\n\r\n";
+  const std::string request =
+      "GET " + url.path + path_and_query + " HTTP/1.1\r\nHost: " + (v6 ? "[" + url.host + "]" : url.host) + ":" +
+      std::to_string(url.port) + "\r\nAccept: application/json\r\nUser-Agent: tcptune\r\nConnection: close\r\n\r\n";
   if (!send_all(fd, request, deadline)) {
     error = "cannot send the request to " + url_text(url) + ": " + (errno != 0 ? errno_text(errno) : "timed out");
     ::close(fd);

@@ -16,9 +16,9 @@
 namespace tcptune::cli {
 
 struct HttpUrl {
-  std::string host;        // as written, without brackets for IPv6
+  std::string host;  // as written, without brackets for IPv6
   std::uint16_t port = 80;
-  std::string path;        // the prefix before /api/v1 (Prometheus's --web.route-prefix), no trailing '/'
+  std::string path;  // the prefix before /api/v1 (Prometheus's --web.route-prefix), no trailing '/'
 };
 
 // "http://HOST[:PORT][/PREFIX]"; nullopt with `problem` for anything else (https included: say

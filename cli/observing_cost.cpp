@@ -16,8 +16,9 @@ std::string number(double value) {
 }  // namespace
 
 std::string observing_cost_line(const std::string& arm, double writes_per_s, double write_p50_us) {
-  std::string line = "what observing costs the " + arm + " arm (the --off arm, under tcptune run --observe): " +
-                     number(kMeasuredWriteCostTscNs) + "-" + number(kMeasuredWriteCostClockGettimeNs) +
+  std::string line = "what observing costs the " + arm +
+                     " arm (the --off arm, under tcptune run --observe): " + number(kMeasuredWriteCostTscNs) + "-" +
+                     number(kMeasuredWriteCostClockGettimeNs) +
                      " ns of CPU per write (bench_hook_overhead's tcp_write_measured, TSC or clock_gettime write "
                      "clock; docs/benchmarks.md)";
   if (writes_per_s > 0) {

@@ -173,8 +173,7 @@ std::optional<std::vector<PromSeries>> PrometheusApi::get(const std::string& pat
 }
 
 std::optional<std::vector<PromSeries>> PrometheusApi::query_range(const std::string& expression, double start,
-                                                                  double end, double step_s,
-                                                                  std::string& error) const {
+                                                                  double end, double step_s, std::string& error) const {
   return get("/api/v1/query_range?query=" + url_encoded(expression) + "&start=" + api_seconds(start) +
                  "&end=" + api_seconds(end) + "&step=" + api_seconds(step_s),
              expression, error);

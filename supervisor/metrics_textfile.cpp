@@ -19,12 +19,7 @@ constexpr std::int64_t kRetryNs = 10'000'000;
 
 MetricsTextfile::MetricsTextfile(const config::Policy& policy, SupervisorLog& log, const std::string& program,
                                  pid_t child, const std::string& arm)
-    : policy_(policy),
-      log_(log),
-      program_(program),
-      child_(child),
-      arm_(arm),
-      merged_(telemetry::plain_file_calls()) {
+    : policy_(policy), log_(log), program_(program), child_(child), arm_(arm), merged_(telemetry::plain_file_calls()) {
   if (!policy_.log.prometheus_textfile.empty()) {
     path_ = config::expand_log_path(policy_.log.prometheus_textfile, program_, child_);
   }

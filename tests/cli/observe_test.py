@@ -13,6 +13,8 @@
 - The records carry the measurements: write counts and latency, ack latency, the summary (shim);
   TCP_INFO at close (supervised); the start record names the observe-only policy, and no
   conn_open reports an option set.
+- With --policy FILE, only FILE's [log] is used: its textfile is written, its nodelay = "on" is not
+  applied; an invalid FILE exits 78.
 """
 import argparse
 import os
@@ -155,12 +157,34 @@ check_records("preloaded", ends, log, supervised=False)
 check_shim_measurements("preloaded", ends, log)
 checks.check("connections observed by the shim (no option set)" in stderr, "preloaded: the table says observed")
 
-# --observe excludes a policy, and a run without a log.
-for extra in (["--policy", control_policy], ["--no-log"]):
-    done = subprocess.run([args.tcptune, "run", "--observe", *extra, "--", "/bin/true"], capture_output=True,
-                          text=True, timeout=30, env=clean_env(TCPTUNE_SHIM=args.shim))
-    checks.check(done.returncode != 0 and "excludes" in done.stderr,
-                 f"--observe with {extra[0]} is refused ({done.returncode}: {done.stderr.strip()[:120]})")
+# --observe excludes a run without a log.
+done = subprocess.run([args.tcptune, "run", "--observe", "--no-log", "--", "/bin/true"], capture_output=True,
+                      text=True, timeout=30, env=clean_env(TCPTUNE_SHIM=args.shim))
+checks.check(done.returncode != 0 and "excludes" in done.stderr,
+             f"--observe with --no-log is refused ({done.returncode}: {done.stderr.strip()[:120]})")
+
+# --observe --policy FILE (a fleet A/B's off arm): FILE's [log] only, here its textfile, and none
+# of its options, although FILE sets nodelay = "on".
+textfiles = path("observe-textfile")
+os.makedirs(textfiles)
+logging_policy = path("nodelay-on-with-textfile.toml")
+with open(logging_policy, "w", encoding="utf-8") as f:
+    f.write(f'version = 1\n[defaults]\nnodelay = "on"\n[log]\nprometheus_textfile = "{textfiles}/{{program}}.prom"\n'
+            'interval = "100ms"\n')
+observed, _, log, _ = probe("preloaded-policy-log", args.dynamic, "run", "--observe", "--policy", logging_policy)
+same_options("--observe --policy FILE", dynamic_baseline, observed)
+starts = [r.get("policy") for r in log if r.get("event") == "start"]
+checks.check(starts and all(p == f"{OBSERVE_POLICY}, [log] of {logging_policy}" for p in starts),
+             f"--observe --policy FILE: the start record names the observe-only policy with FILE's [log] ({starts})")
+checks.check(any(n.endswith(".prom") for n in os.listdir(textfiles)),
+             f"--observe --policy FILE: FILE's Prometheus textfile is written ({os.listdir(textfiles)})")
+bad_policy = path("invalid.toml")
+with open(bad_policy, "w", encoding="utf-8") as f:
+    f.write('version = 1\n[defaults]\nnodelay = "sometimes"\n')
+done = subprocess.run([args.tcptune, "run", "--observe", "--policy", bad_policy, "--", "/bin/true"],
+                      capture_output=True, text=True, timeout=30, env=clean_env(TCPTUNE_SHIM=args.shim))
+checks.check(done.returncode == 78 and "nodelay" in done.stderr,
+             f"--observe --policy FILE validates FILE first ({done.returncode}: {done.stderr.strip()[:120]})")
 
 if not seccomp_listener_available():
     print("no seccomp here: the supervised half is skipped")

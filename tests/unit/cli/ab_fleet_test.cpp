@@ -148,7 +148,7 @@ TEST(FleetSteps, QuantileAsHistogramQuantile) {
 
 TEST(FleetSteps, AcksBelowTheResolutionRankFirst) {
   const CumulativeBuckets timed = {{0.032, 0}, {0.064, 10}, {kInf, 10}};  // ten acks timed at 32-64 ms
-  auto p50 = step_percentile(50, timed, 90, 1e-3, 1);  // and 90 before the first poll
+  auto p50 = step_percentile(50, timed, 90, 1e-3, 1);                     // and 90 before the first poll
   ASSERT_TRUE(p50);
   EXPECT_TRUE(p50->below_resolution);
   EXPECT_DOUBLE_EQ(p50->value, 1);
@@ -209,7 +209,8 @@ TEST(HostLookup, NumericHostsFileAndDnsMessages) {
   EXPECT_EQ(names_to_try("prometheus", {"monitoring.svc.cluster.local", "svc.cluster.local"}, 5),
             (std::vector<std::string>{"prometheus.monitoring.svc.cluster.local", "prometheus.svc.cluster.local",
                                       "prometheus"}));
-  EXPECT_EQ(names_to_try("prom.example.com", {"corp"}, 1), (std::vector<std::string>{"prom.example.com", "prom.example.com.corp"}));
+  EXPECT_EQ(names_to_try("prom.example.com", {"corp"}, 1),
+            (std::vector<std::string>{"prom.example.com", "prom.example.com.corp"}));
   EXPECT_EQ(names_to_try("prom.", {"corp"}, 1), (std::vector<std::string>{"prom"}));
   // A query, and an answer built from it: the question echoed, a CNAME, then an A record.
   const std::string query = dns_query(0x1234, "prom.example", 1);
@@ -218,7 +219,7 @@ TEST(HostLookup, NumericHostsFileAndDnsMessages) {
   std::string answer = query;
   answer[2] = static_cast<char>(0x81);
   answer[3] = static_cast<char>(0x80);
-  answer[7] = 2;  // two answers
+  answer[7] = 2;                                                                          // two answers
   answer += std::string("\xc0\x0c\x00\x05\x00\x01\x00\x00\x00\x3c\x00\x02\xc0\x0c", 14);  // CNAME
   answer += std::string("\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04\x0a\x01\x02\x03", 16);
   int rcode = -1;
@@ -257,8 +258,8 @@ class FakePrometheus {
   [[nodiscard]] int requests() const { return requests_.load(); }
 
   static std::string http(int status, const std::string& body) {
-    return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\n\r\n" + body;
+    return "HTTP/1.1 " + std::to_string(status) +
+           " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   }
 
  private:
@@ -392,8 +393,7 @@ TEST(AbFleet, TheOnArmBetterFromAnswersAsPrometheusGivesThem) {
   EXPECT_FALSE(metrics.at("idle restarts").contains("verdict")) << "shown, not judged";
   EXPECT_EQ(result.out.find("correlated"), std::string::npos) << "equal values are not correlated steps";
   EXPECT_EQ(summary.at("steps_per_arm"), 10);
-  EXPECT_NE(summary.at("observing_cost").at("line").get<std::string>().find("ns of CPU per write"),
-            std::string::npos);
+  EXPECT_NE(summary.at("observing_cost").at("line").get<std::string>().find("ns of CPU per write"), std::string::npos);
   EXPECT_NE(result.out.find("what observing costs the off arm"), std::string::npos) << result.out;
   EXPECT_EQ(summary.at("source").at("queries").at("on").size(), 9U);
   std::ifstream html(out + "/report.html");
@@ -403,7 +403,9 @@ TEST(AbFleet, TheOnArmBetterFromAnswersAsPrometheusGivesThem) {
 }
 
 TEST(AbFleet, AnArmWithNoSeriesIsOneLine) {
-  const FakePrometheus prometheus([](const std::string&) { return FakePrometheus::http(200, arms_answer({"on", "canary"})); });
+  const FakePrometheus prometheus([](const std::string&) {
+    return FakePrometheus::http(200, arms_answer({"on", "canary"}));
+  });
   const CommandResult result = run_fleet(prometheus.url(), ::testing::TempDir() + "/tcptune-fleet-none");
   EXPECT_EQ(result.status, 1);
   EXPECT_EQ(lines_of(result.err), 1U) << result.err;

@@ -17,7 +17,8 @@ TEST(ArmLabel, NamesThatAreNotSayWhy) {
   EXPECT_EQ(arm_name_problem(""), "'' is not an arm name: it is empty");
   EXPECT_EQ(arm_name_problem("-on"), "'-on' is not an arm name: it must start with a letter or a digit");
   EXPECT_EQ(arm_name_problem(".."), "'..' is not an arm name: it must start with a letter or a digit");
-  EXPECT_EQ(arm_name_problem("on arm"), "'on arm' is not an arm name: only letters, digits, '_', '-' and '.' may follow");
+  EXPECT_EQ(arm_name_problem("on arm"),
+            "'on arm' is not an arm name: only letters, digits, '_', '-' and '.' may follow");
   EXPECT_NE(arm_name_problem("on\"}"), "");
   EXPECT_NE(arm_name_problem("a/b"), "");
   EXPECT_EQ(arm_name_problem(std::string(33, 'a')),

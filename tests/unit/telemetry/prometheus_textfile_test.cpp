@@ -36,11 +36,11 @@ MetricsContext context(MetricsSource source) {
 
 TEST(PrometheusTextfile, TheShimExportsEveryFamily) {
   const std::string text = render_prometheus(one_row(), context(MetricsSource::preloaded_shim));
-  for (const char* family : {"tcptune_connections_total", "tcptune_writes_total", "tcptune_write_bytes_total",
-                             "tcptune_idle_restarts_total", "tcptune_heartbeats_total", "tcptune_write_latency_seconds",
-                             "tcptune_ack_latency_seconds", "tcptune_dropped_records_total", "tcptune_processes",
-                             "tcptune_rule_keeps_warm", "tcptune_options_not_as_requested_total",
-                             "tcptune_acks_before_first_poll_total"}) {
+  for (const char* family :
+       {"tcptune_connections_total", "tcptune_writes_total", "tcptune_write_bytes_total", "tcptune_idle_restarts_total",
+        "tcptune_heartbeats_total", "tcptune_write_latency_seconds", "tcptune_ack_latency_seconds",
+        "tcptune_dropped_records_total", "tcptune_processes", "tcptune_rule_keeps_warm",
+        "tcptune_options_not_as_requested_total", "tcptune_acks_before_first_poll_total"}) {
     EXPECT_NE(text.find(std::string("# TYPE ") + family + " "), std::string::npos) << family;
   }
   EXPECT_NE(text.find("tcptune_processes{program=\"probe\"} 1\n"), std::string::npos);
@@ -70,8 +70,9 @@ TEST(PrometheusTextfile, AnArmLabelsEverySeries) {
     EXPECT_NE(line.find("{program=\"probe\",arm=\"on\""), std::string::npos) << line;
   }
   EXPECT_GT(samples, 50);
-  EXPECT_NE(text.find("tcptune_acks_before_first_poll_total{program=\"probe\",arm=\"on\",rule=\"wan \\\"east\\\"\"} 4\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("tcptune_acks_before_first_poll_total{program=\"probe\",arm=\"on\",rule=\"wan \\\"east\\\"\"} 4\n"),
+      std::string::npos)
       << text;
   // Without an arm, no label: the series of earlier versions stay as they were.
   EXPECT_EQ(render_prometheus(rows, context(MetricsSource::preloaded_shim)).find("arm="), std::string::npos);
@@ -79,10 +80,9 @@ TEST(PrometheusTextfile, AnArmLabelsEverySeries) {
 
 TEST(PrometheusTextfile, TheSupervisorLeavesOutWhatNeedsTheWrites) {
   const std::string text = render_prometheus(one_row(), context(MetricsSource::supervisor));
-  for (const char* family :
-       {"tcptune_writes_total", "tcptune_write_bytes_total", "tcptune_heartbeats_total",
-        "tcptune_write_latency_seconds", "tcptune_ack_latency_seconds", "tcptune_rule_keeps_warm",
-        "tcptune_acks_before_first_poll_total"}) {
+  for (const char* family : {"tcptune_writes_total", "tcptune_write_bytes_total", "tcptune_heartbeats_total",
+                             "tcptune_write_latency_seconds", "tcptune_ack_latency_seconds", "tcptune_rule_keeps_warm",
+                             "tcptune_acks_before_first_poll_total"}) {
     EXPECT_EQ(text.find(family), std::string::npos) << family;
   }
   EXPECT_NE(text.find("tcptune_processes{program=\"probe\"} 1\n"), std::string::npos);
