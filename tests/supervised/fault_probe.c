@@ -1140,11 +1140,13 @@ static void *race_connector(void *arg) {
   return NULL;
 }
 
+/* Each closer owns two of the slots: two closers on one slot would both close its number, and
+ * one's new descriptor would be lost, leaking until EMFILE. */
 static void *race_closer(void *arg) {
-  (void)arg;
-  unsigned seed = 7;
+  int first_slot = (int)(long)arg;
+  unsigned seed = 7 + (unsigned)first_slot;
   while (!race_stop) {
-    int slot = rand_r(&seed) % 4;
+    int slot = first_slot + rand_r(&seed) % 2;
     int old = __atomic_load_n(&race_fds[slot], __ATOMIC_RELAXED);
     close(old);
     /* The number comes back at once for something else: a TCP, UDP or unix socket, or a file. */
@@ -1170,7 +1172,7 @@ static int mode_race(double seconds) {
     pthread_create(&threads[i], NULL, race_connector, NULL);
   }
   for (int i = 4; i < 6; ++i) {
-    pthread_create(&threads[i], NULL, race_closer, NULL);
+    pthread_create(&threads[i], NULL, race_closer, (void *)(long)((i - 4) * 2));
   }
   sleep_ms((long)(seconds * 1000));
   race_stop = 1;
