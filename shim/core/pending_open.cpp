@@ -96,7 +96,8 @@ void write_pending_open(PendingOpen* open, const config::Policy& policy, const c
   }
 }
 
-void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& policy, int connect_error) noexcept {
+void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& policy, int connect_error,
+                           bool established) noexcept {
   const ErrnoSaver saver;
   ConnectionNames* names = names_if_any(slot);
   if (names == nullptr || names->pending.load(std::memory_order_acquire) == nullptr) {
@@ -105,6 +106,19 @@ void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& polic
   const std::uint32_t generation = slot.generation.load(std::memory_order_acquire);
   config::Endpoint local;
   config::Endpoint peer;
+  if (established) {
+    // connect() returned 0: its peer is the address it was given (the kernel names an
+    // unspecified one after the address it chose: asked then).
+    PendingOpen* open = take_pending_open(slot, generation);
+    if (open == nullptr) {
+      return;
+    }
+    local = local_endpoint(fd);
+    peer = names_an_end(open->connect_peer) ? open->connect_peer : peer_endpoint(fd);
+    names->store(generation, local, peer);
+    write_pending_open(open, policy, local, peer, 0, /*now=*/true);
+    return;
+  }
   if (connect_error == 0) {
     local = local_endpoint(fd);
     peer = peer_endpoint(fd);

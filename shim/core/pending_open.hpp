@@ -56,8 +56,9 @@ void write_pending_open(PendingOpen* open, const config::Policy& policy, const c
 // The app's thread saw the connect end: `connect_error` 0 when it is established. Reads the
 // endpoints, keeps them in the slot and writes the conn_open if it still waits, at once (in the
 // log before the call returns, as a record written before the connect was). Not from a signal
-// handler.
-void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& policy, int connect_error) noexcept;
+// handler. `established`: connect() itself returned 0, so the peer is the address it was given.
+void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& policy, int connect_error,
+                           bool established = false) noexcept;
 
 // The worker's look at a connect it was told of (post_pending_open): once the connection is
 // established, its endpoints are kept and its conn_open written. True when nothing is left to

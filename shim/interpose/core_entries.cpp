@@ -60,15 +60,17 @@ int listen(int fd, int backlog) {
 
 int accept(int fd, sockaddr* addr, socklen_t* len) {
   core::push_before_wait();
-  const int accepted = next::accept(fd, addr, len);
-  core::after_accept(fd, accepted);
+  core::AcceptPeer peer{addr, len};
+  const int accepted = next::accept(fd, peer.address(), peer.length());
+  core::after_accept(fd, accepted, peer);
   return accepted;
 }
 
 int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
   core::push_before_wait();
-  const int accepted = next::accept4(fd, addr, len, flags);
-  core::after_accept(fd, accepted);
+  core::AcceptPeer peer{addr, len};
+  const int accepted = next::accept4(fd, peer.address(), peer.length(), flags);
+  core::after_accept(fd, accepted, peer);
   return accepted;
 }
 

@@ -11,8 +11,14 @@ namespace tcptune::telemetry {
 // so that the line stays JSON that every reader accepts.
 void append_json_string(std::string& out, std::string_view text) {
   out += '"';
+  std::size_t plain = 0;  // where the printable ASCII not yet appended starts: appended a run at a time
   for (std::size_t pos = 0; pos < text.size();) {
     const char c = text[pos];
+    if (const auto byte = static_cast<unsigned char>(c); byte >= 0x20 && byte < 0x80 && c != '"' && c != '\\') {
+      ++pos;
+      continue;
+    }
+    out.append(text.substr(plain, pos - plain));
     const config::Utf8Character character = config::utf8_character_at(text, pos);
     switch (c) {
       case '"': out += "\\\""; break;
@@ -32,7 +38,9 @@ void append_json_string(std::string& out, std::string_view text) {
         }
     }
     pos += character.length == 0 ? 1 : character.length;
+    plain = pos;
   }
+  out.append(text.substr(plain));
   out += '"';
 }
 
