@@ -35,7 +35,9 @@ void take_snapshot(int fd, SocketSlot& slot, std::uint32_t generation, bool open
   out.counters = stats.counters.load();
   out.histogram_lost_carries = stats.carries.lost();
   out.write_latency = telemetry::LatencyHistogram();
-  stats.write_latency_into(out.write_latency);
+  if (out.counters.writes != 0) {  // a connection that wrote nothing has no latency to gather
+    stats.write_latency_into(out.write_latency);
+  }
   out.tcp_info = read_tcp_info(fd);
   const ConnectionNames* names = names_if_any(slot);
   if (names == nullptr || !names->load(generation, out.local, out.peer)) {

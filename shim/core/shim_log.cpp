@@ -633,7 +633,6 @@ namespace {
 
 std::atomic<LineDeferrer> g_deferrer{nullptr};
 thread_local bool t_log_worker = false;
-thread_local bool t_write_now = false;  // log_record_now: not handed to the worker
 
 void write_line(config::LogLevel level, std::string_view line) noexcept {
   if (t_in_logger || g_log_ended.load(std::memory_order_acquire)) {
@@ -648,7 +647,7 @@ void write_line(config::LogLevel level, std::string_view line) noexcept {
   // While the telemetry worker runs, the app's threads hand their lines to it, so one thread
   // writes the log, in the order the ring gives; if it cannot take one, the line goes direct.
   if (const LineDeferrer defer = g_deferrer.load(std::memory_order_acquire);
-      defer != nullptr && !t_log_worker && !t_write_now) {
+      defer != nullptr && !t_log_worker) {
     try {
       if (defer(level, std::string(line))) {
         return;
@@ -724,12 +723,6 @@ std::string record_line(const telemetry::Record& record) {
 }
 
 }  // namespace
-
-void log_record_now(config::LogLevel level, const telemetry::Record& record) noexcept {
-  t_write_now = true;
-  log_record(level, record);
-  t_write_now = false;
-}
 
 void log_record(config::LogLevel level, const telemetry::Record& record) noexcept {
   if (!log_enabled(level) || g_log_ended.load(std::memory_order_acquire)) {

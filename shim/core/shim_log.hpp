@@ -46,10 +46,6 @@ void write_deferred_line(config::LogLevel level, std::string_view line) noexcept
 // JSON record longer than one write of PIPE_BUF bytes leaves its longest fields out, named in
 // "omitted" (Record::json_fields_within).
 void log_record(config::LogLevel level, const telemetry::Record& record) noexcept;
-// The same, written by this thread now, not handed to the worker: a record a process that
-// `_exit`s right after its call must not lose (a client's conn_open, written as its connect
-// returns).
-void log_record_now(config::LogLevel level, const telemetry::Record& record) noexcept;
 // The process's start record: on stderr (below warn) it waits for the first other record, so a
 // process with nothing to report writes nothing into the app's stderr.
 void log_start_record(config::LogLevel level, const telemetry::Record& record) noexcept;

@@ -66,16 +66,19 @@ struct PendingConnect {
 constexpr std::int64_t kFirstConnectLookNs = 1'000'000;
 constexpr std::int64_t kLastConnectLookNs = 1'000'000'000;  // a connect that takes long: once a second
 
-// A conn_open to write with the endpoints its socket had (an accepted or adopted one): the
-// worker formats it, not the app's thread.
+// A conn_open to write with the endpoints its socket had: the worker formats it, not the app's
+// thread. `completed`: a client's, whose connect ended with `connect_error` (pending_open.hpp).
 struct OpenedConnection {
   PendingOpen* open = nullptr;
   config::Endpoint local;
   config::Endpoint peer;
+  int connect_error = 0;
+  bool completed = false;
 };
 
 // A closed connection's snapshot, an idle restart, an ack sample, a write, a line, a
-// connection to keep warm, a connect to look at, or a conn_open to write.
+// connection to keep warm, a connect to look at, or a conn_open to write: one of them, as
+// `kind` says (a union: each push copies the largest, a write, and no more).
 struct TelemetryEvent {
   enum class Kind : std::uint8_t {
     closed,
@@ -88,14 +91,16 @@ struct TelemetryEvent {
     opened,
     idle_restart_check
   } kind = Kind::line;
-  ConnectionSnapshot* snapshot = nullptr;
-  IdleRestart idle{};
-  AckSample ack{};
-  WriteEvent write{};
-  DeferredLine* line = nullptr;
-  WarmConnection warm{};
-  PendingConnect connect{};  // for connect and idle_restart_check
-  OpenedConnection opened{};
+  union {
+    ConnectionSnapshot* snapshot = nullptr;
+    IdleRestart idle;
+    AckSample ack;
+    WriteEvent write;
+    DeferredLine* line;
+    WarmConnection warm;
+    PendingConnect connect;  // for connect and idle_restart_check
+    OpenedConnection opened;
+  };
 };
 
 WriteReporting g_write_reporting;
@@ -178,6 +183,10 @@ void report_log_drops() {
 
 // A conn_open handed over by post_conn_open, written as the app's thread would have.
 void handle_opened(const OpenedConnection& opened, const Runtime& runtime) {
+  if (opened.completed) {
+    write_pending_open(opened.open, *runtime.policy, opened.local, opened.peer, opened.connect_error);
+    return;
+  }
   const std::unique_ptr<PendingOpen> open(opened.open);
   log_record(LogLevel::info, conn_open_record(open->fd, open->role, *runtime.policy, open->rule, open->phase,
                                               opened.local, opened.peer, open->site, open->report));
@@ -221,11 +230,12 @@ void drain(const Runtime& runtime) {
     } catch (...) {
       // Out of memory while formatting: the record is lost, the app is not.
     }
-    if (event.snapshot != nullptr) {
+    if (event.kind == TelemetryEvent::Kind::closed) {
       g_pool.release(event.snapshot);
       g_closed_waiting.fetch_sub(1, std::memory_order_acq_rel);
+    } else if (event.kind == TelemetryEvent::Kind::line) {
+      delete event.line;
     }
-    delete event.line;
   }
   g_totals->absorb_unrecorded();
   report_drops();
@@ -541,6 +551,14 @@ bool post_conn_open(PendingOpen* open, const config::Endpoint& local, const conf
          g_ring.try_push({.kind = TelemetryEvent::Kind::opened, .opened = {open, local, peer}}, /*counted=*/false);
 }
 
+bool post_completed_connect(PendingOpen* open, const config::Endpoint& local, const config::Endpoint& peer,
+                            int connect_error) noexcept {
+  return g_state.load(std::memory_order_acquire) == WorkerState::running &&
+         g_ring.try_push(
+             {.kind = TelemetryEvent::Kind::opened, .opened = {open, local, peer, connect_error, /*completed=*/true}},
+             /*counted=*/false);
+}
+
 void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_t offered, int error) noexcept {
   if (g_state.load(std::memory_order_acquire) == WorkerState::running) {
     g_totals->count_write_after_close(rule_index, result, offered, error);
@@ -637,6 +655,29 @@ void flush_telemetry_at_exit() noexcept {
     if (runtime->policy->log.summary) {
       log_record(LogLevel::info, summary_record(*g_totals, *runtime->policy, summary_context()));
     }
+  } catch (...) {
+  }
+}
+
+void flush_telemetry_before_quick_exit() noexcept {
+  if (in_signal_handler() || in_child_sharing_memory()) {
+    return;  // the interrupted code may hold the log's lock or malloc's; a vfork child's records are its parent's
+  }
+  WorkerState expected = WorkerState::running;
+  if (!g_state.compare_exchange_strong(expected, WorkerState::stopped, std::memory_order_acq_rel)) {
+    return;  // nothing measured, or another thread is flushing
+  }
+  const ErrnoSaver saver;
+  set_line_deferrer(nullptr);
+  g_thread.stop();
+  mark_log_worker_thread();  // the exiting thread writes the rest itself
+  const Runtime* runtime = active_runtime();
+  if (runtime == nullptr || g_totals == nullptr) {
+    return;
+  }
+  try {
+    drain(*runtime);
+    write_pending_opens(*runtime);
   } catch (...) {
   }
 }

@@ -394,6 +394,14 @@ pid_t _Fork() {  // NOLINT(bugprone-reserved-identifier)
   return next::_Fork();
 }
 
+// _exit runs no exit handlers: what the worker was handed is written first (not from a signal
+// handler nor in a vfork child, which leave the records as they are).
+void _exit(int status) {  // NOLINT(bugprone-reserved-identifier)
+  core::flush_telemetry_before_quick_exit();
+  next::_exit(status);
+  __builtin_unreachable();
+}
+
 // system and popen spawn through glibc's internal posix_spawn, which no hook sees: the sockets
 // their program inherits (no FD_CLOEXEC) stop being kept warm first.
 int system(const char* command) {

@@ -1,5 +1,6 @@
 #include "json_writer.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -44,6 +45,12 @@ void append_json_string(std::string& out, std::string_view text) {
   out += '"';
 }
 
+void append_general(std::string& out, double value) {
+  char number[32];
+  const std::to_chars_result written = std::to_chars(number, number + sizeof number, value, std::chars_format::general, 6);
+  out.append(number, written.ptr);
+}
+
 void JsonObject::key(std::string_view name) {
   if (body_.size() > 1) {
     body_ += ',';
@@ -76,9 +83,7 @@ JsonObject& JsonObject::field(std::string_view name, double value) {
     body_ += "null";
     return *this;
   }
-  char number[32];
-  (void)std::snprintf(number, sizeof number, "%.6g", value);
-  body_ += number;
+  append_general(body_, value);
   return *this;
 }
 

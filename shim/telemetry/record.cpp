@@ -10,16 +10,20 @@ Record::Record(std::string_view event) : event_(event), text_(event) {
   spans_.reserve(16);
   const std::size_t before = json_.open_body().size();
   json_.field("event", event);
-  note_field(before);
+  note_field(before, "event");
 }
 
-void Record::note_field(std::size_t before) {
+void Record::note_field(std::size_t before, std::string_view key) {
   const std::string& body = json_.open_body();
   const std::size_t begin = before + (before > 1 ? 1 : 0);  // past the comma
-  // The key is a JSON string: its closing quote is the first unescaped one after the opening.
   std::size_t key_end = begin + 1;
-  while (key_end < body.size() && body[key_end] != '"') {
-    key_end += body[key_end] == '\\' ? 2 : 1;
+  if (std::all_of(key.begin(), key.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; })) {
+    key_end += key.size();  // written as it is
+  } else {
+    // Escaped: its closing quote is the first unescaped one after the opening.
+    while (key_end < body.size() && body[key_end] != '"') {
+      key_end += body[key_end] == '\\' ? 2 : 1;
+    }
   }
   spans_.push_back({begin, key_end + 1, body.size()});
 }
@@ -40,7 +44,7 @@ Record& Record::add(std::string_view key, std::string_view value) {
   add_text(key, value, true);
   const std::size_t before = json_.open_body().size();
   json_.field(key, value);
-  note_field(before);
+  note_field(before, key);
   return *this;
 }
 
@@ -48,7 +52,7 @@ Record& Record::add(std::string_view key, std::int64_t value) {
   add_text(key, std::to_string(value), false);
   const std::size_t before = json_.open_body().size();
   json_.field(key, value);
-  note_field(before);
+  note_field(before, key);
   return *this;
 }
 
@@ -56,17 +60,17 @@ Record& Record::add(std::string_view key, std::uint64_t value) {
   add_text(key, std::to_string(value), false);
   const std::size_t before = json_.open_body().size();
   json_.field(key, value);
-  note_field(before);
+  note_field(before, key);
   return *this;
 }
 
 Record& Record::add(std::string_view key, double value) {
-  char number[32];
-  (void)std::snprintf(number, sizeof number, "%.6g", value);
+  std::string number;
+  append_general(number, value);
   add_text(key, number, false);
   const std::size_t before = json_.open_body().size();
   json_.field(key, value);
-  note_field(before);
+  note_field(before, key);
   return *this;
 }
 
@@ -74,7 +78,7 @@ Record& Record::add(std::string_view key, bool value) {
   add_text(key, value ? "true" : "false", false);
   const std::size_t before = json_.open_body().size();
   json_.field(key, value);
-  note_field(before);
+  note_field(before, key);
   return *this;
 }
 
@@ -82,7 +86,7 @@ Record& Record::add_json(std::string_view key, std::string_view json, std::strin
   add_text(key, text, false);
   const std::size_t before = json_.open_body().size();
   json_.raw(key, json);
-  note_field(before);
+  note_field(before, key);
   return *this;
 }
 
@@ -93,7 +97,7 @@ Record& Record::add_json_section(std::string_view key, std::string_view json, st
   }
   const std::size_t before = json_.open_body().size();
   json_.raw(key, json);
-  note_field(before);
+  note_field(before, key);
   return *this;
 }
 

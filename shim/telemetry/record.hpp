@@ -39,8 +39,8 @@ class Record {
 
  private:
   void add_text(std::string_view key, std::string_view value, bool quote);
-  // Notes where the field json_ just received (after `before` bytes of it) starts and ends.
-  void note_field(std::size_t before);
+  // Notes where the field `key` json_ just received (after `before` bytes of it) starts and ends.
+  void note_field(std::size_t before, std::string_view key);
   // A field's place in json_'s body: its key ("key", as written) from begin to key_end, the
   // whole field from begin to end.
   struct FieldSpan {
