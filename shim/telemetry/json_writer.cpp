@@ -1,6 +1,5 @@
 #include "json_writer.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -46,9 +45,10 @@ void append_json_string(std::string& out, std::string_view text) {
 }
 
 void append_general(std::string& out, double value) {
+  // Not std::to_chars: libstdc++'s for floating point would make the shim depend on libm.
   char number[32];
-  const std::to_chars_result written = std::to_chars(number, number + sizeof number, value, std::chars_format::general, 6);
-  out.append(number, written.ptr);
+  const int length = std::snprintf(number, sizeof number, "%.6g", value);
+  out.append(number, static_cast<std::size_t>(length > 0 ? length : 0));
 }
 
 void JsonObject::key(std::string_view name) {
