@@ -25,7 +25,9 @@ it). The per-connection cost is the median of (arm - bare) / CONNECTIONS, in mic
 connection pair (two sockets: a client and an accepted one). For each log run the log is read:
 conn_open and conn_close records (every socket's must be there), the summary's dropped_records,
 and `dropped` records. Also the whole process's wall time (tcptune run's start-up, the program,
-its exit flush, and tcptune run's table afterwards).
+its exit flush, and tcptune run's table afterwards), and the CPU time of the loop's thread (its ratio
+to the bare loop's, which other load's steal inflates less than the wall clock) and of the
+rest of the process (tcptune's worker thread).
 
 --realtime runs every arm under SCHED_FIFO priority 10 (root or CAP_SYS_NICE), the tcptune
 worker thread included, so that other load on the machine does not preempt the loop; --netns
@@ -167,16 +169,26 @@ def summarize(runs, arms, connections):
     for arm in arms:
         mine = by_round.get(arm, {})
         seconds = [r["result"]["seconds"] for r in mine.values()]
+        def per_pair_us(run, key):
+            return 1e6 * run["result"][key] / connections
+
         entry = {"runs_ok": len(mine), "seconds_median": median_of(seconds),
                  "seconds_min": min(seconds) if seconds else None, "seconds_max": max(seconds) if seconds else None,
                  "us_per_connection_median": median_of([r["result"]["us_per_connection"] for r in mine.values()]),
+                 "thread_cpu_us_per_connection_median": median_of([per_pair_us(r, "thread_cpu_seconds")
+                                                                   for r in mine.values()]),
+                 "worker_cpu_us_per_connection_median": median_of([
+                     per_pair_us(r, "process_cpu_seconds") - per_pair_us(r, "thread_cpu_seconds") for r in mine.values()]),
                  "wall_s_median": median_of([r["wall_s"] for r in mine.values()])}
         if arm != "bare":
             rounds = sorted(set(mine) & set(bare))
             ratios = [mine[r]["result"]["seconds"] / bare[r]["result"]["seconds"] for r in rounds]
             extra = [1e6 * (mine[r]["result"]["seconds"] - bare[r]["result"]["seconds"]) / connections for r in rounds]
+            cpu_ratios = [mine[r]["result"]["thread_cpu_seconds"] / bare[r]["result"]["thread_cpu_seconds"]
+                          for r in rounds]
             entry.update({"ratio_median": median_of(ratios), "ratios": [round(x, 4) for x in ratios],
                           "extra_us_per_connection_median": median_of(extra),
+                          "thread_cpu_ratio_median": median_of(cpu_ratios),
                           "wall_ratio_median": median_of([mine[r]["wall_s"] / bare[r]["wall_s"] for r in rounds])})
         logs = [r["log"] for r in mine.values() if "log" in r]
         if logs:
@@ -315,14 +327,15 @@ def main():
           f"; load average {load['load_avg_start'][0]:.2f} at the start, {load['load_avg_end'][0]:.2f} at the end, "
           f"{load['busy_cpus']} CPUs busy on average\n")
     print("| arm | loop s, median [min-max] | us per pair | / bare (paired median) | + us per pair | "
-          "process wall s | dropped_records (max) |")
-    print("|---|---|---|---|---|---|---|")
+          "loop thread's CPU / bare | worker's CPU, us per pair | process wall s | dropped_records (max) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for arm in arms:
         s = results["summary"][arm]
         print(f"| {arm} | {fmt(s['seconds_median'], '.4f')} [{fmt(s['seconds_min'], '.4f')}-{fmt(s['seconds_max'], '.4f')}] | "
               f"{fmt(s['us_per_connection_median'], '.2f')} | {fmt(s.get('ratio_median', 1.0), '.3f')} | "
-              f"{fmt(s.get('extra_us_per_connection_median', 0.0), '+.2f')} | {fmt(s['wall_s_median'], '.3f')} | "
-              f"{s.get('dropped_records_max', '-')} |")
+              f"{fmt(s.get('extra_us_per_connection_median', 0.0), '+.2f')} | "
+              f"{fmt(s.get('thread_cpu_ratio_median', 1.0), '.3f')} | {fmt(s['worker_cpu_us_per_connection_median'], '.1f')} | "
+              f"{fmt(s['wall_s_median'], '.3f')} | {s.get('dropped_records_max', '-')} |")
     for arm, target in results["targets"].items():
         if "at_most" in target:
             print(f"target {arm}: at most {target['at_most']}x bare: {fmt(target['ratio'], '.3f')}x, "
