@@ -105,10 +105,11 @@ int main(int argc, char** argv) {
   const double thread_cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - thread_cpu_start;
   const double process_cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - process_cpu_start;
   close(listener);
-  printf("{\"connections\":%ld,\"warmup\":%ld,\"warmup_seconds\":%.6f,\"seconds\":%.6f,"
-         "\"us_per_connection\":%.3f,\"connections_per_s\":%.0f,\"thread_cpu_seconds\":%.6f,"
-         "\"process_cpu_seconds\":%.6f}\n",
-         connections, warmup, warmup_seconds, seconds, 1e6 * seconds / (double)connections,
-         (double)connections / seconds, thread_cpu, process_cpu);
+  printf(
+      "{\"connections\":%ld,\"warmup\":%ld,\"warmup_seconds\":%.6f,\"seconds\":%.6f,"
+      "\"us_per_connection\":%.3f,\"connections_per_s\":%.0f,\"thread_cpu_seconds\":%.6f,"
+      "\"process_cpu_seconds\":%.6f}\n",
+      connections, warmup, warmup_seconds, seconds, 1e6 * seconds / (double)connections, (double)connections / seconds,
+      thread_cpu, process_cpu);
   return 0;
 }

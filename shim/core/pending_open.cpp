@@ -97,11 +97,10 @@ void write_pending_open(PendingOpen* open, const config::Policy& policy, const c
                         const config::Endpoint& peer, int connect_error) noexcept {
   const std::unique_ptr<PendingOpen> owned(open);
   try {
-    log_record(
-        config::LogLevel::info,
-        conn_open_record(open->fd, open->role, policy, open->rule, open->phase,
-                         names_an_end(local) ? local : config::Endpoint{},
-                         names_an_end(peer) ? peer : open->connect_peer, open->site, open->report, connect_error));
+    log_record(config::LogLevel::info, conn_open_record(open->fd, open->role, policy, open->rule, open->phase,
+                                                        names_an_end(local) ? local : config::Endpoint{},
+                                                        names_an_end(peer) ? peer : open->connect_peer, open->site,
+                                                        open->report, connect_error));
   } catch (...) {
     // Out of memory while formatting: the record is lost, the app is not.
   }

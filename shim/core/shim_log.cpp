@@ -574,9 +574,9 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
       for (const char c : program_json) {
         escaped += c == '%' ? std::string("%%") : std::string(1, c);
       }
-      formatters = make_formatters(R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","pid":%P,"program":)" + escaped +
-                                       ",%v}",
-                                   spdlog::pattern_time_type::utc);
+      formatters =
+          make_formatters(R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","pid":%P,"program":)" + escaped + ",%v}",
+                          spdlog::pattern_time_type::utc);
       // The envelope around a record's fields: the time (27), "warning", a pid of up to 10
       // digits, the program, the keys and punctuation (under 60).
       constexpr std::size_t kEnvelope = 27 + 7 + 10 + 60;
@@ -646,8 +646,7 @@ void write_line(config::LogLevel level, std::string_view line) noexcept {
   }
   // While the telemetry worker runs, the app's threads hand their lines to it, so one thread
   // writes the log, in the order the ring gives; if it cannot take one, the line goes direct.
-  if (const LineDeferrer defer = g_deferrer.load(std::memory_order_acquire);
-      defer != nullptr && !t_log_worker) {
+  if (const LineDeferrer defer = g_deferrer.load(std::memory_order_acquire); defer != nullptr && !t_log_worker) {
     try {
       if (defer(level, std::string(line))) {
         return;

@@ -112,8 +112,8 @@ void open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int
   }
   const config::Endpoint local = known.local_known ? known.local : local_endpoint(fd);
   const config::Endpoint peer = role == SocketRole::listener ? config::Endpoint{}
-                                : known.peer_known         ? known.peer
-                                                           : peer_endpoint(fd);
+                                : known.peer_known           ? known.peer
+                                                             : peer_endpoint(fd);
   if (peer.family != 0) {
     if (ConnectionNames* names = names_for(slot)) {
       names->store(generation, local, peer);
@@ -245,9 +245,9 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   const config::Tuning& tuning = config::tuning_for(*runtime.policy, rule);
   // A socket made through the hooks, whose app did not set TCP_NODELAY, has the kernel's default.
   const std::uint16_t app_options = slot.app_options.load(std::memory_order_relaxed);
-  const bool nodelay_off = known.nodelay_off || (phase == ApplyPhase::before_connect &&
-                                                 (app_options & options_seen_since_creation) != 0 &&
-                                                 (app_options & app_nodelay) == 0);
+  const bool nodelay_off =
+      known.nodelay_off || (phase == ApplyPhase::before_connect && (app_options & options_seen_since_creation) != 0 &&
+                            (app_options & app_nodelay) == 0);
   ApplyReport report = apply_to_slot(fd, slot, tuning, phase, nodelay_off);
   if (is_listener && known.local_known) {
     note_listener_address(slot, known.local);

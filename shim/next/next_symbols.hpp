@@ -27,8 +27,8 @@
 
 #include <atomic>
 #include <cerrno>
-#include <type_traits>
 #include <cstdio>
+#include <type_traits>
 
 #include "fortified_declarations.h"
 
@@ -73,9 +73,11 @@ class NextSymbol {
 // noreturn (_exit), which clang makes part of the type: the fallbacks and the call sites use
 // the plain function type. Deduced through a function pointer conversion, which drops both.
 template <typename R, typename... Args>
-R (*plain_function_of(R (*)(Args...)))(Args...);
+R (*plain_function_of(R (*)(Args...)))
+(Args...);
 template <typename R, typename... Args>
-R (*plain_function_of(R (*)(Args..., ...)))(Args..., ...);
+R (*plain_function_of(R (*)(Args..., ...)))
+(Args..., ...);
 template <typename Fn>
 using LibcFunction = std::remove_pointer_t<decltype(plain_function_of(static_cast<Fn*>(nullptr)))>;
 

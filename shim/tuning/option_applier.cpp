@@ -440,9 +440,9 @@ TuningOutcome apply_tuning(int fd, const AppSettings& app, const config::Tuning&
 TuningOutcome apply_options(int fd, const AppSettings& app, const config::Tuning& tuning, ApplyPhase phase,
                             const HostBufferFacts& host) {
   const ErrnoSaver saver;
-  const bool raw_nodelay = std::any_of(tuning.sockopts.begin(), tuning.sockopts.end(), [](const config::RawSockopt& opt) {
-    return opt.level == IPPROTO_TCP && opt.name == TCP_NODELAY;
-  });
+  const bool raw_nodelay =
+      std::any_of(tuning.sockopts.begin(), tuning.sockopts.end(),
+                  [](const config::RawSockopt& opt) { return opt.level == IPPROTO_TCP && opt.name == TCP_NODELAY; });
   Applier applier(fd, app, phase, host, raw_nodelay);
   if (tuning.nodelay.has_value()) {
     applier.nodelay(*tuning.nodelay);
