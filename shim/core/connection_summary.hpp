@@ -41,8 +41,8 @@ struct ConnectionSnapshot {
   bool write_latency_gathered = true;
   telemetry::LatencyHistogram write_latency;
   [[nodiscard]] const telemetry::LatencyHistogram& gathered_write_latency() const noexcept {
-    static const telemetry::LatencyHistogram kNone;
-    return write_latency_gathered ? write_latency : kNone;
+    static const telemetry::LatencyHistogram none;
+    return write_latency_gathered ? write_latency : none;
   }
   std::optional<TcpInfoSummary> tcp_info;
   config::Endpoint local;

@@ -62,7 +62,7 @@ std::atomic<int> g_log_pid{0};
 // kBatchBytes at a time; any other thread's line goes out at once, with what is gathered
 // before it, so the file keeps the order in which lines were logged.
 std::string* g_pending_lines = nullptr;  // never freed, like the formatters
-constexpr std::size_t kBatchBytes = 64 * 1024;
+constexpr std::size_t kBatchBytes = std::size_t{64} * 1024;
 thread_local bool t_batching = false;
 // A thread with every signal blocked (the worker) cannot be sent one by its own write; other
 // threads hold SIGXFSZ off around the log's writes only while RLIMIT_FSIZE is finite, as the
