@@ -45,6 +45,13 @@ void append_json_string(std::string& out, std::string_view text) {
 }
 
 void append_general(std::string& out, double value) {
+  // A whole number below a million, which "%.6g" writes as an integer (most of a record's: the
+  // counts, the zeros of an empty histogram), without printf; -0 keeps its sign there.
+  if (value > -1e6 && value < 1e6 && value == static_cast<double>(static_cast<std::int64_t>(value)) &&
+      !(value == 0 && std::signbit(value))) {
+    out += std::to_string(static_cast<std::int64_t>(value));
+    return;
+  }
   // Not std::to_chars: libstdc++'s for floating point would make the shim depend on libm.
   char number[32];
   const int length = std::snprintf(number, sizeof number, "%.6g", value);
