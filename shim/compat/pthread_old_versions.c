@@ -1,5 +1,6 @@
 /* The pthread functions that glibc 2.34 moved from libpthread into libc under GLIBC_2.34 (and
- * pthread_sigmask, under GLIBC_2.32), bound to their versions of glibc 2.2.5 and 2.12. */
+ * pthread_sigmask and pthread_getattr_np, under GLIBC_2.32), bound to their versions of glibc
+ * 2.2.5 and 2.12. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -18,6 +19,8 @@ TCPTUNE_OLD_VERSION(__pthread_key_create, "GLIBC_2.2.5");
 TCPTUNE_OLD_VERSION(pthread_sigmask, "GLIBC_2.2.5");
 TCPTUNE_OLD_VERSION(pthread_setname_np, "GLIBC_2.12");
 TCPTUNE_OLD_VERSION(pthread_mutex_trylock, "GLIBC_2.2.5");
+TCPTUNE_OLD_VERSION(pthread_getattr_np, "GLIBC_2.2.5");
+TCPTUNE_OLD_VERSION(pthread_attr_getstack, "GLIBC_2.2.5");
 
 TCPTUNE_WRAPPER int __wrap_pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
                                           void* arg) {
@@ -45,5 +48,13 @@ TCPTUNE_WRAPPER int __wrap_pthread_setname_np(pthread_t thread, const char* name
 }
 TCPTUNE_WRAPPER int __wrap_pthread_mutex_trylock(pthread_mutex_t* mutex) {
   return tcptune_old_pthread_mutex_trylock(mutex);
+}
+
+TCPTUNE_WRAPPER int __wrap_pthread_getattr_np(pthread_t thread, pthread_attr_t* attributes) {
+  return tcptune_old_pthread_getattr_np(thread, attributes);
+}
+
+TCPTUNE_WRAPPER int __wrap_pthread_attr_getstack(const pthread_attr_t* attributes, void** stack, size_t* size) {
+  return tcptune_old_pthread_attr_getstack(attributes, stack, size);
 }
 /* NOLINTEND(readability-identifier-naming) */

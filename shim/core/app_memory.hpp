@@ -1,7 +1,9 @@
 // Reading and writing the app's memory without trusting its pointers. A hook that looked at
 // a bad pointer itself would crash the app where the kernel answers EFAULT, so every copy goes
 // through process_vm_readv/process_vm_writev on this process: the kernel checks the address
-// and the copy fails cleanly. Async-signal-safe (one system call), errno preserved.
+// and the copy fails cleanly. Async-signal-safe (one system call), errno preserved. A read of
+// bytes on the calling thread's own stack, above its current frame (memory in use, so mapped:
+// a sockaddr in a local variable), is a plain copy, with no system call.
 // Where the kernel lacks these calls (before 3.2) or a sandbox refuses them, a read asks the
 // kernel whether the bytes are readable (rt_sigprocmask) and then copies them; a write fails,
 // and the hook then leaves the call to the kernel untouched.

@@ -34,8 +34,11 @@ void take_snapshot(int fd, SocketSlot& slot, std::uint32_t generation, bool open
   out.closed_ns = monotonic_ns();
   out.counters = stats.counters.load();
   out.histogram_lost_carries = stats.carries.lost();
-  out.write_latency = telemetry::LatencyHistogram();
-  stats.write_latency_into(out.write_latency);
+  out.write_latency_gathered = out.counters.writes != 0;  // else there is no latency to gather
+  if (out.write_latency_gathered) {
+    out.write_latency = telemetry::LatencyHistogram();
+    stats.write_latency_into(out.write_latency);
+  }
   out.tcp_info = read_tcp_info(fd);
   const ConnectionNames* names = names_if_any(slot);
   if (names == nullptr || !names->load(generation, out.local, out.peer)) {
@@ -108,8 +111,9 @@ telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const co
   if (snapshot.framing_loss != FramingLoss::none) {
     record.add("keep_warm_ended_by", framing_loss_name(snapshot.framing_loss));
   }
-  record.add_json("write_latency_us", latency_json_us(snapshot.write_latency), latency_text_us(snapshot.write_latency))
-      .add_json_section("write_latency_hist", histogram_buckets_json(snapshot.write_latency), "");
+  const telemetry::LatencyHistogram& write_latency = snapshot.gathered_write_latency();
+  record.add_json("write_latency_us", latency_json_us(write_latency), latency_text_us(write_latency))
+      .add_json_section("write_latency_hist", histogram_buckets_json(write_latency), "");
   if (snapshot.histogram_lost_carries != 0) {
     record.add("write_latency_undercounted", static_cast<std::uint64_t>(snapshot.histogram_lost_carries) *
                                                  telemetry::ConnectionWriteHistogram::kCarryUnit);

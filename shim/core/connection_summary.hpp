@@ -36,7 +36,14 @@ struct ConnectionSnapshot {
   std::int64_t closed_ns = 0;
   telemetry::ConnectionCounters counters;
   std::uint32_t histogram_lost_carries = 0;
+  // False for a connection that wrote nothing: write_latency is then not gathered (nor its
+  // 1.5 KiB written by the closing thread and read by the worker) and stands for an empty one.
+  bool write_latency_gathered = true;
   telemetry::LatencyHistogram write_latency;
+  [[nodiscard]] const telemetry::LatencyHistogram& gathered_write_latency() const noexcept {
+    static const telemetry::LatencyHistogram none;
+    return write_latency_gathered ? write_latency : none;
+  }
   std::optional<TcpInfoSummary> tcp_info;
   config::Endpoint local;
   config::Endpoint peer;

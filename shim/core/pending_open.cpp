@@ -15,6 +15,7 @@
 #include "socket_probe.hpp"
 #include "socket_slot.hpp"
 #include "tcp_info_reader.hpp"
+#include "telemetry_worker.hpp"
 
 namespace tcptune::shim {
 
@@ -28,6 +29,16 @@ bool has_address(const config::Endpoint& endpoint) {
 // port on the unspecified address).
 bool names_an_end(const config::Endpoint& endpoint) {
   return has_address(endpoint) && !config::is_unspecified(endpoint);
+}
+
+// A completed connect's conn_open goes to the worker, which formats and writes it with the
+// other records (and, should the process _exit, the exiting thread: telemetry_worker.hpp);
+// written by this thread when the worker cannot take it.
+void hand_over_or_write(PendingOpen* open, const config::Policy& policy, const config::Endpoint& local,
+                        const config::Endpoint& peer, int connect_error) noexcept {
+  if (!post_completed_connect(open, local, peer, connect_error)) {
+    write_pending_open(open, policy, local, peer, connect_error);
+  }
 }
 
 }  // namespace
@@ -83,20 +94,20 @@ PendingOpen* take_pending_open(SocketSlot& slot, std::uint32_t generation) noexc
 }
 
 void write_pending_open(PendingOpen* open, const config::Policy& policy, const config::Endpoint& local,
-                        const config::Endpoint& peer, int connect_error, bool now) noexcept {
+                        const config::Endpoint& peer, int connect_error) noexcept {
   const std::unique_ptr<PendingOpen> owned(open);
   try {
-    (now ? log_record_now : log_record)(
-        config::LogLevel::info,
-        conn_open_record(open->fd, open->role, policy, open->rule, open->phase,
-                         names_an_end(local) ? local : config::Endpoint{},
-                         names_an_end(peer) ? peer : open->connect_peer, open->site, open->report, connect_error));
+    log_record(config::LogLevel::info, conn_open_record(open->fd, open->role, policy, open->rule, open->phase,
+                                                        names_an_end(local) ? local : config::Endpoint{},
+                                                        names_an_end(peer) ? peer : open->connect_peer, open->site,
+                                                        open->report, connect_error));
   } catch (...) {
     // Out of memory while formatting: the record is lost, the app is not.
   }
 }
 
-void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& policy, int connect_error) noexcept {
+void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& policy, int connect_error,
+                           bool established) noexcept {
   const ErrnoSaver saver;
   ConnectionNames* names = names_if_any(slot);
   if (names == nullptr || names->pending.load(std::memory_order_acquire) == nullptr) {
@@ -105,6 +116,19 @@ void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& polic
   const std::uint32_t generation = slot.generation.load(std::memory_order_acquire);
   config::Endpoint local;
   config::Endpoint peer;
+  if (established) {
+    // connect() returned 0: its peer is the address it was given (the kernel names an
+    // unspecified one after the address it chose: asked then).
+    PendingOpen* open = take_pending_open(slot, generation);
+    if (open == nullptr) {
+      return;
+    }
+    local = local_endpoint(fd);
+    peer = names_an_end(open->connect_peer) ? open->connect_peer : peer_endpoint(fd);
+    names->store(generation, local, peer);
+    hand_over_or_write(open, policy, local, peer, 0);
+    return;
+  }
   if (connect_error == 0) {
     local = local_endpoint(fd);
     peer = peer_endpoint(fd);
@@ -121,7 +145,7 @@ void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& polic
     // Never connected: no local end (the kernel let its port go), the peer it was meant for.
     names->store(generation, config::Endpoint{}, open->connect_peer);
   }
-  write_pending_open(open, policy, local, peer, connect_error, /*now=*/true);
+  hand_over_or_write(open, policy, local, peer, connect_error);
 }
 
 bool poll_pending_open(int fd, std::uint32_t generation, const config::Policy& policy) noexcept {

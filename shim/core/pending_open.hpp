@@ -48,16 +48,17 @@ bool park_pending_open(SocketSlot& slot, PendingOpen* open) noexcept;
 PendingOpen* take_pending_open(SocketSlot& slot, std::uint32_t generation) noexcept;
 
 // Writes `open` (and deletes it) with the endpoints it completed with: `peer` falls back to the
-// address given to connect(). `now`: by this thread, not handed to the worker. Off the write
-// path.
+// address given to connect(). Off the write path.
 void write_pending_open(PendingOpen* open, const config::Policy& policy, const config::Endpoint& local,
-                        const config::Endpoint& peer, int connect_error = 0, bool now = false) noexcept;
+                        const config::Endpoint& peer, int connect_error = 0) noexcept;
 
 // The app's thread saw the connect end: `connect_error` 0 when it is established. Reads the
-// endpoints, keeps them in the slot and writes the conn_open if it still waits, at once (in the
-// log before the call returns, as a record written before the connect was). Not from a signal
-// handler.
-void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& policy, int connect_error) noexcept;
+// endpoints, keeps them in the slot and hands the conn_open, if it still waits, to the worker
+// (which writes it with the other records; at _exit the exiting thread writes what the worker
+// was handed), or writes it when the worker cannot take it. Not from a signal handler.
+// `established`: connect() itself returned 0, so the peer is the address it was given.
+void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& policy, int connect_error,
+                           bool established = false) noexcept;
 
 // The worker's look at a connect it was told of (post_pending_open): once the connection is
 // established, its endpoints are kept and its conn_open written. True when nothing is left to

@@ -84,6 +84,7 @@ void after_fork_in_child() noexcept {
   g_owner_pid.store(getpid(), std::memory_order_relaxed);
   announce_to_supervisor_after_fork();  // before fork() returns: the child's first call is known
   detach_stderr_in_child();             // still under the log's mutex, taken before the fork
+  log_after_fork_in_child();
   log_after_fork();
   telemetry_after_fork_in_child();
   keep_warm_after_fork_in_child();
@@ -154,6 +155,7 @@ void initialize() {
   if (loaded.ok()) {
     runtime->policy = new config::Policy(std::move(loaded.policy()));
     runtime->holds_app_buffers = policy_touches_buffers(*runtime->policy);
+    runtime->rules_match_peers = policy_matches_peers(*runtime->policy);
   } else {
     const std::string message = loaded.error().to_string();
     if (strict != nullptr && std::strcmp(strict, "1") == 0) {
@@ -217,6 +219,15 @@ bool policy_touches_buffers(const config::Policy& policy) noexcept {
   return false;
 }
 
+bool policy_matches_peers(const config::Policy& policy) noexcept {
+  for (const config::Rule& rule : policy.rules) {
+    if (!rule.match.peers.empty()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void ensure_initialized() noexcept {
   if (g_state.load(std::memory_order_acquire) == InitState::done || t_initializing) {
     return;
@@ -265,6 +276,7 @@ void install_runtime_for_testing(const config::Policy* policy, std::string progr
   runtime->policy = policy;
   runtime->program = std::move(program);
   runtime->holds_app_buffers = policy == nullptr || policy_touches_buffers(*policy);
+  runtime->rules_match_peers = policy == nullptr || policy_matches_peers(*policy);
   g_runtime = runtime;
   g_state.store(InitState::done, std::memory_order_release);
   g_active.store(policy != nullptr ? runtime : nullptr, std::memory_order_release);

@@ -18,10 +18,15 @@ struct Runtime {
   // SO_RCVBUF before connect or listen are held until the rule is known. Without, they go
   // straight to the kernel (the observe-only policy changes nothing, not even when they land).
   bool holds_app_buffers = true;
+  // Some rule matches on the peer's address: an accepted socket's peer is needed to choose its
+  // rule even without a log (otherwise only the log's records name it).
+  bool rules_match_peers = true;
 };
 
 // Whether a policy's rules can size or override buffers (Runtime::holds_app_buffers).
 bool policy_touches_buffers(const config::Policy& policy) noexcept;
+// Whether some rule matches on peer addresses (Runtime::rules_match_peers).
+bool policy_matches_peers(const config::Policy& policy) noexcept;
 
 // Idempotent and thread-safe; a recursive call from inside initialisation returns at once.
 void ensure_initialized() noexcept;

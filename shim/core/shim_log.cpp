@@ -2,8 +2,9 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spdlog/logger.h>
-#include <spdlog/sinks/base_sink.h>
+#include <spdlog/details/fmt_helper.h>
+#include <spdlog/details/log_msg.h>
+#include <spdlog/pattern_formatter.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <memory>
@@ -18,6 +20,7 @@
 #include <set>
 #include <system_error>
 
+#include "errno_saver.hpp"
 #include "held_signals.hpp"
 #include "next_symbols.hpp"
 #include "private_descriptor.hpp"
@@ -32,14 +35,40 @@ namespace tcptune::shim {
 
 namespace {
 
-// Never destroyed: hooks may log from other libraries' exit handlers after our statics
-// would have been torn down.
-spdlog::logger* g_logger = nullptr;
+// The lines' envelope (time, level, pid, program around a record), spdlog's pattern
+// formatter: one used under the log's mutex, and spares that a thread takes without it (when
+// one is free), so that formatting on one thread does not hold up another's write. Set once
+// the log is open; never destroyed: hooks may log from other libraries' exit handlers after
+// our statics would have been torn down.
+struct LineFormatters {
+  std::unique_ptr<spdlog::formatter> locked;  // under the log's mutex
+  struct Spare {
+    std::atomic<bool> busy{false};
+    std::unique_ptr<spdlog::formatter> formatter;
+  };
+  std::array<Spare, 4> spares;
+};
+std::atomic<LineFormatters*> g_formatters{nullptr};
 std::atomic<int> g_level{static_cast<int>(config::LogLevel::off)};
 std::mutex& log_mutex() {
   static auto* mutex = new std::mutex;
   return *mutex;
 }
+// The pid on every line: this process's, set when the log opens and again in a forked child
+// (log_after_fork_in_child), instead of a getpid() per line.
+std::atomic<int> g_log_pid{0};
+// Lines formatted and not written yet (under the log's mutex): the telemetry worker gathers
+// the lines of one wake-up (log_batch_begin/end) and writes them in one write(2), at most
+// kBatchBytes at a time; any other thread's line goes out at once, with what is gathered
+// before it, so the file keeps the order in which lines were logged.
+std::string* g_pending_lines = nullptr;  // never freed, like the formatters
+constexpr std::size_t kBatchBytes = std::size_t{64} * 1024;
+thread_local bool t_batching = false;
+// A thread with every signal blocked (the worker) cannot be sent one by its own write; other
+// threads hold SIGXFSZ off around the log's writes only while RLIMIT_FSIZE is finite, as the
+// worker found it at its last wake-up (a write past that limit is what raises it).
+thread_local bool t_signals_blocked = false;
+std::atomic<bool> g_file_size_unlimited{false};
 // The log file descriptor, kept at a high number, close-on-exec, and away from the app: the
 // close hooks never let the app close it or dup2 over it (see protect_log_fd_from).
 constexpr int kLogFdFloor = 900;
@@ -51,7 +80,7 @@ std::atomic<int> g_log_fd{-1};
 // number free waits for one (write_waiting_lines); past kMostWaiting bytes it is lost, and counted.
 std::atomic<bool> g_log_transient{false};
 std::atomic<std::uint64_t> g_lines_without_descriptor{0};
-std::string* g_waiting_lines = nullptr;  // under the log's mutex; never freed, like the logger
+std::string* g_waiting_lines = nullptr;  // under the log's mutex; never freed, like the formatters
 constexpr std::size_t kMostWaiting = 64 * 1024;
 // open_log_fd's answer when it opened the file but keeps no descriptor (transient).
 constexpr int kTransientLog = -2;
@@ -64,7 +93,7 @@ std::atomic<bool> g_jsonl{false};
 
 // The log on the process's own stderr ([log] path = "stderr"), under the log's mutex. Its
 // descriptors (up to three) are published for the close hooks, which read them without the lock.
-telemetry::StderrStream* g_stderr = nullptr;  // never freed, like the logger
+telemetry::StderrStream* g_stderr = nullptr;  // never freed, like the formatters
 std::atomic<int> g_stderr_relay_fds[2] = {-1, -1};
 // The app closed fd 2 (or put another file there) from a signal handler that interrupted a write
 // of the log: the writer lets it go after that write.
@@ -117,6 +146,9 @@ void rotate_log() {
 // A write past RLIMIT_FSIZE (`ulimit -f`) raises SIGXFSZ at the writing thread, and its default
 // action kills the process: held off around the log's write (held_signals.hpp).
 ssize_t write_holding_sigxfsz(int fd, const void* data, std::size_t size) noexcept {
+  if (t_signals_blocked || g_file_size_unlimited.load(std::memory_order_acquire)) {
+    return next::write(fd, data, size);
+  }
   telemetry::HeldSignals held;
   const ssize_t written = next::write(fd, data, size);
   held.take_back(written < 0 ? errno : 0);
@@ -279,7 +311,11 @@ bool write_to_file(int fd, std::string_view text) noexcept {
   } while (written < 0 && errno == EINTR);
   if (written != static_cast<ssize_t>(text.size())) {
     // A regular file writes short only at its size limit or a full disk: never reaches the app.
-    end_log(fd, written > 0 ? static_cast<std::size_t>(written) : 0, written < 0 ? errno : 0);
+    // The lines written whole stay; the part of the one cut short goes.
+    const int error = written < 0 ? errno : 0;
+    const std::size_t reached = written > 0 ? static_cast<std::size_t>(written) : 0;
+    const std::size_t last_newline = text.substr(0, reached).rfind('\n');
+    end_log(fd, last_newline == std::string_view::npos ? reached : reached - last_newline - 1, error);
     return false;
   }
   g_log_bytes += text.size();
@@ -315,28 +351,121 @@ bool write_transient(std::string_view line) noexcept {
 
 // Writes formatted lines to g_log_fd through the next write(), never through our own hook,
 // each line in one write(2); or to stderr (write_to_stderr).
-class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
- protected:
-  void sink_it_(const spdlog::details::log_msg& message) override {
-    if (g_log_ended.load(std::memory_order_acquire)) {
-      return;
+// Under the log's mutex: `text` (whole lines) to the file, then the file rotated if it has
+// grown past rotate_size.
+void write_lines(std::string_view text) noexcept {
+  const bool written = g_log_transient.load(std::memory_order_acquire)
+                           ? write_transient(text)
+                           : write_to_file(g_log_fd.load(std::memory_order_relaxed), text);
+  if (written && g_rotate_size != 0 && g_log_bytes >= g_rotate_size && g_log_path != nullptr) {
+    rotate_log();  // between lines: every file holds whole records
+  }
+}
+
+// Under the log's mutex: the lines gathered so far, in one write.
+void write_pending_lines() noexcept {
+  if (g_pending_lines != nullptr && !g_pending_lines->empty()) {
+    if (!g_log_ended.load(std::memory_order_acquire)) {
+      write_lines(*g_pending_lines);
     }
-    spdlog::memory_buf_t line;
-    formatter_->format(message, line);
-    if (g_stderr != nullptr) {
-      write_to_stderr(std::string_view(line.data(), line.size()));
-      return;
+    g_pending_lines->clear();
+  }
+}
+
+// Gathers `text` with the lines waiting; false when it must be written now instead: outside a
+// batch, where it would reach the batch's limit or rotate_size (the file moves aside exactly
+// where one line at a time would move it), in transient mode, or out of memory.
+bool gather(std::string_view text) noexcept {
+  if (!t_batching || g_log_transient.load(std::memory_order_acquire)) {
+    return false;
+  }
+  const std::size_t gathered = (g_pending_lines != nullptr ? g_pending_lines->size() : 0) + text.size();
+  if (gathered >= kBatchBytes || (g_rotate_size != 0 && g_log_bytes + gathered >= g_rotate_size)) {
+    return false;
+  }
+  try {
+    if (g_pending_lines == nullptr) {
+      g_pending_lines = new std::string;
+      g_pending_lines->reserve(kBatchBytes);
     }
-    const std::string_view text(line.data(), line.size());
-    const bool written = g_log_transient.load(std::memory_order_acquire)
-                             ? write_transient(text)
-                             : write_to_file(g_log_fd.load(std::memory_order_relaxed), text);
-    if (written && g_rotate_size != 0 && g_log_bytes >= g_rotate_size && g_log_path != nullptr) {
-      rotate_log();  // between lines: every file holds whole records
+    g_pending_lines->append(text);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// Under the log's mutex: one formatted line to the log, through the next write(), never
+// through our own hook: whole lines in one write(2) (the worker's, gathered per wake-up); or
+// to stderr (write_to_stderr), one record per write.
+void deliver(std::string_view text) noexcept {
+  if (g_log_ended.load(std::memory_order_acquire)) {
+    return;
+  }
+  if (g_stderr != nullptr) {
+    write_to_stderr(text);
+    return;
+  }
+  if (gather(text)) {
+    return;
+  }
+  if (g_pending_lines != nullptr && !g_pending_lines->empty()) {
+    // After the lines gathered before it, in the same write where memory allows.
+    try {
+      g_pending_lines->append(text);
+      write_pending_lines();
+      return;
+    } catch (...) {
+      write_pending_lines();
     }
   }
-  void flush_() override {}
+  if (!g_log_ended.load(std::memory_order_acquire)) {
+    write_lines(text);
+  }
+}
+
+// %P: the pid noted when the log opened (or the child forked), not a getpid() per line.
+class CachedPidFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& /*message*/, const std::tm& /*time*/,
+              spdlog::memory_buf_t& destination) override {
+    spdlog::details::fmt_helper::append_int(g_log_pid.load(std::memory_order_relaxed), destination);
+  }
+  [[nodiscard]] std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<CachedPidFlag>();
+  }
 };
+
+LineFormatters* make_formatters(const std::string& pattern, spdlog::pattern_time_type time) {
+  auto formatter = std::make_unique<spdlog::pattern_formatter>(time);
+  formatter->add_flag<CachedPidFlag>('P').set_pattern(pattern);
+  auto formatters = std::make_unique<LineFormatters>();
+  for (LineFormatters::Spare& spare : formatters->spares) {
+    spare.formatter = formatter->clone();
+  }
+  formatters->locked = std::move(formatter);
+  return formatters.release();
+}
+
+// Formats `message` with a spare formatter, outside the log's mutex; false when none is free.
+bool format_unlocked(LineFormatters& formatters, const spdlog::details::log_msg& message,
+                     spdlog::memory_buf_t& line) noexcept {
+  for (LineFormatters::Spare& spare : formatters.spares) {
+    if (spare.busy.load(std::memory_order_relaxed) || spare.busy.exchange(true, std::memory_order_acquire)) {
+      continue;
+    }
+    bool formatted = true;
+    try {
+      spare.formatter->format(message, line);
+    } catch (...) {
+      formatted = false;
+      line.clear();
+    }
+    spare.busy.store(false, std::memory_order_release);
+    return formatted;
+  }
+  return false;
+}
 
 // Set while this thread is inside the logger, so that a signal handler that closes a
 // socket mid-message skips logging instead of deadlocking.
@@ -397,7 +526,7 @@ int open_log_fd(const std::string& path, std::string& error) {
   }
   g_log_bytes = static_cast<std::uint64_t>(info.st_size);
   if (g_log_path == nullptr) {
-    g_log_path = new std::string(path);  // never freed, like the logger
+    g_log_path = new std::string(path);  // never freed, like the formatters
   } else {
     *g_log_path = path;
   }
@@ -415,9 +544,11 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
   if (path.empty() || level == config::LogLevel::off) {
     return {};
   }
+  g_log_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
+  refresh_log_file_size_limit();
   std::string error;
   if (config::is_stderr_log(path)) {
-    auto* stream = new telemetry::StderrStream;  // never freed, like the logger
+    auto* stream = new telemetry::StderrStream;  // never freed, like the formatters
     if (const char* why = stream->open(kLogFdFloor); why != nullptr) {
       delete stream;
       return std::string("cannot log to stderr: ") + why;
@@ -434,8 +565,8 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
     g_log_fd.store(fd >= 0 ? fd : -1, std::memory_order_release);
   }
   try {
-    g_program = new std::string(program);  // never freed, like the logger
-    auto* logger = new spdlog::logger("tcptune", std::make_shared<FdSink>());
+    g_program = new std::string(program);  // never freed, like the formatters
+    LineFormatters* formatters = nullptr;
     if (format == config::LogFormat::jsonl) {
       std::string program_json;
       telemetry::append_json_string(program_json, program);
@@ -447,7 +578,8 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
       for (const char c : program_json) {
         escaped += c == '%' ? std::string("%%") : std::string(1, c);
       }
-      logger->set_pattern(R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","pid":%P,"program":)" + escaped + ",%v}",
+      formatters =
+          make_formatters(R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","pid":%P,"program":)" + escaped + ",%v}",
                           spdlog::pattern_time_type::utc);
       // The envelope around a record's fields: the time (27), "warning", a pid of up to 10
       // digits, the program, the keys and punctuation (under 60).
@@ -455,13 +587,11 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
       const std::size_t envelope = kEnvelope + program_json.size();
       g_stderr_field_budget = envelope < telemetry::kStderrRecordLimit ? telemetry::kStderrRecordLimit - envelope : 0;
     } else {
-      logger->set_pattern("%Y-%m-%dT%H:%M:%S.%f%z %l tcptune[%P] %v");
+      formatters = make_formatters("%Y-%m-%dT%H:%M:%S.%f%z %l tcptune[%P] %v", spdlog::pattern_time_type::local);
     }
     g_jsonl.store(format == config::LogFormat::jsonl, std::memory_order_release);
-    logger->set_level(to_spdlog(level));
-    logger->flush_on(spdlog::level::trace);  // every line complete on disk, even after kill -9
     const std::lock_guard lock(log_mutex());
-    g_logger = logger;
+    g_formatters.store(formatters, std::memory_order_release);
     g_level.store(static_cast<int>(level), std::memory_order_release);
     return {};
   } catch (const std::exception& exception) {
@@ -470,7 +600,7 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
 }
 
 std::string switch_log_file(const std::string& path) {
-  if (g_logger == nullptr || g_stderr != nullptr) {
+  if (g_formatters.load(std::memory_order_acquire) == nullptr || g_stderr != nullptr) {
     return {};
   }
   std::string error;
@@ -507,7 +637,6 @@ namespace {
 
 std::atomic<LineDeferrer> g_deferrer{nullptr};
 thread_local bool t_log_worker = false;
-thread_local bool t_write_now = false;  // log_record_now: not handed to the worker
 
 void write_line(config::LogLevel level, std::string_view line) noexcept {
   if (t_in_logger || g_log_ended.load(std::memory_order_acquire)) {
@@ -521,8 +650,7 @@ void write_line(config::LogLevel level, std::string_view line) noexcept {
   }
   // While the telemetry worker runs, the app's threads hand their lines to it, so one thread
   // writes the log, in the order the ring gives; if it cannot take one, the line goes direct.
-  if (const LineDeferrer defer = g_deferrer.load(std::memory_order_acquire);
-      defer != nullptr && !t_log_worker && !t_write_now) {
+  if (const LineDeferrer defer = g_deferrer.load(std::memory_order_acquire); defer != nullptr && !t_log_worker) {
     try {
       if (defer(level, std::string(line))) {
         return;
@@ -530,12 +658,22 @@ void write_line(config::LogLevel level, std::string_view line) noexcept {
     } catch (...) {
     }
   }
+  LineFormatters* formatters = g_formatters.load(std::memory_order_acquire);
+  if (formatters == nullptr || !log_enabled(level)) {
+    return;
+  }
   const InsideLogger inside;
   try {
+    // The time is taken here, and the envelope formatted before the mutex where a spare
+    // formatter is free: the mutex covers the write alone.
+    const spdlog::details::log_msg message(spdlog::source_loc{}, "tcptune", to_spdlog(level), line);
+    spdlog::memory_buf_t text;
+    const bool formatted = format_unlocked(*formatters, message, text);
     const std::lock_guard lock(log_mutex());
-    if (g_logger != nullptr) {
-      g_logger->log(to_spdlog(level), "{}", line);
+    if (!formatted) {
+      formatters->locked->format(message, text);
     }
+    deliver(std::string_view(text.data(), text.size()));
   } catch (...) {
     // A full disk or a bad descriptor must never reach the app.
   }
@@ -588,12 +726,6 @@ std::string record_line(const telemetry::Record& record) {
 }
 
 }  // namespace
-
-void log_record_now(config::LogLevel level, const telemetry::Record& record) noexcept {
-  t_write_now = true;
-  log_record(level, record);
-  t_write_now = false;
-}
 
 void log_record(config::LogLevel level, const telemetry::Record& record) noexcept {
   if (!log_enabled(level) || g_log_ended.load(std::memory_order_acquire)) {
@@ -685,7 +817,7 @@ void detach_stderr_in_child() noexcept {
 }
 
 bool log_first_time(const std::string& key) {
-  static auto* seen = new std::set<std::string>;  // never destroyed, like the logger
+  static auto* seen = new std::set<std::string>;  // never destroyed, like the formatters
   const InsideLogger inside;
   const std::lock_guard lock(log_mutex());
   return seen->insert(key).second;
@@ -732,6 +864,41 @@ void move_log_fd_away_from(int fd) noexcept {
   if (moved >= 0) {
     g_log_fd.store(moved, std::memory_order_release);
     next::close(fd);
+  }
+}
+
+void log_batch_begin() noexcept {
+  t_batching = true;
+}
+
+void log_batch_end() noexcept {
+  t_batching = false;
+  if (g_formatters.load(std::memory_order_acquire) == nullptr || g_stderr != nullptr || t_in_logger) {
+    return;
+  }
+  const InsideLogger inside;
+  try {
+    const std::lock_guard lock(log_mutex());
+    write_pending_lines();
+  } catch (...) {
+  }
+}
+
+void mark_log_thread_signals_blocked() noexcept {
+  t_signals_blocked = true;
+}
+
+void refresh_log_file_size_limit() noexcept {
+  const ErrnoSaver saver;
+  rlimit limit{};
+  g_file_size_unlimited.store(getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur == RLIM_INFINITY,
+                              std::memory_order_release);
+}
+
+void log_after_fork_in_child() noexcept {
+  g_log_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
+  if (g_pending_lines != nullptr) {
+    g_pending_lines->clear();  // the parent's, gathered by its worker: the parent writes them
   }
 }
 

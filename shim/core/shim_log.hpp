@@ -47,10 +47,6 @@ void write_deferred_line(config::LogLevel level, std::string_view line) noexcept
 // JSON record longer than one write of PIPE_BUF bytes leaves its longest fields out, named in
 // "omitted" (Record::json_fields_within).
 void log_record(config::LogLevel level, const telemetry::Record& record) noexcept;
-// The same, written by this thread now, not handed to the worker: a record a process that
-// `_exit`s right after its call must not lose (a client's conn_open, written as its connect
-// returns).
-void log_record_now(config::LogLevel level, const telemetry::Record& record) noexcept;
 // The process's start record: on stderr (below warn) it waits for the first other record, so a
 // process with nothing to report writes nothing into the app's stderr.
 void log_start_record(config::LogLevel level, const telemetry::Record& record) noexcept;
@@ -85,6 +81,23 @@ bool is_log_fd(int fd) noexcept;
 inline constexpr int kMaxLogFds = 3;
 int log_fds(int (&fds)[kMaxLogFds]) noexcept;  // how many, in ascending order
 void move_log_fd_away_from(int fd) noexcept;
+
+// The telemetry worker gathers the lines of one wake-up and writes them in one write(2) (at
+// most 64 KiB at a time, and where rotate_size falls): between these two calls on its thread,
+// lines wait for log_batch_end(), or for the next line of another thread, which writes them
+// first. Lines stay whole and in order; the file is complete up to its last line.
+void log_batch_begin() noexcept;
+void log_batch_end() noexcept;
+// The calling thread blocks every signal (the worker): its writes cannot raise SIGXFSZ, so
+// nothing is held around them.
+void mark_log_thread_signals_blocked() noexcept;
+// Reads RLIMIT_FSIZE again: while it is unlimited no log write can raise SIGXFSZ, and the
+// app's threads write without holding it off (three system calls fewer). At the log's
+// opening, and at each of the worker's wake-ups, so a limit the app sets later is seen within
+// one (at most 20 ms).
+void refresh_log_file_size_limit() noexcept;
+// A forked child: its own pid on its lines, and none of the lines its parent had gathered.
+void log_after_fork_in_child() noexcept;
 
 // Fork safety: no thread may be inside the logger while the process forks.
 void log_prepare_fork() noexcept;

@@ -69,11 +69,24 @@ void log_connection(const char* event, int fd, const SocketSlot& slot, const con
   log_record(LogLevel::info, record);
 }
 
-// conn_open: written now with both ends (an accepted, adopted or listening socket), or, for a
-// client before its connect, parked until the connect completes (pending_open.hpp); its
-// endpoints are kept for its later records either way.
+// What the caller already knows of a socket being set up, so that it is not asked of the
+// kernel again: its ends (an accepted socket's peer came with accept(), its local end is the
+// listener's unless that listens on every address), and whether TCP_NODELAY is off.
+struct KnownState {
+  config::Endpoint local;
+  config::Endpoint peer;
+  bool local_known = false;
+  bool peer_known = false;
+  bool nodelay_off = false;
+};
+
+// conn_open: written with both ends (an accepted, adopted or listening socket: by the worker
+// once it runs, which formats it off the app's thread), or, for a client before its connect,
+// parked until the connect completes (pending_open.hpp); its endpoints are kept for its later
+// records either way.
 void open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int rule, ApplyPhase phase,
-                     ApplyReport&& report, const CallSite& site, const config::Endpoint& connect_peer) {
+                     ApplyReport&& report, const CallSite& site, const config::Endpoint& connect_peer,
+                     const KnownState& known) {
   warn_refusals_once(policy, rule, report);
   count_option_misses(rule, report);
   if (!log_enabled(LogLevel::info)) {
@@ -97,27 +110,59 @@ void open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int
                conn_open_record(fd, role, policy, rule, phase, local_endpoint(fd), connect_peer, site, report));
     return;
   }
-  const config::Endpoint local = local_endpoint(fd);
-  const config::Endpoint peer = role == SocketRole::listener ? config::Endpoint{} : peer_endpoint(fd);
+  const config::Endpoint local = known.local_known ? known.local : local_endpoint(fd);
+  const config::Endpoint peer = role == SocketRole::listener ? config::Endpoint{}
+                                : known.peer_known           ? known.peer
+                                                             : peer_endpoint(fd);
   if (peer.family != 0) {
     if (ConnectionNames* names = names_for(slot)) {
       names->store(generation, local, peer);
     }
   }
+  if (telemetry_running()) {
+    auto* open = new PendingOpen{fd, generation, rule, role, phase, connect_peer, site, std::move(report)};
+    if (post_conn_open(open, local, peer)) {
+      return;
+    }
+    report = std::move(open->report);
+    delete open;
+  }
   log_record(LogLevel::info, conn_open_record(fd, role, policy, rule, phase, local, peer, site, report));
 }
 
+// A listener's own address, kept beside its slot (as a connection's ends are): an accepted
+// socket's local end is that address, and its local port always that port.
+void note_listener_address(SocketSlot& slot, const config::Endpoint& local) {
+  if (local.port == 0) {
+    return;  // listen() without bind() picks its port then: asked of each accepted socket instead
+  }
+  if (ConnectionNames* names = names_for(slot)) {
+    names->store(slot.generation.load(std::memory_order_acquire), local, config::Endpoint{});
+  }
+}
+
+bool listener_address(const SocketSlot& listener, config::Endpoint& local) {
+  config::Endpoint none;
+  const ConnectionNames* names = names_if_any(listener);
+  return names != nullptr && names->load(listener.generation.load(std::memory_order_acquire), local, none) &&
+         local.family != 0 && local.port != 0;
+}
+
 // Connections (not listeners) are measured when there is a log for their conn_close record.
+// Whether the kernel may restart this one's window after idle (not under BBR) is the worker's
+// to find out, off the app's thread, long before a write can follow an idle period.
 void start_measuring(int fd, SocketSlot& slot, bool is_listener) {
   if (is_listener || !log_enabled(LogLevel::info)) {
     return;
   }
   slot.stats.reset(monotonic_ns());
-  if (namespace_restarts_after_idle() && get_congestion(fd).rfind("bbr", 0) != 0) {
-    slot.set_flag(flag_idle_restart_possible);
-  }
   slot.set_flag(flag_measured);
   ensure_telemetry_worker();
+  if (namespace_restarts_after_idle() &&
+      !post_idle_restart_check(fd, slot.generation.load(std::memory_order_acquire)) &&
+      get_congestion(fd).rfind("bbr", 0) != 0) {
+    slot.set_flag(flag_idle_restart_possible);
+  }
 }
 
 // A connection's descriptor is about to be closed (or replaced by dup2): no heartbeat from now
@@ -140,12 +185,16 @@ void end_connection_if_tcp(int fd) noexcept {
 
 // The tuning core on a tracked socket: what the app set comes from the slot (the held buffers
 // are taken: applied or dropped now), and what the hooks must enforce from now on goes back.
-ApplyReport apply_to_slot(int fd, SocketSlot& slot, const config::Tuning& tuning, ApplyPhase phase) {
+// The options are read back (effective) only for the log's records.
+ApplyReport apply_to_slot(int fd, SocketSlot& slot, const config::Tuning& tuning, ApplyPhase phase,
+                          bool nodelay_known_off) {
   AppSettings app;
   app.app_options = slot.app_options.load(std::memory_order_relaxed);
   app.held_sndbuf = slot.held_sndbuf.exchange(kNoHeldBuffer, std::memory_order_relaxed);
   app.held_rcvbuf = slot.held_rcvbuf.exchange(kNoHeldBuffer, std::memory_order_relaxed);
-  TuningOutcome outcome = apply_tuning(fd, app, tuning, phase, host_buffer_facts());
+  app.nodelay_known_off = nodelay_known_off;
+  TuningOutcome outcome = log_enabled(LogLevel::info) ? apply_tuning(fd, app, tuning, phase, host_buffer_facts())
+                                                      : apply_options(fd, app, tuning, phase, host_buffer_facts());
   for (const auto& [wanted, flag] :
        {std::pair{outcome.veto_nodelay_off, flag_nodelay_forced}, std::pair{outcome.push_on_wait, flag_push_on_wait},
         std::pair{outcome.veto_app_buffers, flag_override_buffers}, std::pair{outcome.rearm_quickack, flag_quickack},
@@ -186,7 +235,7 @@ bool closing_in_vfork_child(int fd) noexcept {
 // Picks the rule for `facts`, records it in the slot, applies it and logs what happened (a
 // client's conn_open once its connect completes).
 void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::ConnectionFacts facts, SocketRole role,
-                      ApplyPhase phase) {
+                      ApplyPhase phase, const KnownState& known = {}) {
   facts.program = runtime.program;
   const bool is_listener = role == SocketRole::listener;
   const int rule = config::match_rule(*runtime.policy, facts, is_listener);
@@ -194,7 +243,15 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   slot.rule_index.store(static_cast<std::int16_t>(rule), std::memory_order_relaxed);
   slot.role.store(role, std::memory_order_relaxed);
   const config::Tuning& tuning = config::tuning_for(*runtime.policy, rule);
-  ApplyReport report = apply_to_slot(fd, slot, tuning, phase);
+  // A socket made through the hooks, whose app did not set TCP_NODELAY, has the kernel's default.
+  const std::uint16_t app_options = slot.app_options.load(std::memory_order_relaxed);
+  const bool nodelay_off =
+      known.nodelay_off || (phase == ApplyPhase::before_connect && (app_options & options_seen_since_creation) != 0 &&
+                            (app_options & app_nodelay) == 0);
+  ApplyReport report = apply_to_slot(fd, slot, tuning, phase, nodelay_off);
+  if (is_listener && known.local_known) {
+    note_listener_address(slot, known.local);
+  }
   if (std::optional<OptionReport> keep_warm = start_keep_warm(fd, slot, tuning, role, phase)) {
     report.options.push_back(std::move(*keep_warm));
   }
@@ -208,9 +265,9 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   // starts, so that a process's first one goes straight to the log.
   if (phase == ApplyPhase::before_connect) {
     start_measuring(fd, slot, is_listener);
-    open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer);
+    open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
   } else {
-    open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer);
+    open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
     start_measuring(fd, slot, is_listener);
   }
 }
@@ -222,10 +279,13 @@ void adopt_if_established(int fd, SocketSlot& slot, const Runtime& runtime, bool
     return;
   }
   config::ConnectionFacts facts;
-  facts.local_port = local_endpoint(fd).port;
+  KnownState known;
+  known.local = local_endpoint(fd);
+  known.local_known = true;
+  facts.local_port = known.local.port;
   if (is_listening(fd)) {
     facts.role = config::Role::server;
-    choose_and_apply(fd, slot, runtime, facts, SocketRole::listener, ApplyPhase::adopted_listener);
+    choose_and_apply(fd, slot, runtime, facts, SocketRole::listener, ApplyPhase::adopted_listener, known);
   } else if (is_connected(fd)) {
     facts.peer = peer_endpoint(fd);  // role unknown: only rules without `role` match
     const bool shared = inherited || slot.has_flag(flag_received);
@@ -355,6 +415,9 @@ void on_socket_created(int fd, int domain, int type, int protocol) noexcept {
                    (protocol == 0 || protocol == IPPROTO_TCP);
   fd_table().retire(fd);  // closed behind our back (raw syscall): start afresh
   if (SocketSlot* slot = fd_table().get(fd)) {
+    if (tcp) {
+      slot->app_options.store(options_seen_since_creation, std::memory_order_relaxed);
+    }
     slot->kind.store(tcp ? FdKind::tcp : FdKind::other, std::memory_order_release);
   }
 }
@@ -367,7 +430,7 @@ void before_connect(int fd, const sockaddr* addr, socklen_t len) noexcept {
     if (facts.peer.family == 0) {
       return;  // AF_UNSPEC (disconnect), garbage or a bad pointer: the kernel will answer
     }
-    facts.local_port = local_endpoint(fd).port;
+    // A client's rule matches on the peer (its port included): its own port is not asked.
     choose_and_apply(fd, slot, runtime, facts, SocketRole::client, ApplyPhase::before_connect);
   });
 }
@@ -388,7 +451,7 @@ void after_connect(int fd, int result) noexcept {
   if (error == EINPROGRESS || error == EALREADY || error == EINTR) {
     return;
   }
-  complete_pending_open(fd, *slot, *runtime->policy, error == EISCONN ? 0 : error);
+  complete_pending_open(fd, *slot, *runtime->policy, error == EISCONN ? 0 : error, /*established=*/error == 0);
   if (error != 0 || !slot->has_flag(flag_rtt_auto_pending)) {
     return;
   }
@@ -421,12 +484,41 @@ void before_listen(int fd) noexcept {
   for_unchosen_tcp_socket(fd, [&](SocketSlot& slot, const Runtime& runtime) {
     config::ConnectionFacts facts;
     facts.role = config::Role::server;
-    facts.local_port = local_endpoint(fd).port;
-    choose_and_apply(fd, slot, runtime, facts, SocketRole::listener, ApplyPhase::before_listen);
+    KnownState known;
+    known.local = local_endpoint(fd);
+    known.local_known = true;
+    facts.local_port = known.local.port;
+    choose_and_apply(fd, slot, runtime, facts, SocketRole::listener, ApplyPhase::before_listen, known);
   });
 }
 
-void after_accept(int listen_fd, int fd) noexcept {
+namespace {
+
+// The peer accept() wrote: into the shim's own buffer, or into the app's (read there when it
+// lies on the thread's stack); false when it must be asked (getpeername).
+bool accepted_peer(const AcceptPeer& accepted, config::Endpoint& peer) {
+  if (accepted.app_address == nullptr) {
+    if (accepted.own_length > sizeof accepted.own) {
+      return false;
+    }
+    peer = config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&accepted.own), accepted.own_length);
+    return peer.family != 0;
+  }
+  const std::optional<socklen_t> length = read_app_object<socklen_t>(accepted.app_length);
+  if (!length.has_value() || *length > static_cast<socklen_t>(sizeof(sockaddr_storage))) {
+    return false;  // cut short by the app's buffer: the kernel says it whole
+  }
+  sockaddr_storage copy{};
+  if (!read_app_memory(&copy, accepted.app_address, *length)) {
+    return false;
+  }
+  peer = config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&copy), *length);
+  return peer.family != 0;
+}
+
+}  // namespace
+
+void after_accept(int listen_fd, int fd, const AcceptPeer& accepted) noexcept {
   if (fd < 0) {
     return;
   }
@@ -453,13 +545,33 @@ void after_accept(int listen_fd, int fd) noexcept {
     slot->kind.store(FdKind::tcp, std::memory_order_release);
     config::ConnectionFacts facts;
     facts.role = config::Role::server;
-    facts.peer = peer_endpoint(fd);
-    facts.local_port = local_endpoint(fd).port;
+    KnownState known;
+    // The peer is asked only when a rule or the log needs it; the local end is the listener's.
+    if (runtime->rules_match_peers || log_enabled(LogLevel::info)) {
+      if (!accepted_peer(accepted, known.peer)) {
+        known.peer = peer_endpoint(fd);
+      }
+      known.peer_known = true;
+      facts.peer = known.peer;
+    }
+    config::Endpoint listening;
+    if (listener_address(*listener, listening)) {
+      facts.local_port = listening.port;
+      known.local = listening;
+      known.local_known = !config::is_unspecified(listening);  // on every address: which one, the kernel says
+    } else if (!runtime->policy->rules.empty()) {
+      known.local = local_endpoint(fd);
+      known.local_known = true;
+      facts.local_port = known.local.port;
+    }
+    // The listener's TCP_NODELAY, which the accepted socket inherits, is off while on-wait
+    // handles it there (the app's own TCP_NODELAY clears that).
+    known.nodelay_off = listener->has_flag(flag_push_on_wait);
     facts.program = runtime->program;
     const int rule = config::match_rule(*runtime->policy, facts);
     const bool inherited = rule == listener->rule_index.load(std::memory_order_relaxed);
     choose_and_apply(fd, *slot, *runtime, facts, SocketRole::server,
-                     inherited ? ApplyPhase::accepted_inherited : ApplyPhase::accepted);
+                     inherited ? ApplyPhase::accepted_inherited : ApplyPhase::accepted, known);
   } catch (...) {
   }
 }

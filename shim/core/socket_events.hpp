@@ -31,7 +31,17 @@ void on_socket_created(int fd, int domain, int type, int protocol) noexcept;
 void before_connect(int fd, const sockaddr* addr, socklen_t len) noexcept;
 void after_connect(int fd, int result) noexcept;
 void before_listen(int fd) noexcept;
-void after_accept(int listen_fd, int fd) noexcept;
+// Where accept() puts the peer's address: the app's buffer, or, when it passes none, the
+// shim's own (the kernel fills it in the same call, so the peer costs no getpeername).
+struct AcceptPeer {
+  sockaddr* app_address = nullptr;
+  socklen_t* app_length = nullptr;
+  sockaddr_storage own{};
+  socklen_t own_length = sizeof own;
+  sockaddr* address() noexcept { return app_address != nullptr ? app_address : reinterpret_cast<sockaddr*>(&own); }
+  socklen_t* length() noexcept { return app_address != nullptr ? app_length : &own_length; }
+};
+void after_accept(int listen_fd, int fd, const AcceptPeer& accepted) noexcept;
 
 enum class SockoptVerdict {
   pass,            // call the real setsockopt

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +36,7 @@
 #include "shim_log.hpp"
 #include "signal_context.hpp"
 #include "snapshot_pool.hpp"
+#include "socket_probe.hpp"
 #include "tcptune/config/log_destination.hpp"
 #include "tcptune/config/rule_matcher.hpp"
 #include "telemetry_records.hpp"
@@ -64,8 +66,19 @@ struct PendingConnect {
 constexpr std::int64_t kFirstConnectLookNs = 1'000'000;
 constexpr std::int64_t kLastConnectLookNs = 1'000'000'000;  // a connect that takes long: once a second
 
+// A conn_open to write with the endpoints its socket had: the worker formats it, not the app's
+// thread. `completed`: a client's, whose connect ended with `connect_error` (pending_open.hpp).
+struct OpenedConnection {
+  PendingOpen* open = nullptr;
+  config::Endpoint local;
+  config::Endpoint peer;
+  int connect_error = 0;
+  bool completed = false;
+};
+
 // A closed connection's snapshot, an idle restart, an ack sample, a write, a line, a
-// connection to keep warm, or a connect to look at.
+// connection to keep warm, a connect to look at, or a conn_open to write: one of them, as
+// `kind` says (a union: each push copies the largest, a write, and no more).
 struct TelemetryEvent {
   enum class Kind : std::uint8_t {
     closed,
@@ -74,16 +87,23 @@ struct TelemetryEvent {
     write,
     line,
     keep_warm,
-    connect
+    connect,
+    opened,
+    idle_restart_check
   } kind = Kind::line;
-  ConnectionSnapshot* snapshot = nullptr;
-  IdleRestart idle{};
-  AckSample ack{};
-  WriteEvent write{};
-  DeferredLine* line = nullptr;
-  WarmConnection warm{};
-  PendingConnect connect{};
+  union {
+    ConnectionSnapshot* snapshot = nullptr;
+    IdleRestart idle;
+    AckSample ack;
+    WriteEvent write;
+    DeferredLine* line;
+    WarmConnection warm;
+    PendingConnect connect;  // for connect and idle_restart_check
+    OpenedConnection opened;
+  };
 };
+
+thread_local bool t_worker_thread = false;
 
 void handle_write(const WriteEvent& write, const Runtime& runtime) {
   log_record(write.slow ? LogLevel::warn : LogLevel::info, write_record(write, *runtime.policy));
@@ -94,11 +114,20 @@ ConnectionTotals* g_totals = nullptr;
 KeepWarmScheduler* g_keep_warm = nullptr;
 std::vector<PendingConnect>* g_connects = nullptr;  // the worker's only
 
-// Bounded memory: 128 snapshots of about 3 KiB and 2048 events of about 250 bytes (in .bss,
-// touched only as used) wait for the worker, which drains every 1 to 20 ms.
-telemetry::EventRing<TelemetryEvent, 2048> g_ring;
-telemetry::SnapshotPool<ConnectionSnapshot, 128> g_pool;
+// Bounded memory: 512 snapshots of about 3 KiB and 4096 events of about 300 bytes (in .bss,
+// touched only as used) wait for the worker, which wakes every 1 to 20 ms, and at once when a
+// quarter of the snapshots wait (kWakeAtClosed). A closing thread that finds them all taken
+// waits for the worker to free one (wait_for_room) rather than drop its record.
+telemetry::EventRing<TelemetryEvent, 4096> g_ring;
+constexpr std::uint32_t kSnapshots = 512;
+telemetry::SnapshotPool<ConnectionSnapshot, kSnapshots> g_pool;
 std::atomic<std::uint64_t> g_pool_exhausted{0};
+// Closed connections handed over and not yet handled: past kWakeAtClosed the worker is woken
+// (one futex call per that many closes at a high rate, none at a low one).
+std::atomic<std::uint32_t> g_closed_waiting{0};
+constexpr std::uint32_t kWakeAtClosed = kSnapshots / 4;
+// Events the worker has taken from the ring so far: a waiting producer sees it move.
+std::atomic<std::uint64_t> g_events_taken{0};
 
 // exec_pending: stopped for an exec of the process (flush_telemetry_before_exec), until it fails.
 enum class WorkerState : int { not_started, starting, running, stopped, exec_pending };
@@ -151,12 +180,45 @@ void report_log_drops() {
   }
 }
 
+// A conn_open handed over by post_conn_open, written as the app's thread would have.
+void handle_opened(const OpenedConnection& opened, const Runtime& runtime) {
+  if (opened.completed) {
+    write_pending_open(opened.open, *runtime.policy, opened.local, opened.peer, opened.connect_error);
+    return;
+  }
+  const std::unique_ptr<PendingOpen> open(opened.open);
+  log_record(LogLevel::info, conn_open_record(open->fd, open->role, *runtime.policy, open->rule, open->phase,
+                                              opened.local, opened.peer, open->site, open->report));
+}
+
+// Whether the kernel may restart this connection's window after idle: not under BBR. Only the
+// worker sets flag_idle_restart_possible; a connection closed meanwhile (its number perhaps
+// another socket's by now) does not keep it.
+void check_idle_restart(const PendingConnect& connection) {
+  SocketSlot* slot = fd_table().find(connection.fd);
+  const auto same = [&] {
+    return slot != nullptr && slot->generation.load(std::memory_order_acquire) == connection.generation;
+  };
+  if (!same() || get_congestion(connection.fd).rfind("bbr", 0) == 0) {
+    return;
+  }
+  slot->set_flag(flag_idle_restart_possible);
+  if (!same()) {
+    slot->clear_flag(flag_idle_restart_possible);
+  }
+}
+
 void drain(const Runtime& runtime) {
   TelemetryEvent event{};
+  log_batch_begin();
+  refresh_log_file_size_limit();
   while (g_ring.try_pop(event)) {
+    g_events_taken.fetch_add(1, std::memory_order_release);
     try {
       switch (event.kind) {
         case TelemetryEvent::Kind::closed: handle(*event.snapshot, runtime); break;
+        case TelemetryEvent::Kind::opened: handle_opened(event.opened, runtime); break;
+        case TelemetryEvent::Kind::idle_restart_check: check_idle_restart(event.connect); break;
         case TelemetryEvent::Kind::idle_restart: handle_idle_restart(event.idle, runtime); break;
         case TelemetryEvent::Kind::ack_sample: g_acks->add(event.ack); break;
         case TelemetryEvent::Kind::write: handle_write(event.write, runtime); break;
@@ -167,14 +229,17 @@ void drain(const Runtime& runtime) {
     } catch (...) {
       // Out of memory while formatting: the record is lost, the app is not.
     }
-    if (event.snapshot != nullptr) {
+    if (event.kind == TelemetryEvent::Kind::closed) {
       g_pool.release(event.snapshot);
+      g_closed_waiting.fetch_sub(1, std::memory_order_acq_rel);
+    } else if (event.kind == TelemetryEvent::Kind::line) {
+      delete event.line;
     }
-    delete event.line;
   }
   g_totals->absorb_unrecorded();
   report_drops();
   report_log_drops();
+  log_batch_end();
   write_waiting_log_lines();
 }
 
@@ -369,7 +434,12 @@ void ensure_telemetry_worker() noexcept {
     }
   } catch (...) {
   }
-  if (!g_thread.start(mark_log_worker_thread, std::move(tasks))) {
+  const auto on_start = [] {
+    t_worker_thread = true;
+    mark_log_worker_thread();
+    mark_log_thread_signals_blocked();  // WorkerThread blocks every signal in its thread
+  };
+  if (!g_thread.start(on_start, std::move(tasks))) {
     g_state.store(WorkerState::stopped, std::memory_order_release);
   } else {
     set_line_deferrer(defer_line);
@@ -394,6 +464,45 @@ void post_pending_open(int fd, std::uint32_t generation) noexcept {
   }
 }
 
+namespace {
+
+// The worker has fallen behind: every snapshot (or every cell of the ring) is taken. A thread
+// that may wait (not the worker itself, not a signal handler, which may have interrupted code
+// the worker waits for) wakes it and waits until it has taken another event, so that no record
+// is lost to a burst of closes: memory stays bounded, and the closes go at the rate the worker
+// writes their records. A worker that takes nothing for kMostWaitNs (a log on a hung disk),
+// or that stops, lets the record go, counted as before; until it takes another event, no
+// thread waits for it again (one second once, not per close). False: not allowed to wait, or
+// gave up.
+constexpr std::int64_t kMostWaitNs = 1'000'000'000;
+std::atomic<std::uint64_t> g_gave_up_at_taken{~std::uint64_t{0}};
+bool wait_for_room() noexcept {
+  if (t_worker_thread || in_signal_handler()) {
+    return false;
+  }
+  const std::uint64_t taken = g_events_taken.load(std::memory_order_acquire);
+  if (taken == g_gave_up_at_taken.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  const std::int64_t since = monotonic_ns();
+  const timespec pause{0, 50'000};
+  while (g_state.load(std::memory_order_acquire) == WorkerState::running) {
+    g_thread.wake_if_sleeping();
+    (void)nanosleep(&pause, nullptr);
+    const std::uint64_t now_taken = g_events_taken.load(std::memory_order_acquire);
+    if (now_taken != taken) {
+      return true;
+    }
+    if (monotonic_ns() - since > kMostWaitNs) {
+      g_gave_up_at_taken.store(taken, std::memory_order_relaxed);
+      return false;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) noexcept {
   if (const WorkerState state = g_state.load(std::memory_order_acquire); state != WorkerState::running) {
     if (state == WorkerState::exec_pending) {
@@ -404,14 +513,24 @@ void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) 
     }
     return;
   }
+  const ErrnoSaver saver;
   ConnectionSnapshot* snapshot = g_pool.acquire();
+  while (snapshot == nullptr && wait_for_room()) {
+    snapshot = g_pool.acquire();
+  }
   if (snapshot == nullptr) {
     g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
     count_unrecorded(slot);  // a pending conn_open stays in the slot, written at the exit
     return;
   }
   take_snapshot(fd, slot, generation, false, *snapshot);
-  if (!g_ring.try_push({.kind = TelemetryEvent::Kind::closed, .snapshot = snapshot})) {
+  const TelemetryEvent closed{.kind = TelemetryEvent::Kind::closed, .snapshot = snapshot};
+  bool pushed = g_ring.try_push(closed, /*counted=*/false);
+  while (!pushed && wait_for_room()) {
+    pushed = g_ring.try_push(closed, /*counted=*/false);
+  }
+  if (!pushed) {
+    g_ring.count_dropped();
     if (snapshot->pending_open != nullptr) {  // back where the exit finds it
       if (ConnectionNames* names = names_if_any(slot)) {
         PendingOpen* none = nullptr;
@@ -423,7 +542,28 @@ void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) 
     count_unrecorded(slot);  // the ring counted the drop
     return;
   }
-  g_thread.wake_if_sleeping();
+  if (g_closed_waiting.fetch_add(1, std::memory_order_acq_rel) + 1 >= kWakeAtClosed) {
+    g_thread.wake_if_sleeping();
+  }
+}
+
+bool post_idle_restart_check(int fd, std::uint32_t generation) noexcept {
+  return g_state.load(std::memory_order_acquire) == WorkerState::running &&
+         g_ring.try_push({.kind = TelemetryEvent::Kind::idle_restart_check, .connect = {fd, generation, 0, 0}},
+                         /*counted=*/false);
+}
+
+bool post_conn_open(PendingOpen* open, const config::Endpoint& local, const config::Endpoint& peer) noexcept {
+  return g_state.load(std::memory_order_acquire) == WorkerState::running &&
+         g_ring.try_push({.kind = TelemetryEvent::Kind::opened, .opened = {open, local, peer}}, /*counted=*/false);
+}
+
+bool post_completed_connect(PendingOpen* open, const config::Endpoint& local, const config::Endpoint& peer,
+                            int connect_error) noexcept {
+  return g_state.load(std::memory_order_acquire) == WorkerState::running &&
+         g_ring.try_push(
+             {.kind = TelemetryEvent::Kind::opened, .opened = {open, local, peer, connect_error, /*completed=*/true}},
+             /*counted=*/false);
 }
 
 void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_t offered, int error) noexcept {
@@ -519,6 +659,29 @@ void flush_telemetry_at_exit() noexcept {
     if (runtime->policy->log.summary) {
       log_record(LogLevel::info, summary_record(*g_totals, *runtime->policy, summary_context()));
     }
+  } catch (...) {
+  }
+}
+
+void flush_telemetry_before_quick_exit() noexcept {
+  if (in_signal_handler() || in_child_sharing_memory()) {
+    return;  // the interrupted code may hold the log's lock or malloc's; a vfork child's records are its parent's
+  }
+  WorkerState expected = WorkerState::running;
+  if (!g_state.compare_exchange_strong(expected, WorkerState::stopped, std::memory_order_acq_rel)) {
+    return;  // nothing measured, or another thread is flushing
+  }
+  const ErrnoSaver saver;
+  set_line_deferrer(nullptr);
+  g_thread.stop();
+  mark_log_worker_thread();  // the exiting thread writes the rest itself
+  const Runtime* runtime = active_runtime();
+  if (runtime == nullptr || g_totals == nullptr) {
+    return;
+  }
+  try {
+    drain(*runtime);
+    write_pending_opens(*runtime);
   } catch (...) {
   }
 }

@@ -11,8 +11,11 @@
 #include <cstdint>
 
 #include "socket_slot.hpp"
+#include "tcptune/config/cidr.hpp"
 
 namespace tcptune::shim {
+
+struct PendingOpen;
 
 // Idempotent and thread-safe; called when a connection starts being measured or kept warm.
 void ensure_telemetry_worker() noexcept;
@@ -22,8 +25,22 @@ bool telemetry_running() noexcept;
 // connection until it is established, from 1 ms after, then less and less often. Lock-free.
 void post_pending_open(int fd, std::uint32_t generation) noexcept;
 // A measured connection is closing: its snapshot goes to the worker, under the generation it
-// had while open, with its pending conn_open if any. Async-signal-safe.
+// had while open, with its pending conn_open if any. Async-signal-safe. When the worker has
+// fallen behind (every snapshot taken), a thread outside a signal handler waits until it takes
+// another event (at most 1 s without one) rather than lose the record.
 void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) noexcept;
+// A measured connection's congestion control is looked at by the worker: unless it is BBR,
+// the slot gets flag_idle_restart_possible (while it still holds connection `generation`).
+// False when the worker is not running or its ring is full: the caller looks itself. Lock-free.
+bool post_idle_restart_check(int fd, std::uint32_t generation) noexcept;
+// A conn_open (an accepted or adopted socket's, with the endpoints it has) for the worker to
+// format and write, which it then owns; false when the worker is not running or its ring is
+// full: the caller writes it. Lock-free.
+bool post_conn_open(PendingOpen* open, const config::Endpoint& local, const config::Endpoint& peer) noexcept;
+// A client's conn_open whose connect ended (`connect_error`, 0 when established), with the
+// endpoints it ended with: the worker writes it as write_pending_open would. False as above.
+bool post_completed_connect(PendingOpen* open, const config::Endpoint& local, const config::Endpoint& peer,
+                            int connect_error) noexcept;
 // A measured write that returned after another thread closed its descriptor: counted in its
 // rule's totals, since its connection's record is already taken. Lock-free; async-signal-safe.
 void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_t offered, int error) noexcept;
@@ -53,6 +70,11 @@ bool post_keep_warm(const WarmConnection& connection) noexcept;
 
 // Process exit: stop the worker, summarize connections still open, write the summary.
 void flush_telemetry_at_exit() noexcept;
+// _exit (no exit handlers): the calling thread writes what the worker was handed (conn_opens,
+// the records of connections closed) and the conn_opens still waiting for their connects; not
+// the summary, nor a conn_close for a connection still open. Not from a signal handler, nor in
+// a child that shares its parent's memory (a vfork child's _exit after a failed exec).
+void flush_telemetry_before_quick_exit() noexcept;
 // An exec is about to replace this process image (exec_flush.hpp): the worker stops, the
 // calling thread writes what it had not, then a conn_close for each measured connection (marked
 // `at_exec`: closed by the exec, or inherited by the program exec'd) and the summary. The

@@ -60,15 +60,17 @@ int listen(int fd, int backlog) {
 
 int accept(int fd, sockaddr* addr, socklen_t* len) {
   core::push_before_wait();
-  const int accepted = next::accept(fd, addr, len);
-  core::after_accept(fd, accepted);
+  core::AcceptPeer peer{addr, len};
+  const int accepted = next::accept(fd, peer.address(), peer.length());
+  core::after_accept(fd, accepted, peer);
   return accepted;
 }
 
 int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
   core::push_before_wait();
-  const int accepted = next::accept4(fd, addr, len, flags);
-  core::after_accept(fd, accepted);
+  core::AcceptPeer peer{addr, len};
+  const int accepted = next::accept4(fd, peer.address(), peer.length(), flags);
+  core::after_accept(fd, accepted, peer);
   return accepted;
 }
 
@@ -390,6 +392,14 @@ int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t*
 pid_t _Fork() {  // NOLINT(bugprone-reserved-identifier)
   core::keep_warm_after_fork_in_parent();
   return next::_Fork();
+}
+
+// _exit runs no exit handlers: what the worker was handed is written first (not from a signal
+// handler nor in a vfork child, which leave the records as they are).
+void _exit(int status) {  // NOLINT(bugprone-reserved-identifier)
+  core::flush_telemetry_before_quick_exit();
+  next::_exit(status);
+  __builtin_unreachable();
 }
 
 // system and popen spawn through glibc's internal posix_spawn, which no hook sees: the sockets

@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <type_traits>
 
 #include "fortified_declarations.h"
 
@@ -68,22 +69,17 @@ class NextSymbol {
 };
 
 // libc's prototype of an interposed function without its exception specification (glibc
-// marks the functions that are not cancellation points noexcept): the fallbacks and the call
-// sites use the plain function type.
-template <typename Fn>
-struct PlainFunction {
-  using type = Fn;
-};
+// marks the functions that are not cancellation points noexcept) and, under clang, without
+// noreturn (_exit), which clang makes part of the type: the fallbacks and the call sites use
+// the plain function type. Deduced through a function pointer conversion, which drops both.
 template <typename R, typename... Args>
-struct PlainFunction<R(Args...) noexcept> {
-  using type = R(Args...);
-};
+R (*plain_function_of(R (*)(Args...)))
+(Args...);
 template <typename R, typename... Args>
-struct PlainFunction<R(Args..., ...) noexcept> {
-  using type = R(Args..., ...);
-};
+R (*plain_function_of(R (*)(Args..., ...)))
+(Args..., ...);
 template <typename Fn>
-using LibcFunction = typename PlainFunction<Fn>::type;
+using LibcFunction = std::remove_pointer_t<decltype(plain_function_of(static_cast<Fn*>(nullptr)))>;
 
 // glibc's prototypes carry attributes (access, warn_unused_result) that a function type used
 // as a template argument drops, as it should here.

@@ -205,6 +205,15 @@ TCPTUNE_HOOK pid_t _Fork(void) {
   return STAGE_ROUTE(_Fork)();
 }
 
+TCPTUNE_HOOK void _exit(int status) {
+  STAGE_ROUTE(_exit)(status);
+  __builtin_unreachable();  // the next _exit (or its fallback, exit_group) ends the process
+}
+
+TCPTUNE_HOOK void _Exit(int status) {
+  _exit(status);
+}
+
 TCPTUNE_HOOK int system(const char* command) {
   return STAGE_ROUTE(system)(command);
 }

@@ -200,6 +200,11 @@ int raw_execveat(int dirfd, const char* path, char* const argv[], char* const en
 int raw_fexecve(int fd, char* const argv[], char* const envp[]) {
   return raw_execveat(fd, "", argv, envp, AT_EMPTY_PATH);
 }
+void raw_exit(int status) {
+  for (;;) {
+    (void)syscall(SYS_exit_group, status);
+  }
+}
 
 /* No system call stands in for these: every libc the stage loads into has them. */
 int unresolved_fclose(FILE* stream) {

@@ -72,6 +72,9 @@ class EventRing {
     dropped_.store(0, std::memory_order_relaxed);
   }
 
+  // An event given up after an uncounted try_push: a drop all the same.
+  void count_dropped() noexcept { dropped_.fetch_add(1, std::memory_order_relaxed); }
+
   // Events dropped since the last call (the worker reports them, then they start again).
   std::uint64_t take_dropped() noexcept { return dropped_.exchange(0, std::memory_order_relaxed); }
 

@@ -11,8 +11,14 @@ namespace tcptune::telemetry {
 // so that the line stays JSON that every reader accepts.
 void append_json_string(std::string& out, std::string_view text) {
   out += '"';
+  std::size_t plain = 0;  // where the printable ASCII not yet appended starts: appended a run at a time
   for (std::size_t pos = 0; pos < text.size();) {
     const char c = text[pos];
+    if (const auto byte = static_cast<unsigned char>(c); byte >= 0x20 && byte < 0x80 && c != '"' && c != '\\') {
+      ++pos;
+      continue;
+    }
+    out.append(text.substr(plain, pos - plain));
     const config::Utf8Character character = config::utf8_character_at(text, pos);
     switch (c) {
       case '"': out += "\\\""; break;
@@ -32,8 +38,24 @@ void append_json_string(std::string& out, std::string_view text) {
         }
     }
     pos += character.length == 0 ? 1 : character.length;
+    plain = pos;
   }
+  out.append(text.substr(plain));
   out += '"';
+}
+
+void append_general(std::string& out, double value) {
+  // A whole number below a million, which "%.6g" writes as an integer (most of a record's: the
+  // counts, the zeros of an empty histogram), without printf; -0 keeps its sign there.
+  if (value > -1e6 && value < 1e6 && value == static_cast<double>(static_cast<std::int64_t>(value)) &&
+      !(value == 0 && std::signbit(value))) {
+    out += std::to_string(static_cast<std::int64_t>(value));
+    return;
+  }
+  // Not std::to_chars: libstdc++'s for floating point would make the shim depend on libm.
+  char number[32];
+  const int length = std::snprintf(number, sizeof number, "%.6g", value);
+  out.append(number, static_cast<std::size_t>(length > 0 ? length : 0));
 }
 
 void JsonObject::key(std::string_view name) {
@@ -68,9 +90,7 @@ JsonObject& JsonObject::field(std::string_view name, double value) {
     body_ += "null";
     return *this;
   }
-  char number[32];
-  (void)std::snprintf(number, sizeof number, "%.6g", value);
-  body_ += number;
+  append_general(body_, value);
   return *this;
 }
 

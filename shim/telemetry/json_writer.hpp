@@ -42,5 +42,8 @@ class JsonArray {
 };
 
 void append_json_string(std::string& out, std::string_view text);
+// `value` as printf's "%.6g" writes it: six significant digits, the exponent form for large and
+// small values.
+void append_general(std::string& out, double value);
 
 }  // namespace tcptune::telemetry

@@ -2,20 +2,30 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <functional>
 #include <numeric>
 
 namespace tcptune::telemetry {
 
 Record::Record(std::string_view event) : event_(event), text_(event) {
-  add_json_field("event", [&] { json_.field("event", event); });
+  spans_.reserve(16);
+  const std::size_t before = json_.open_body().size();
+  json_.field("event", event);
+  note_field(before, "event");
 }
 
-void Record::add_json_field(std::string_view key, const std::function<void()>& add) {
-  const std::size_t before = json_.open_body().size();
-  add();
+void Record::note_field(std::size_t before, std::string_view key) {
+  const std::string& body = json_.open_body();
   const std::size_t begin = before + (before > 1 ? 1 : 0);  // past the comma
-  spans_.push_back({std::string(key), begin, json_.open_body().size()});
+  std::size_t key_end = begin + 1;
+  if (std::all_of(key.begin(), key.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; })) {
+    key_end += key.size();  // written as it is
+  } else {
+    // Escaped: its closing quote is the first unescaped one after the opening.
+    while (key_end < body.size() && body[key_end] != '"') {
+      key_end += body[key_end] == '\\' ? 2 : 1;
+    }
+  }
+  spans_.push_back({begin, key_end + 1, body.size()});
 }
 
 void Record::add_text(std::string_view key, std::string_view value, bool quote) {
@@ -32,39 +42,51 @@ void Record::add_text(std::string_view key, std::string_view value, bool quote) 
 
 Record& Record::add(std::string_view key, std::string_view value) {
   add_text(key, value, true);
-  add_json_field(key, [&] { json_.field(key, value); });
+  const std::size_t before = json_.open_body().size();
+  json_.field(key, value);
+  note_field(before, key);
   return *this;
 }
 
 Record& Record::add(std::string_view key, std::int64_t value) {
   add_text(key, std::to_string(value), false);
-  add_json_field(key, [&] { json_.field(key, value); });
+  const std::size_t before = json_.open_body().size();
+  json_.field(key, value);
+  note_field(before, key);
   return *this;
 }
 
 Record& Record::add(std::string_view key, std::uint64_t value) {
   add_text(key, std::to_string(value), false);
-  add_json_field(key, [&] { json_.field(key, value); });
+  const std::size_t before = json_.open_body().size();
+  json_.field(key, value);
+  note_field(before, key);
   return *this;
 }
 
 Record& Record::add(std::string_view key, double value) {
-  char number[32];
-  (void)std::snprintf(number, sizeof number, "%.6g", value);
+  std::string number;
+  append_general(number, value);
   add_text(key, number, false);
-  add_json_field(key, [&] { json_.field(key, value); });
+  const std::size_t before = json_.open_body().size();
+  json_.field(key, value);
+  note_field(before, key);
   return *this;
 }
 
 Record& Record::add(std::string_view key, bool value) {
   add_text(key, value ? "true" : "false", false);
-  add_json_field(key, [&] { json_.field(key, value); });
+  const std::size_t before = json_.open_body().size();
+  json_.field(key, value);
+  note_field(before, key);
   return *this;
 }
 
 Record& Record::add_json(std::string_view key, std::string_view json, std::string_view text) {
   add_text(key, text, false);
-  add_json_field(key, [&] { json_.raw(key, json); });
+  const std::size_t before = json_.open_body().size();
+  json_.raw(key, json);
+  note_field(before, key);
   return *this;
 }
 
@@ -73,7 +95,9 @@ Record& Record::add_json_section(std::string_view key, std::string_view json, st
     text_ += " |";
     text_ += text;
   }
-  add_json_field(key, [&] { json_.raw(key, json); });
+  const std::size_t before = json_.open_body().size();
+  json_.raw(key, json);
+  note_field(before, key);
   return *this;
 }
 
@@ -101,9 +125,7 @@ std::string Record::json_fields_within(std::size_t limit) const {
       if (kept[i]) {
         fields += (fields.empty() ? "" : ",") + body.substr(spans_[i].begin, spans_[i].end - spans_[i].begin);
       } else {
-        std::string name;
-        append_json_string(name, spans_[i].key);
-        omitted.add_raw(name);
+        omitted.add_raw(body.substr(spans_[i].begin, spans_[i].key_end - spans_[i].begin));
       }
     }
     fields += ",\"omitted\":" + omitted.str();

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,11 +39,13 @@ class Record {
 
  private:
   void add_text(std::string_view key, std::string_view value, bool quote);
-  // Adds one field to json_ through `add`, noting where it starts and ends.
-  void add_json_field(std::string_view key, const std::function<void()>& add);
+  // Notes where the field `key` json_ just received (after `before` bytes of it) starts and ends.
+  void note_field(std::size_t before, std::string_view key);
+  // A field's place in json_'s body: its key ("key", as written) from begin to key_end, the
+  // whole field from begin to end.
   struct FieldSpan {
-    std::string key;
     std::size_t begin;
+    std::size_t key_end;
     std::size_t end;
   };
   std::string event_;

@@ -24,6 +24,9 @@ enum AppOption : std::uint16_t {
   // log shows that the app pins its buffer.
   app_rcvbuf = 1U << 7,
   app_sndbuf = 1U << 8,
+  // Not an option: the socket was made by a hooked socket(), so every option the app set on it
+  // went through the hooks (and is among these bits): what is not here is the kernel's default.
+  options_seen_since_creation = 1U << 15,
 };
 
 inline constexpr std::int32_t kNoHeldBuffer = -1;
@@ -36,6 +39,10 @@ struct AppSettings {
   // Whether the caller sees the app's waits for input (the preloaded shim does, a supervisor
   // does not): nodelay = "on-wait" needs them to push what Nagle holds back.
   bool sees_waits = true;
+  // TCP_NODELAY is known to be off without asking the kernel (a socket made through the hooks
+  // whose app did not set it, or accepted from a listener where it is off): "on-wait" then
+  // costs no getsockopt.
+  bool nodelay_known_off = false;
 };
 
 // The host's buffer limits (/proc/sys) and whether this process may exceed them.

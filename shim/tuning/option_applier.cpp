@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <system_error>
@@ -57,8 +58,8 @@ int seconds_rounded_up(config::Duration d) {
 
 class Applier {
  public:
-  Applier(int fd, const AppSettings& app, ApplyPhase phase, const HostBufferFacts& host)
-      : fd_(fd), app_(app), phase_(phase), host_(host) {}
+  Applier(int fd, const AppSettings& app, ApplyPhase phase, const HostBufferFacts& host, bool raw_nodelay = false)
+      : fd_(fd), app_(app), phase_(phase), host_(host), raw_nodelay_(raw_nodelay) {}
 
   TuningOutcome take() { return std::move(outcome_); }
   TuningOutcome& outcome() { return outcome_; }
@@ -122,13 +123,21 @@ class Applier {
                  "supervised: the program's waits for input are not seen, so Nagle is left to the program");
       return;
     }
-    if (get_int_option(fd_, IPPROTO_TCP, TCP_NODELAY).value_or(0) != 0) {
+    const std::optional<int> nodelay =
+        app_.nodelay_known_off ? std::optional<int>(0) : get_int_option(fd_, IPPROTO_TCP, TCP_NODELAY);
+    if (nodelay.value_or(0) != 0) {
       left_alone("nodelay", requested, probe, "TCP_NODELAY is already on (inherited from the listener); left alone");
       return;
     }
     outcome_.push_on_wait = true;
     add("nodelay", requested, probe,
         "Nagle stays on; what it holds back is pushed when a thread that wrote waits for input");
+    if (nodelay.has_value() && !raw_nodelay_) {
+      // Nothing this applier does afterwards changes it: the value just read is the effective one.
+      OptionReport& added = outcome_.report.options.back();
+      added.effective = std::to_string(*nodelay);
+      added.probe = {};
+    }
   }
 
   // No rule sizes buffers, so the app's own SO_*BUF went straight to the kernel: said, because
@@ -341,6 +350,7 @@ class Applier {
   const AppSettings& app_;
   ApplyPhase phase_;
   const HostBufferFacts& host_;
+  bool raw_nodelay_;  // the policy's raw sockopts set TCP_NODELAY after nodelay is applied
   TuningOutcome outcome_;
 };
 
@@ -430,7 +440,10 @@ TuningOutcome apply_tuning(int fd, const AppSettings& app, const config::Tuning&
 TuningOutcome apply_options(int fd, const AppSettings& app, const config::Tuning& tuning, ApplyPhase phase,
                             const HostBufferFacts& host) {
   const ErrnoSaver saver;
-  Applier applier(fd, app, phase, host);
+  const bool raw_nodelay =
+      std::any_of(tuning.sockopts.begin(), tuning.sockopts.end(),
+                  [](const config::RawSockopt& opt) { return opt.level == IPPROTO_TCP && opt.name == TCP_NODELAY; });
+  Applier applier(fd, app, phase, host, raw_nodelay);
   if (tuning.nodelay.has_value()) {
     applier.nodelay(*tuning.nodelay);
   }

@@ -1,10 +1,11 @@
 // Connection churn for the telemetry tests: the program counts what it did itself and prints
 // it, so the harness can hold the shim's summary and Prometheus counters to it. Connections go
 // to robust_sink (not preloaded). Subcommands:
-//   counts --ports P1,P2 --connections N --batch B --size S
+//   counts --ports P1,P2 --connections N --batch B --size S [--close-in-handler 1]
 //       N connections in batches of B (alternating between the ports): each gets a write(), a
 //       send() and a writev() of S bytes, then the whole batch is closed back to back (with a
-//       reset: no TIME_WAIT, so repeated runs never run out of ports).
+//       reset: no TIME_WAIT, so repeated runs never run out of ports); with --close-in-handler,
+//       from inside a SIGUSR1 handler, where a closing thread cannot wait for the shim's worker.
 //   warm --port P --connections N --burst-bytes X --idle-ms T --rounds R
 //       R times: N connections with 1400-byte segments, each opened by an X-byte burst (a
 //       multiple of 32 KiB); once all is acknowledged the program stays silent for T ms
@@ -19,10 +20,13 @@
 //       after N, once quiet for Q ms (the worker has drained and forgotten what it had to),
 //       prints the resident set size and the heap bytes in use (mallinfo2, every arena).
 #include <malloc.h>
+#include <sched.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -63,6 +67,15 @@ void close_with_reset(int fd) {
   close(fd);
 }
 
+// The batch a SIGUSR1 handler closes (counts --close-in-handler).
+std::vector<std::pair<int, std::size_t>>* g_batch_to_close = nullptr;
+
+void close_batch_in_handler(int /*signal_number*/) {
+  for (const auto& [fd, which] : *g_batch_to_close) {
+    close_with_reset(fd);
+  }
+}
+
 std::vector<int> parse_ports(const std::string& text) {
   std::vector<int> ports;
   std::size_t at = 0;
@@ -79,9 +92,23 @@ int cmd_counts(const robust::Args& args) {
   const long total = robust::arg_long(args, "connections", 20000);
   const long batch = robust::arg_long(args, "batch", 500);
   const auto size = static_cast<std::size_t>(robust::arg_long(args, "size", 100));
+  const bool in_handler = robust::arg_long(args, "close-in-handler", 0) != 0;
   const std::string data(size, 'x');
   std::vector<Tally> per_port(ports.size());
   std::vector<std::pair<int, std::size_t>> open;  // (fd, port index)
+  if (in_handler) {
+    // One CPU for the process (the shim's worker, started later, inherits it): while the closing
+    // thread runs at a real-time priority, the worker cannot take a snapshot, so a burst larger
+    // than the shim's pool drops records every time rather than when the scheduler allows.
+    cpu_set_t one_cpu;
+    CPU_ZERO(&one_cpu);
+    CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one_cpu);
+    sched_setaffinity(0, sizeof one_cpu, &one_cpu);
+    struct sigaction action {};
+    action.sa_handler = close_batch_in_handler;
+    sigaction(SIGUSR1, &action, nullptr);
+    g_batch_to_close = &open;
+  }
   for (long done = 0; done < total;) {
     for (long i = 0; i < batch && done < total; ++i, ++done) {
       const std::size_t which = static_cast<std::size_t>(done) % ports.size();
@@ -95,8 +122,18 @@ int cmd_counts(const robust::Args& args) {
       tally.wrote(writev(fd, halves, 2));
       open.emplace_back(fd, which);
     }
-    for (const auto& [fd, which] : open) {
-      close_with_reset(fd);
+    if (in_handler) {
+      const sched_param realtime{.sched_priority = 1};
+      if (sched_setscheduler(0, SCHED_FIFO, &realtime) != 0) {
+        std::fprintf(stderr, "conn_churn: no SCHED_FIFO for the closing burst: %s\n", std::strerror(errno));
+      }
+      raise(SIGUSR1);
+      const sched_param normal{.sched_priority = 0};
+      sched_setscheduler(0, SCHED_OTHER, &normal);
+    } else {
+      for (const auto& [fd, which] : open) {
+        close_with_reset(fd);
+      }
     }
     open.clear();
   }

@@ -2,8 +2,8 @@
 """Telemetry stays exact under any close rate, and bounded in memory.
 
 conn_churn runs under the shim with a jsonl log and counts what it does itself; robust_sink
-(not preloaded) receives. A conn_close record may be dropped when closes outrun the worker
-(`dropped_records` says how many), but its counts may not: the summary and the Prometheus
+(not preloaded) receives. A conn_close record may be dropped when closes in signal handlers
+outrun the worker (`dropped_records` says how many), but its counts may not: the summary and the Prometheus
 textfile must add up to exactly what the program did. Cases (--case):
   counts      20,000 connections in batches closed back to back: connections, writes, bytes,
               by_rule and the Prometheus counters equal the program's own tally
@@ -11,9 +11,10 @@ textfile must add up to exactly what the program did. Cases (--case):
               the textfile equal the newlines the sink received
   fork_exit   children that call exit() summarize their own connections only, never the ones
               inherited from the parent
-  run_table   `tcptune run` of 4,000 connections closed in two bursts: when conn_close records are
-              dropped, its table (and `tcptune report`) shows the summary's exact counts and a
-              note saying how many records were dropped
+  run_table   `tcptune run` of 4,000 connections closed in two bursts from a signal handler (a
+              closing thread elsewhere waits for the worker rather than lose a record; one in a
+              handler cannot): when conn_close records are dropped, its table (and `tcptune
+              report`) shows the summary's exact counts and a note saying how many were dropped
   memory      the heap in use after 30,000 closed connections (ack-sampled, the same fd numbers
               reused) is within 5 bytes per connection of what it was after 10,000, each
               measured once the program has been quiet for 2.5 s
@@ -208,20 +209,21 @@ def case_run_table(args, checks):
         sys.exit(77)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, batch + 100), hard))
     tcptune = program(args, "tcptune")
-    # The drops depend on how far the worker falls behind: a few tries find a burst with some.
-    for attempt in range(1, 4):
-        sink = Sink(args, expect=connections, max_seconds=60)
-        log = fresh(os.path.join(args.work_dir, f"run_table-{attempt}.jsonl"))
-        done = run([tcptune, "run", "--log", log, "--", program(args, "conn_churn"), "counts", "--ports",
-                    str(sink.port), "--connections", str(connections), "--batch", str(batch), "--size", "100"],
-                   clean_env(), timeout=120)
-        sink.result_after(done)
-        found = summaries(log)
-        dropped = found[0].get("dropped_records", 0) if found else 0
-        closes = sum(r.get("event") == "conn_close" for r in records(log))
-        print(f"info: attempt {attempt}: dropped_records {dropped}, conn_close records {closes}")
-        if dropped > 0 and closes < connections:
-            break
+    # The closing thread runs at a real-time priority on the worker's only CPU: the worker takes
+    # nothing during a burst, and the burst (2,000) is larger than its pool of snapshots.
+    sink = Sink(args, expect=connections, max_seconds=60)
+    log = fresh(os.path.join(args.work_dir, "run_table.jsonl"))
+    done = run([tcptune, "run", "--log", log, "--", program(args, "conn_churn"), "counts", "--ports",
+                str(sink.port), "--connections", str(connections), "--batch", str(batch), "--size", "100",
+                "--close-in-handler", "1"], clean_env(), timeout=120)
+    sink.result_after(done)
+    found = summaries(log)
+    dropped = found[0].get("dropped_records", 0) if found else 0
+    closes = sum(r.get("event") == "conn_close" for r in records(log))
+    print(f"info: dropped_records {dropped}, conn_close records {closes}")
+    if "no SCHED_FIFO" in done.stderr and closes == connections:
+        print(f"SKIP: the burst could not hold the worker off ({done.stderr.strip()[-200:]})")
+        sys.exit(77)
     did = tally(done.stdout)
     checks.check(done.returncode == 0 and did.get("connections") == connections,
                  f"the program made {connections} connections ({did}; {done.stderr.strip()[-300:]})")
