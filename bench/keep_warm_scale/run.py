@@ -328,7 +328,8 @@ def run_strace(pid, tid, sink, seconds, out_path):
     }
 
 
-SYSCALL_TRACEPOINTS = ("sendto", "getsockopt", "ioctl", "newfstatat", "futex", "poll", "clock_nanosleep")
+SYSCALL_TRACEPOINTS = ("sendto", "sendmsg", "getsockopt", "ioctl", "newfstat", "newfstatat", "futex", "poll",
+                       "clock_nanosleep")
 
 
 def count_syscalls(tid, sink, seconds):
@@ -352,8 +353,8 @@ def count_syscalls(tid, sink, seconds):
         return {"skipped": f"perf stat counted nothing: {counted.stderr.strip()[-300:]}"}
     calls["other"] = calls["all"] - sum(v for k, v in calls.items() if k != "all")
     # perf counts from the moment it has attached, a little after the first snapshot: the
-    # heartbeats it saw are its send() calls (one per heartbeat of a few bytes).
-    sent = calls.get("sendto", 0)
+    # heartbeats it saw are its send() or sendmsg() calls (one per heartbeat of a few bytes).
+    sent = calls.get("sendto", 0) + calls.get("sendmsg", 0)
     return {"seconds": seconds, "heartbeats_at_the_sink": heartbeats, "heartbeats": sent, "syscalls": calls,
             "per_heartbeat": {k: round(v / sent, 3) for k, v in calls.items() if v} if sent else {}}
 
@@ -385,21 +386,26 @@ def run_perf(tid, seconds, data_path):
         if len(parts) == 3 and parts[0].endswith("%") and parts[1].endswith("%") and not line.startswith("#"):
             rows.append([float(parts[0].rstrip("%")), float(parts[1].rstrip("%")), parts[2].strip()])
     out["with_children_by_symbol"] = rows[:60]
-    # The shares that say where a heartbeat's time goes (samples with the symbol on the stack).
-    named = {"send()": "__send", "send(): loopback delivery to the receiver (softirq)": "net_rx_action",
-             "getsockopt() (TCP_INFO)": "__getsockopt", "ioctl() (SIOCOUTQ)": "__GI___ioctl",
-             "fstat()": "__GI___fstatat64", "futex() through syscall() (sleeping, waking)": "syscall"}
+    # The shares that say where a heartbeat's time goes (samples with the symbol on the stack),
+    # by the kernel's entry point of each system call: libc's wrappers are not always resolved
+    # (glibc's fstat and syscall() share addresses in some builds). The system call's entry and
+    # exit, before and after these, are in none of them.
+    named = {"send() or sendmsg()": ("__sys_sendto", "__sys_sendmsg"),
+             "send(): loopback delivery to the receiver (softirq)": ("net_rx_action",),
+             "getsockopt() (TCP_INFO)": ("__sys_getsockopt",), "ioctl() (SIOCOUTQ)": ("sock_ioctl",),
+             "fstat()": ("vfs_fstat",), "poll()": ("do_sys_poll",), "futex() (sleeping, waking)": ("do_futex",)}
     report = subprocess.run(["perf", "report", "-i", str(data_path), "--stdio", "--children", "-g", "none",
                              "--sort", "sym", "--percent-limit", "0"], capture_output=True, text=True, timeout=120)
-    shares = {}
+    shares = {label: 0.0 for label in named}
     for line in report.stdout.splitlines():
         parts = line.split(None, 3)
         if len(parts) == 4 and parts[0].endswith("%") and not line.startswith("#"):
-            for label, symbol in named.items():
-                if parts[3].strip() == symbol and label not in shares:
-                    shares[label] = float(parts[0].rstrip("%"))
+            for label, symbols in named.items():
+                if parts[3].strip() in symbols:
+                    shares[label] = round(shares[label] + float(parts[0].rstrip("%")), 2)
     dsos = dict((name, share) for share, name in out.get("self_by_dso", []))
-    shares["the shim's own code (self)"] = dsos.get("libtcptune.so", 0.0)
+    # The shim's code is in its core (libtcptune-core.so); the first stage only forwards.
+    shares["the shim's own code (self)"] = round(sum(share for name, share in dsos.items() if "libtcptune" in name), 2)
     out["shares_percent"] = shares
     return out
 
