@@ -79,6 +79,7 @@ import os
 import platform
 import select
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -251,6 +252,14 @@ def system_idle_ns(field="idle"):
             ticks = values[7] if field == "steal" else values[3] + values[4]
             return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
     return 0
+
+
+def load_average():
+    """The one-minute load average (the run queue over the last minute, /proc/loadavg)."""
+    try:
+        return float(read_text("/proc/loadavg", "0").split()[0])
+    except ValueError:
+        return 0.0
 
 
 def wait_for_quiet(max_wait_s, busy_cpus):
@@ -721,6 +730,24 @@ def summarize(count, arms):
     return row
 
 
+# The figures of one round (a keep_warm arm and the baseline after it) that the table gives as
+# the median over the rounds.
+ROUND_MEDIAN_FIELDS = ("heartbeats_per_s", "heartbeats_per_connection_per_s", "worker_cpu_percent",
+                       "worker_us_per_heartbeat", "bare_send_us_per_heartbeat", "getsockopt_send_us_per_heartbeat",
+                       "worker_us_per_heartbeat_over_bare_send", "worker_us_per_heartbeat_over_getsockopt_send",
+                       "other_busy_cpus", "load_average", "windows_kept_window_end", "heartbeats_per_rto")
+
+
+def round_figures(count, arms):
+    """One round's figures: its keep_warm arm, and its own baseline for the ratios."""
+    row = summarize(count, arms)
+    loads = [arm.get(key) for arm in (arms.get("keep_warm"), arms.get("baseline")) if arm
+             for key in ("load_before", "load_after") if arm.get(key) is not None]
+    figures = {key: row.get(key) for key in ROUND_MEDIAN_FIELDS if key != "load_average"}
+    figures["load_average"] = sum(loads) / len(loads) if loads else None
+    return figures
+
+
 def checks_for(count, arms):
     """The unambiguous facts of a run: (ok, message)."""
     out = []
@@ -816,12 +843,15 @@ def main():
                              "ended, as the worker's (default), or evenly spread")
     parser.add_argument("--no-log", dest="log", action="store_false",
                         help="run the shim without a log (no write timing, ack sampling or records; no cross-check)")
-    parser.add_argument("--quick", action="store_true", help="50 connections, 3 s idle, no strace")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of the keep_warm and baseline arms, every N in turn in each (the table gives "
+                             "medians)")
+    parser.add_argument("--quick", action="store_true", help="50 connections, 3 s idle, no strace, one round")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the unambiguous checks hold")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"), help="directory of the JSON")
     args = parser.parse_args()
     if args.quick:
-        args.counts, args.idle, args.strace_at, args.perf_at = "50", 3.0, 0, 0
+        args.counts, args.idle, args.strace_at, args.perf_at, args.rounds = "50", 3.0, 0, 0, 1
     counts = [int(c) for c in args.counts.split(",") if c.strip()]
     baseline_counts = counts if args.baseline_counts is None else \
         [int(c) for c in args.baseline_counts.split(",") if c.strip()]
@@ -862,54 +892,89 @@ def main():
             "nofile_limit": list(__import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)),
         },
         "rows": [], "arms": {}, "checks": [],
+        "rounds": args.rounds, "load_average": {"start": load_average()},
     }
     failures = []
+    # Rounds, interleaved: each round runs every N in turn, the keep_warm arm and then its
+    # baseline, so that a machine whose speed drifts (other work on it) moves both arms of a
+    # ratio alike; the table takes each figure's median over the rounds. The arms without
+    # keep_warm (memory only) run in the first round.
+    per_count = {count: [] for count in counts}
+    for round_index in range(args.rounds):
+        for count in counts:
+            arms = {}
+            first_round = round_index == 0
+            for arm in ARMS if first_round else ("keep_warm",):
+                print(f"-- round {round_index + 1}/{args.rounds} N={count} {arm} (load {load_average():.2f}) ...",
+                      flush=True)
+                measured = arm == "keep_warm"
+                if measured and args.quiet_wait > 0:
+                    waited, busy = wait_for_quiet(args.quiet_wait, args.quiet_cpus)
+                    results.setdefault("quiet_wait", []).append({"round": round_index + 1, "connections": count,
+                                                                 "arm": arm, "waited_s": round(waited, 1),
+                                                                 "busy_cpus_before": round(busy, 2)})
+                    print(f"   waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs busy", flush=True)
+                load_before = load_average()
+                arms[arm] = run_arm(arm, count, args, paths, work,
+                                    want_strace=first_round and measured and count == args.strace_at,
+                                    want_perf=first_round and measured and count == args.perf_at)
+                arms[arm].update(load_before=load_before, load_after=load_average())
+            if count in baseline_counts:
+                window = arms["keep_warm"]["window"]
+                rate = window["heartbeats"] / window["seconds"] / count
+                tick_ms = baseline_tick_ms(args, arms["keep_warm"])
+                print(f"-- round {round_index + 1}/{args.rounds} N={count} baseline (no shim; {rate:.2f} heartbeats per "
+                      f"connection per s, a wake-up every {tick_ms:.1f} ms; {' and '.join(VARIANTS)} alternating; "
+                      f"load {load_average():.2f}) ...", flush=True)
+                if args.quiet_wait > 0:
+                    waited, busy = wait_for_quiet(args.quiet_wait, args.quiet_cpus)
+                    results.setdefault("quiet_wait", []).append({"round": round_index + 1, "connections": count,
+                                                                 "arm": "baseline", "waited_s": round(waited, 1),
+                                                                 "busy_cpus_before": round(busy, 2)})
+                    print(f"   waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs busy", flush=True)
+                load_before = load_average()
+                arms["baseline"] = run_baseline(count, args, paths, rate, tick_ms) if rate > 0 else None
+                if arms["baseline"] is not None:
+                    arms["baseline"].update(load_before=load_before, load_after=load_average())
+                if arms["baseline"] is None:
+                    arms.pop("baseline")
+                    failures.append(f"N={count} round {round_index + 1}: no baseline, the keep_warm arm sent no heartbeat")
+            per_count[count].append(arms)
+            for ok, message in checks_for(count, arms):
+                message = f"round {round_index + 1} {message}" if args.rounds > 1 else message
+                results["checks"].append({"ok": ok, "message": message})
+                if not ok:
+                    failures.append(message)
+            log = arms["keep_warm"].get("shim_log", {})
+            sink_total = arms["keep_warm"]["sink"]["heartbeats"]
+            if log.get("summary_heartbeats") != sink_total:
+                print(f"   note: the shim's summary counts {log.get('summary_heartbeats')} heartbeats, the sink "
+                      f"received {sink_total}")
+            if log.get("keep_warm_on") != count:
+                print(f"   note: keep_warm on for {log.get('keep_warm_on')} of {count} connections "
+                      f"{log.get('keep_warm_notes')}")
+
     for count in counts:
-        arms = {}
-        for arm in ARMS:
-            print(f"-- N={count} {arm} ...", flush=True)
-            measured = arm == "keep_warm"
-            if measured and args.quiet_wait > 0:
-                waited, busy = wait_for_quiet(args.quiet_wait, args.quiet_cpus)
-                results.setdefault("quiet_wait", []).append({"connections": count, "arm": arm, "waited_s": round(waited, 1),
-                                                             "busy_cpus_before": round(busy, 2)})
-                print(f"   waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs busy", flush=True)
-            arms[arm] = run_arm(arm, count, args, paths, work, want_strace=measured and count == args.strace_at,
-                                want_perf=measured and count == args.perf_at)
-        if count in baseline_counts:
-            window = arms["keep_warm"]["window"]
-            rate = window["heartbeats"] / window["seconds"] / count
-            tick_ms = baseline_tick_ms(args, arms["keep_warm"])
-            print(f"-- N={count} baseline (no shim; {rate:.2f} heartbeats per connection per s, a wake-up every "
-                  f"{tick_ms:.1f} ms; {' and '.join(VARIANTS)} alternating) ...", flush=True)
-            if args.quiet_wait > 0:
-                waited, busy = wait_for_quiet(args.quiet_wait, args.quiet_cpus)
-                results.setdefault("quiet_wait", []).append({"connections": count, "arm": "baseline",
-                                                             "waited_s": round(waited, 1),
-                                                             "busy_cpus_before": round(busy, 2)})
-                print(f"   waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs busy", flush=True)
-            arms["baseline"] = run_baseline(count, args, paths, rate, tick_ms) if rate > 0 else None
-            if arms["baseline"] is None:
-                arms.pop("baseline")
-                failures.append(f"N={count}: no baseline, the keep_warm arm sent no heartbeat")
-        results["arms"][str(count)] = arms
-        row = summarize(count, arms)
-        row["baseline_measured"] = "baseline" in arms
-        results["rows"].append(row)
-        for ok, message in checks_for(count, arms):
-            results["checks"].append({"ok": ok, "message": message})
-            if not ok:
-                failures.append(message)
-        log = arms["keep_warm"].get("shim_log", {})
-        sink_total = arms["keep_warm"]["sink"]["heartbeats"]
+        rounds = per_count[count]
+        first = rounds[0]
+        results["arms"][str(count)] = first
+        row = summarize(count, first)
+        row["baseline_measured"] = "baseline" in first
+        # Every round's own figures (its keep_warm arm over its baseline), then their medians in
+        # the row: the memory arms of the first round stand in for the rounds without them.
+        row["rounds"] = [round_figures(count, {**first, **arms}) for arms in rounds]
+        for key in ROUND_MEDIAN_FIELDS:
+            values = [figures[key] for figures in row["rounds"] if figures.get(key) is not None]
+            if values:
+                row[key] = statistics.median(values)
+                row[f"{key}_range"] = [min(values), max(values)]
+        log = first["keep_warm"].get("shim_log", {})
         row["shim_summary_heartbeats"] = log.get("summary_heartbeats")
-        row["sink_heartbeats_total"] = sink_total
-        if log.get("summary_heartbeats") != sink_total:
-            print(f"   note: the shim's summary counts {log.get('summary_heartbeats')} heartbeats, the sink received "
-                  f"{sink_total}")
-        if log.get("keep_warm_on") != count:
-            print(f"   note: keep_warm on for {log.get('keep_warm_on')} of {count} connections "
-                  f"{log.get('keep_warm_notes')}")
+        row["sink_heartbeats_total"] = first["keep_warm"]["sink"]["heartbeats"]
+        results["rows"].append(row)
+    if args.rounds > 1:
+        results["later_rounds_arms"] = [{str(count): per_count[count][r] for count in counts}
+                                        for r in range(1, args.rounds)]
 
     # Memory per connection without the fixed costs (the worker thread, its buffers): the growth
     # between one N and the next, over the connections added.
@@ -923,6 +988,7 @@ def main():
     rtos = sorted({row["rto_ms_median"] for row in results["rows"]})
     results["machine"]["rto_ms"] = rtos[0] if len(rtos) == 1 else rtos
     results["seconds"] = round(time.monotonic() - clock, 1)
+    results["load_average"]["end"] = load_average()
     missing = missing_fields(results)
     if missing:
         failures.append(f"the JSON lacks {', '.join(missing)}")
@@ -935,7 +1001,9 @@ def main():
 
     print()
     print(f"keep_warm at scale, loopback, {args.congestion}, interval auto (RTO {results['machine']['rto_ms']} ms), "
-          f"{args.idle:g} s idle window, {os.cpu_count()} CPUs, kernel {uname.release}")
+          f"{args.idle:g} s idle window, {os.cpu_count()} CPUs, kernel {uname.release}; figures per second and per "
+          f"heartbeat are medians over {args.rounds} round(s); load average {results['load_average']['start']:.2f} "
+          f"at the start, {results['load_average']['end']:.2f} at the end")
     print(f"{'N':>6} {'heartbeats/s':>13} {'per conn/s':>10} {'worker CPU %':>12} {'worker us/hb':>12} "
           f"{'shim B/conn':>11} {'(added)':>8} {'windows kept start/end':>23} {'cwnd median':>11} {'cwnd min':>8} {'others busy':>11} "
           f"{'bare send us':>12} {'getsockopt+send us':>18} {'worker/bare send':>16}")
@@ -949,6 +1017,13 @@ def main():
               f"{fmt(row['other_busy_cpus'], '.2f'):>11} {fmt(row.get('bare_send_us_per_heartbeat'), '.2f'):>12} "
               f"{fmt(row.get('getsockopt_send_us_per_heartbeat'), '.2f'):>18} "
               f"{fmt(row.get('worker_us_per_heartbeat_over_bare_send'), '.2f'):>16}")
+    for row in results["rows"]:
+        if row.get("baseline_measured"):
+            per_round = ", ".join(f"{fmt(r['worker_us_per_heartbeat_over_bare_send'], '.3f')} "
+                                  f"({fmt(r['worker_us_per_heartbeat'], '.2f')}/{fmt(r['bare_send_us_per_heartbeat'], '.2f')} us, "
+                                  f"load {fmt(r['load_average'], '.1f')})" for r in row["rounds"])
+            print(f"worker / bare send at N={row['connections']}, each round: {per_round}; median "
+                  f"{fmt(row['worker_us_per_heartbeat_over_bare_send'], '.3f')}")
     for count, arms in results["arms"].items():
         trace = arms["keep_warm"].get("strace")
         if trace and trace.get("per_heartbeat"):
