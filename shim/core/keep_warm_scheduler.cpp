@@ -89,13 +89,14 @@ HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const
   return {HeartbeatVerdict::send, interval, interval};
 }
 
-bool rto_settled(const LastLook& previous, const TcpInfoSummary& info, const config::KeepWarm& settings) noexcept {
-  if (settings.interval) {
-    return true;
-  }
-  const std::uint32_t rtt_moved = info.rtt_us > previous.rtt_us ? info.rtt_us - previous.rtt_us
-                                                                 : previous.rtt_us - info.rtt_us;
-  return previous.rto_us != 0 && info.rto_us == previous.rto_us && rtt_moved <= kSettledRttUs;
+bool same_rto(const LastLook& reference, const TcpInfoSummary& info) noexcept {
+  const std::uint32_t rtt_moved = info.rtt_us > reference.rtt_us ? info.rtt_us - reference.rtt_us
+                                                                  : reference.rtt_us - info.rtt_us;
+  return reference.rto_us != 0 && info.rto_us == reference.rto_us && rtt_moved <= kSettledRttUs;
+}
+
+bool quiet_allowed(std::uint8_t steady, const config::KeepWarm& settings) noexcept {
+  return settings.interval.has_value() || steady >= kSettledHeartbeats;
 }
 
 std::optional<HeartbeatDecision> decide_quiet_heartbeat(const LastLook& look, std::int64_t sent_ns,
@@ -257,8 +258,14 @@ KeepWarmScheduler::Outcome KeepWarmScheduler::check(std::uint32_t index, std::in
       return Outcome::drop;
     }
     decision = decide_heartbeat(*info, queued, settings);
-    settled = rto_settled(entry.look, *info, settings);
-    entry.look = LastLook{decision->interval_ns, info->snd_cwnd, info->rto_us, info->rtt_us};
+    if (!same_rto(entry.look, *info)) {
+      entry.look.rto_us = info->rto_us;  // counted from here
+      entry.look.rtt_us = info->rtt_us;
+      entry.steady = 0;
+    }
+    entry.look.cwnd = info->snd_cwnd;
+    entry.look.interval_ns = decision->interval_ns;
+    settled = quiet_allowed(entry.steady, settings);
   }
   due_ns = now_ns + decision->recheck_ns;
   entry.cold = decision->verdict == HeartbeatVerdict::cold && gate.write_epoch() == epoch;
@@ -286,6 +293,9 @@ KeepWarmScheduler::Outcome KeepWarmScheduler::check(std::uint32_t index, std::in
     slot->stats.counters.heartbeats.fetch_add(1, std::memory_order_relaxed);
     slot->stats.counters.heartbeat_bytes.fetch_add(settings.payload.size(), std::memory_order_relaxed);
     entry.sent_ns = now_ns;
+    if (entry.steady != UINT8_MAX) {
+      ++entry.steady;
+    }
     if (looked) {
       entry.quiet_left = settled ? kQuietHeartbeats : 0;
     } else {

@@ -65,28 +65,31 @@ HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const
 // fifth of the send on loopback; one look per 8 heartbeats leaves 3% of it. At the 150 ms
 // interval of the RTO floor that is a look every 1.2 s.
 inline constexpr std::uint8_t kQuietHeartbeats = 7;
-// The RTT may move this much between two looks for the RTO to count as settled (below).
+// With interval "auto", quiet heartbeats wait until the RTO has held still over this many
+// heartbeats (RTT samples, one per heartbeat's ACK), and the RTT within kSettledRttUs. The
+// kernel moves the smoothed RTT by an eighth and the RTO's variance term by a quarter of
+// their distance to where they settle at each sample, so after 8 samples with no visible
+// move what is left is less than 1.5 ms of RTT and about a jiffy of variance: all the RTO can
+// still fall while the quiet heartbeats use the last look's (the auto interval's margin is
+// 50 ms). Right after a burst the RTO often falls a jiffy per sample for a dozen samples: a
+// look at each heartbeat then, as without quiet heartbeats.
+inline constexpr std::uint8_t kSettledHeartbeats = 8;
 inline constexpr std::uint32_t kSettledRttUs = 1000;
 
-// What the last look at TCP_INFO left, for the heartbeats that follow it without one.
+// What the looks at TCP_INFO left, for the heartbeats that follow without one.
 struct LastLook {
-  std::int64_t interval_ns = 0;  // in force at that look
-  std::uint32_t cwnd = 0;
-  std::uint32_t rto_us = 0;
-  std::uint32_t rtt_us = 0;
+  std::int64_t interval_ns = 0;  // in force at the last look
+  std::uint32_t cwnd = 0;        // at the last look
+  std::uint32_t rto_us = 0;      // the RTO, read the same at every look since it was first read
+  std::uint32_t rtt_us = 0;      // the RTT at that first reading
 };
 
-// Whether the heartbeats after this look may go without reading TCP_INFO: with interval
-// "auto", only once the RTO has settled, i.e. two looks in a row (a heartbeat's ACK apart,
-// each one an RTT sample) read the same RTO and RTTs within kSettledRttUs. The kernel's RTO
-// moves only with RTT samples: the smoothed RTT by an eighth of the difference each, so one
-// that moved less than 1 ms has less than 7 ms left to move; the variance term decays by a
-// quarter per sample, so one that moved less than a jiffy has less than 3 jiffies left. At
-// worst the RTO falls by that much during the quiet heartbeats, inside the auto interval's
-// 50 ms margin on an idle worker; a heartbeat that came later than the RTO would cost one
-// halving of the window, never a byte. A fixed interval does not follow the RTO. Pure, for
-// unit tests.
-bool rto_settled(const LastLook& previous, const TcpInfoSummary& info, const config::KeepWarm& settings) noexcept;
+// Whether this look reads the RTO of `reference` and an RTT within kSettledRttUs of its. Pure,
+// for unit tests.
+bool same_rto(const LastLook& reference, const TcpInfoSummary& info) noexcept;
+// Whether heartbeats may go without TCP_INFO once `steady` heartbeats have gone with the same
+// RTO: a fixed interval does not follow the RTO. Pure, for unit tests.
+bool quiet_allowed(std::uint8_t steady, const config::KeepWarm& settings) noexcept;
 
 // A check without TCP_INFO, after a heartbeat this worker sent at sent_ns, with no app write
 // since and poll() finding no FIN, reset or error on the connection: nothing but that
@@ -136,6 +139,7 @@ class KeepWarmScheduler {
     std::uint32_t write_epoch = 0;
     std::int16_t rule_index = kRuleDefaults;
     std::uint8_t quiet_left = 0;  // heartbeats that may still go without TCP_INFO
+    std::uint8_t steady = 0;      // heartbeats since the RTO in `look` was first read (saturates)
     bool cold = false;            // found cold at write_epoch: TCP_INFO is not read again until it moves
     bool marked = false;          // the kernel checks the socket's identity at each send
   };

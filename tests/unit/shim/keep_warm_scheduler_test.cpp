@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <optional>
@@ -47,18 +48,30 @@ TcpInfoSummary looked_at(std::uint32_t rto_us, std::uint32_t rtt_us) {
   return info;
 }
 
-TEST(RtoSettled, TwoLooksInARowWithTheSameRtoAndRtt) {
-  const LastLook first_look{};  // nothing read yet
-  EXPECT_FALSE(rto_settled(first_look, looked_at(384'000, 180'000), heartbeat()));
-  const LastLook previous{334'000'000, 40, 384'000, 180'000};
-  EXPECT_TRUE(rto_settled(previous, looked_at(384'000, 180'000), heartbeat()));
-  EXPECT_TRUE(rto_settled(previous, looked_at(384'000, 180'000 + kSettledRttUs), heartbeat()));
-  EXPECT_TRUE(rto_settled(previous, looked_at(384'000, 180'000 - kSettledRttUs), heartbeat()));
-  EXPECT_FALSE(rto_settled(previous, looked_at(384'000, 180'000 + kSettledRttUs + 1), heartbeat()))
+TEST(SettledRto, TheSameRtoAndAnRttWithinAMillisecond) {
+  const LastLook nothing_read{};
+  EXPECT_FALSE(same_rto(nothing_read, looked_at(384'000, 180'000)));
+  const LastLook reference{334'000'000, 40, 384'000, 180'000};
+  EXPECT_TRUE(same_rto(reference, looked_at(384'000, 180'000)));
+  EXPECT_TRUE(same_rto(reference, looked_at(384'000, 180'000 + kSettledRttUs)));
+  EXPECT_TRUE(same_rto(reference, looked_at(384'000, 180'000 - kSettledRttUs)));
+  EXPECT_FALSE(same_rto(reference, looked_at(384'000, 180'000 + kSettledRttUs + 1)))
       << "the smoothed RTT still moving: the RTO may fall further";
-  EXPECT_FALSE(rto_settled(previous, looked_at(380'000, 180'000), heartbeat())) << "the RTO moved";
-  EXPECT_TRUE(rto_settled(first_look, looked_at(380'000, 150'000), heartbeat(150ms)))
-      << "a fixed interval does not follow the RTO";
+  EXPECT_FALSE(same_rto(reference, looked_at(380'000, 180'000))) << "the RTO moved";
+}
+
+TEST(SettledRto, QuietHeartbeatsOnceTheRtoHeldStillOverEightOrWithAFixedInterval) {
+  EXPECT_FALSE(quiet_allowed(0, heartbeat()));
+  EXPECT_FALSE(quiet_allowed(kSettledHeartbeats - 1, heartbeat()));
+  EXPECT_TRUE(quiet_allowed(kSettledHeartbeats, heartbeat()));
+  EXPECT_TRUE(quiet_allowed(0, heartbeat(150ms))) << "a fixed interval does not follow the RTO";
+  // After 8 samples with the smoothed RTT moving less than 1 ms, what the kernel's 1/8 gain
+  // leaves it to move is under 1.5 ms.
+  double left = 1.0 / (1.0 - std::pow(7.0 / 8.0, kSettledHeartbeats));
+  EXPECT_LT(left, 1.55);
+  // The variance term (gain 1/4) moving less than a jiffy over 8 samples: under 1.12 jiffies left.
+  left = 1.0 / (1.0 - std::pow(3.0 / 4.0, kSettledHeartbeats));
+  EXPECT_LT(left, 1.12);
 }
 
 TEST(DecideQuietHeartbeat, SendsOneIntervalAfterTheLastHeartbeat) {
