@@ -109,10 +109,11 @@ TICK_MS_BOUNDS = (1.0, 20.0)
 class Helper:
     """One tcptune_keep_warm_scale process: a command per stdin line, one JSON line back."""
 
-    def __init__(self, argv, env, name, nice=0):
+    def __init__(self, argv, env, name, nice=0, cpu=None):
         self.name = name
         self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=0, preexec_fn=(lambda: renice(nice)) if nice else None)
+                                     stderr=subprocess.PIPE, bufsize=0,
+                                     preexec_fn=(lambda: place(nice, cpu)) if nice or cpu is not None else None)
         self.pending = b""
 
     @property
@@ -151,6 +152,14 @@ class Helper:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def place(nice, cpu):
+    """In the child before exec: its niceness (renice), and the one CPU it and its threads run on."""
+    if nice:
+        renice(nice)
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
 
 
 def renice(nice):
@@ -434,7 +443,8 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
     """One client and one sink: the client's memory, and for keep_warm the measured window."""
     heartbeat_hex = args.heartbeat_hex
     sink = Helper([paths["helper"], "sink", "--connections", str(count), "--warmup", str(args.warmup),
-                   "--heartbeat-hex", heartbeat_hex, "--listeners", str(LISTENERS)], clean_env(), "sink", args.nice)
+                   "--heartbeat-hex", heartbeat_hex, "--listeners", str(LISTENERS)], clean_env(), "sink", args.nice,
+                  args.sink_cpu)
     client = None
     started = time.monotonic()
     try:
@@ -450,7 +460,8 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
             if args.log:
                 env.update(TCPTUNE_LOG=str(log_path), TCPTUNE_LOG_FORMAT="jsonl")
         client = Helper([paths["helper"], "client", "--ports", ",".join(map(str, ports)), "--connections",
-                         str(count), "--warmup", str(args.warmup), "--mss", str(MSS), "--warmup-rate", str(args.warmup_rate)], env, f"client ({arm})", args.nice)
+                         str(count), "--warmup", str(args.warmup), "--mss", str(MSS), "--warmup-rate", str(args.warmup_rate)], env, f"client ({arm})", args.nice,
+                        args.client_cpu)
         ready = client.read(180)
         result = {"arm": arm, "connections": count, "client_pid": client.pid, "ready": ready}
         tid = worker_tid(client.pid) if arm != "none" else None
@@ -577,7 +588,8 @@ def run_baseline(count, args, paths, rate, tick_ms):
     window, so both see the same machine; per variant, the thread's schedstat CPU over the heartbeats the
     sink received."""
     sink = Helper([paths["helper"], "sink", "--connections", str(count), "--warmup", str(args.warmup),
-                   "--heartbeat-hex", args.heartbeat_hex, "--listeners", str(LISTENERS)], clean_env(), "sink", args.nice)
+                   "--heartbeat-hex", args.heartbeat_hex, "--listeners", str(LISTENERS)], clean_env(), "sink", args.nice,
+                  args.sink_cpu)
     client = None
     started = time.monotonic()
     try:
@@ -585,7 +597,8 @@ def run_baseline(count, args, paths, rate, tick_ms):
         client = Helper([paths["helper"], "baseline", "--ports", ",".join(map(str, ports)), "--connections",
                          str(count), "--warmup", str(args.warmup), "--mss", str(MSS), "--warmup-rate",
                          str(args.warmup_rate), "--rate", f"{rate:.6f}", "--tick-us", str(round(tick_ms * 1000)),
-                         "--phases", args.baseline_phases, "--heartbeat-hex", args.heartbeat_hex], clean_env(), "client (baseline)", args.nice)
+                         "--phases", args.baseline_phases, "--heartbeat-hex", args.heartbeat_hex], clean_env(), "client (baseline)",
+                        args.nice, args.client_cpu)
         ready = client.read(180)
         tid = ready["baseline"]["tid"]
         result = {"arm": "baseline", "connections": count, "client_pid": client.pid, "ready": ready, "worker_tid": tid,
@@ -843,6 +856,10 @@ def main():
                              "ended, as the worker's (default), or evenly spread")
     parser.add_argument("--no-log", dest="log", action="store_false",
                         help="run the shim without a log (no write timing, ack sampling or records; no cross-check)")
+    parser.add_argument("--cpus", default="",
+                        help="CLIENT,SINK: the CPU the client (with the shim's worker, or the baseline's thread) and "
+                             "the one the sink run on, in every arm (default: where the scheduler puts them, which "
+                             "changes what a loopback send costs from one arm to the next)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds of the keep_warm and baseline arms, every N in turn in each (the table gives "
                              "medians)")
@@ -853,6 +870,12 @@ def main():
     if args.quick:
         args.counts, args.idle, args.strace_at, args.perf_at, args.rounds = "50", 3.0, 0, 0, 1
     counts = [int(c) for c in args.counts.split(",") if c.strip()]
+    args.client_cpu, args.sink_cpu = None, None
+    if args.cpus:
+        try:
+            args.client_cpu, args.sink_cpu = (int(c) for c in args.cpus.split(","))
+        except ValueError:
+            sys.exit(f"--cpus {args.cpus}: two CPU numbers, CLIENT,SINK")
     baseline_counts = counts if args.baseline_counts is None else \
         [int(c) for c in args.baseline_counts.split(",") if c.strip()]
     if SETTLE_S + args.idle + 2 * args.strace_seconds + args.perf_seconds >= MAX_IDLE_S - 15:
@@ -886,7 +909,7 @@ def main():
         "setup": {
             "namespace": where, "loopback": True, "warmup_bytes": args.warmup, "mss": MSS,
             "heartbeat_hex": args.heartbeat_hex, "congestion": args.congestion, "interval": "auto",
-            "warmup_rate": args.warmup_rate, "settle_s": SETTLE_S, "nice": args.nice, "shim_log": args.log, "idle_s": args.idle, "idle_s_without_keep_warm": PLAIN_IDLE_S,
+            "warmup_rate": args.warmup_rate, "settle_s": SETTLE_S, "nice": args.nice, "cpus": args.cpus or None, "shim_log": args.log, "idle_s": args.idle, "idle_s_without_keep_warm": PLAIN_IDLE_S,
             "tcp_slow_start_after_idle": read_text("/proc/sys/net/ipv4/tcp_slow_start_after_idle"),
             "policy_keep_warm": policy_text(args.congestion, args.heartbeat_hex, True),
             "nofile_limit": list(__import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)),

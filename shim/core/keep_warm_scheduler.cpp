@@ -182,7 +182,7 @@ std::int64_t KeepWarmScheduler::run_due(std::int64_t now_ns, const config::Polic
       const Connection& entry = connections_[due_now_[i]];
       if (const SocketSlot* slot = fd_table().find(entry.fd)) {
         __builtin_prefetch(slot, 1);
-        __builtin_prefetch(&slot->stats.counters, 1);
+        __builtin_prefetch(&slot->stats.counters.heartbeats, 1);  // and heartbeat_bytes, beside it
       }
       if (quiet_candidate(entry)) {
         polled[count++] = {entry.fd, POLLRDHUP, 0};
