@@ -3,6 +3,7 @@
 connections on loopback.
 
     bench/keep_warm_scale/run.py [--build build/release] [--counts 100,1000,10000] [--idle 10]
+                                 [--rounds 3] [--cpus CLIENT,SINK]
                                  [--strace-at 1000] [--perf-at N] [--no-log] [--nice -10]
                                  [--quiet-wait 300] [--baseline-counts 100,1000] [--baseline-tick-ms 0]
                                  [--baseline-phases warmup|even]
@@ -55,6 +56,15 @@ in slices of about a second (whole periods):
                    nothing unacknowledged or unsent: the least a correct heartbeat must do.
 The table's ratio is the worker's µs per heartbeat over the bare send's; the sink checks these
 streams too. --baseline-counts limits the N it runs at.
+Rounds (--rounds, default 3): the keep_warm arm and its baseline run for every N in turn, then
+again, so that a machine whose speed drifts moves both arms of a ratio alike; the table gives
+the median over the rounds of each figure per second and per heartbeat and of the ratio, and
+prints each round's ratio with the load average (/proc/loadavg) around its arms. The arms
+without keep_warm (memory only) and the strace and perf looks run in the first round. On this
+kind of VM a loopback send costs 20% more or less from one arm to the next (where the scheduler
+puts the sender and the sink, and time the hypervisor takes, which a guest without steal
+accounting counts as the thread's): --cpus pins the client and the sink to one CPU each in
+every arm.
 On a machine shared with other work, --quiet-wait waits for it to be idle before each keep_warm
 and baseline arm and --nice runs the client and the sink ahead of it; the JSON records the CPU
 the rest of the machine used during each window.
