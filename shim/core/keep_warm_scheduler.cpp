@@ -144,16 +144,19 @@ void KeepWarmScheduler::add(const WarmConnection& connection, std::int64_t now_n
     free_.reserve(room);
     due_now_.reserve(room);
   }
-  std::uint32_t index = 0;
+  const std::uint32_t index =
+      free_.empty() ? static_cast<std::uint32_t>(connections_.size()) : free_.back();
+  if (!connection.target.marked) {  // rare (a kernel before 4.19): only then is there a target to keep
+    if (targets_.size() <= index) {
+      targets_.resize(index + 1);
+    }
+    targets_[index] = connection.target;
+  }
   if (free_.empty()) {
-    index = static_cast<std::uint32_t>(connections_.size());
-    targets_.push_back(connection.target);
     connections_.push_back(entry);
   } else {
-    index = free_.back();
     free_.pop_back();
     connections_[index] = entry;
-    targets_[index] = connection.target;
   }
   heap_.push_back({now_ns, index});
   std::push_heap(heap_.begin(), heap_.end(), DueLater{});

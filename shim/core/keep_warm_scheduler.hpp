@@ -155,7 +155,7 @@ class KeepWarmScheduler {
   }
   std::vector<Due> heap_;
   std::vector<Connection> connections_;
-  std::vector<HeartbeatTarget> targets_;  // by the same index: the identity, for unmarked sockets
+  std::vector<HeartbeatTarget> targets_;  // by the same index, for unmarked sockets only (else empty)
   std::vector<std::uint32_t> free_;       // indexes of dropped connections, reused first
   std::vector<std::uint32_t> due_now_;
 };
