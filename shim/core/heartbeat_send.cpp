@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include <cerrno>
-#include <cstring>
+#include <cstdint>
 
 #include "errno_saver.hpp"
 #include "next_symbols.hpp"
@@ -21,20 +21,6 @@ namespace {
 constexpr int kRemainderPolls = 50;
 constexpr int kRemainderPollMs = 10;
 
-// The control message that asks the kernel to check the mark: a send time of 0, which TCP
-// does not read.
-struct TokenControl {
-  alignas(cmsghdr) unsigned char bytes[CMSG_SPACE(sizeof(std::uint64_t))]{};
-  TokenControl() noexcept {
-    cmsghdr header{};
-    header.cmsg_len = CMSG_LEN(sizeof(std::uint64_t));
-    header.cmsg_level = SOL_SOCKET;
-    header.cmsg_type = SCM_TXTIME;
-    std::memcpy(bytes, &header, sizeof header);
-  }
-};
-const TokenControl kTokenControl;
-
 ssize_t send_part(int fd, const HeartbeatTarget& target, const char* data, std::size_t size) noexcept {
   constexpr int kFlags = MSG_DONTWAIT | MSG_NOSIGNAL;
   if (!target.marked) {
@@ -44,9 +30,15 @@ ssize_t send_part(int fd, const HeartbeatTarget& target, const char* data, std::
   msghdr message{};
   message.msg_iov = &part;
   message.msg_iovlen = 1;
-  // The kernel only reads the control bytes.
-  message.msg_control = const_cast<unsigned char*>(kTokenControl.bytes);
-  message.msg_controllen = sizeof kTokenControl.bytes;
+  // The control message that asks the kernel to check the mark: SCM_TXTIME with a send time of
+  // 0 (zeroed here), which TCP does not read.
+  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(std::uint64_t))] = {};
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_len = CMSG_LEN(sizeof(std::uint64_t));
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_TXTIME;
   return next::sendmsg(fd, &message, kFlags);
 }
 

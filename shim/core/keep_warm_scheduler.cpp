@@ -90,8 +90,8 @@ HeartbeatDecision decide_heartbeat(const TcpInfoSummary& info, int queued, const
 }
 
 bool same_rto(const LastLook& reference, const TcpInfoSummary& info) noexcept {
-  const std::uint32_t rtt_moved = info.rtt_us > reference.rtt_us ? info.rtt_us - reference.rtt_us
-                                                                  : reference.rtt_us - info.rtt_us;
+  const std::uint32_t rtt_moved =
+      info.rtt_us > reference.rtt_us ? info.rtt_us - reference.rtt_us : reference.rtt_us - info.rtt_us;
   return reference.rto_us != 0 && info.rto_us == reference.rto_us && rtt_moved <= kSettledRttUs;
 }
 
@@ -144,8 +144,7 @@ void KeepWarmScheduler::add(const WarmConnection& connection, std::int64_t now_n
     free_.reserve(room);
     due_now_.reserve(room);
   }
-  const std::uint32_t index =
-      free_.empty() ? static_cast<std::uint32_t>(connections_.size()) : free_.back();
+  const std::uint32_t index = free_.empty() ? static_cast<std::uint32_t>(connections_.size()) : free_.back();
   if (!connection.target.marked) {  // rare (a kernel before 4.19): only then is there a target to keep
     if (targets_.size() <= index) {
       targets_.resize(index + 1);
@@ -216,8 +215,7 @@ std::int64_t KeepWarmScheduler::run_due(std::int64_t now_ns, const config::Polic
 }
 
 KeepWarmScheduler::Outcome KeepWarmScheduler::check(std::uint32_t index, std::int64_t now_ns,
-                                                    const config::Policy& policy, bool quiet,
-                                                    std::int64_t& due_ns) {
+                                                    const config::Policy& policy, bool quiet, std::int64_t& due_ns) {
   Connection& entry = connections_[index];
   SocketSlot* slot = fd_table().find(entry.fd);
   if (slot == nullptr || slot->generation.load(std::memory_order_acquire) != entry.generation ||

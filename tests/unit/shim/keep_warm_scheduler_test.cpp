@@ -15,9 +15,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <thread>
@@ -76,14 +76,14 @@ TEST(SettledRto, QuietHeartbeatsOnceTheRtoHeldStillOverEightOrWithAFixedInterval
 
 TEST(DecideQuietHeartbeat, SendsOneIntervalAfterTheLastHeartbeat) {
   const LastLook look{150'000'000, 40, 200'000, 50};
-  constexpr std::int64_t sent = 1'000'000'000;
-  const std::optional<HeartbeatDecision> due = decide_quiet_heartbeat(look, sent, sent + 150'000'000);
+  constexpr std::int64_t kSent = 1'000'000'000;
+  const std::optional<HeartbeatDecision> due = decide_quiet_heartbeat(look, kSent, kSent + 150'000'000);
   ASSERT_TRUE(due.has_value());
   EXPECT_EQ(due->verdict, HeartbeatVerdict::send);
   EXPECT_EQ(due->recheck_ns, 150'000'000);
-  EXPECT_EQ(decide_quiet_heartbeat(look, sent, sent + 150'000'000 - kSendEarlyNs)->verdict, HeartbeatVerdict::send)
+  EXPECT_EQ(decide_quiet_heartbeat(look, kSent, kSent + 150'000'000 - kSendEarlyNs)->verdict, HeartbeatVerdict::send)
       << "a wake-up a batch early sends rather than look again";
-  const std::optional<HeartbeatDecision> early = decide_quiet_heartbeat(look, sent, sent + 100'000'000);
+  const std::optional<HeartbeatDecision> early = decide_quiet_heartbeat(look, kSent, kSent + 100'000'000);
   ASSERT_TRUE(early.has_value());
   EXPECT_EQ(early->verdict, HeartbeatVerdict::not_yet);
   EXPECT_EQ(early->recheck_ns, 50'000'000);
@@ -91,11 +91,11 @@ TEST(DecideQuietHeartbeat, SendsOneIntervalAfterTheLastHeartbeat) {
 
 TEST(DecideQuietHeartbeat, ALateWorkerSendsWhileTheWindowSurvivesAndAsksTheKernelOtherwise) {
   const LastLook look{150'000'000, 40, 200'000, 50};
-  constexpr std::int64_t sent = 1'000'000'000;
+  constexpr std::int64_t kSent = 1'000'000'000;
   // Halved once (40 -> 20) by the silence so far: the heartbeat keeps the rest.
-  EXPECT_EQ(decide_quiet_heartbeat(look, sent, sent + 250'000'000)->verdict, HeartbeatVerdict::send);
+  EXPECT_EQ(decide_quiet_heartbeat(look, kSent, kSent + 250'000'000)->verdict, HeartbeatVerdict::send);
   // Twice (40 -> 10): nothing left to keep; only TCP_INFO can say what the kernel did.
-  EXPECT_FALSE(decide_quiet_heartbeat(look, sent, sent + 401'000'000).has_value());
+  EXPECT_FALSE(decide_quiet_heartbeat(look, kSent, kSent + 401'000'000).has_value());
 }
 
 // A loopback connection whose congestion window grew past the initial 10 segments, as a burst
@@ -132,7 +132,7 @@ class Loopback {
 
   // 64 KiB sent, received and acknowledged: the window is above 10 segments.
   bool warm_up() {
-    const std::string burst(64 * 1024, 'x');
+    const std::string burst(std::size_t{64} * 1024, 'x');
     if (send(client, burst.data(), burst.size(), 0) != static_cast<ssize_t>(burst.size())) {
       return false;
     }
@@ -167,7 +167,7 @@ class Loopback {
 
 // getsockopt(TCP_INFO) calls made through the shim's socket calls.
 std::atomic<int> g_tcp_info_reads{0};
-const SocketCalls kCountingCalls{
+constexpr SocketCalls kCountingCalls{
     [](int fd, int level, int name, const void* value, socklen_t length) noexcept {
       return static_cast<int>(syscall(SYS_setsockopt, fd, level, name, value, length));
     },
