@@ -3,6 +3,7 @@
 connections on loopback.
 
     bench/keep_warm_scale/run.py [--build build/release] [--counts 100,1000,10000] [--idle 10]
+                                 [--rounds 3] [--cpus CLIENT,SINK]
                                  [--strace-at 1000] [--perf-at N] [--no-log] [--nice -10]
                                  [--quiet-wait 300] [--baseline-counts 100,1000] [--baseline-tick-ms 0]
                                  [--baseline-phases warmup|even]
@@ -55,6 +56,15 @@ in slices of about a second (whole periods):
                    nothing unacknowledged or unsent: the least a correct heartbeat must do.
 The table's ratio is the worker's µs per heartbeat over the bare send's; the sink checks these
 streams too. --baseline-counts limits the N it runs at.
+Rounds (--rounds, default 3): the keep_warm arm and its baseline run for every N in turn, then
+again, so that a machine whose speed drifts moves both arms of a ratio alike; the table gives
+the median over the rounds of each figure per second and per heartbeat and of the ratio, and
+prints each round's ratio with the load average (/proc/loadavg) around its arms. The arms
+without keep_warm (memory only) and the strace and perf looks run in the first round. On this
+kind of VM a loopback send costs 20% more or less from one arm to the next (where the scheduler
+puts the sender and the sink, and time the hypervisor takes, which a guest without steal
+accounting counts as the thread's): --cpus pins the client and the sink to one CPU each in
+every arm.
 On a machine shared with other work, --quiet-wait waits for it to be idle before each keep_warm
 and baseline arm and --nice runs the client and the sink ahead of it; the JSON records the CPU
 the rest of the machine used during each window.
@@ -79,6 +89,7 @@ import os
 import platform
 import select
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -108,10 +119,11 @@ TICK_MS_BOUNDS = (1.0, 20.0)
 class Helper:
     """One tcptune_keep_warm_scale process: a command per stdin line, one JSON line back."""
 
-    def __init__(self, argv, env, name, nice=0):
+    def __init__(self, argv, env, name, nice=0, cpu=None):
         self.name = name
         self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=0, preexec_fn=(lambda: renice(nice)) if nice else None)
+                                     stderr=subprocess.PIPE, bufsize=0,
+                                     preexec_fn=(lambda: place(nice, cpu)) if nice or cpu is not None else None)
         self.pending = b""
 
     @property
@@ -150,6 +162,14 @@ class Helper:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def place(nice, cpu):
+    """In the child before exec: its niceness (renice), and the one CPU it and its threads run on."""
+    if nice:
+        renice(nice)
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
 
 
 def renice(nice):
@@ -253,6 +273,14 @@ def system_idle_ns(field="idle"):
     return 0
 
 
+def load_average():
+    """The one-minute load average (the run queue over the last minute, /proc/loadavg)."""
+    try:
+        return float(read_text("/proc/loadavg", "0").split()[0])
+    except ValueError:
+        return 0.0
+
+
 def wait_for_quiet(max_wait_s, busy_cpus):
     """Waits (at most max_wait_s) until the other processes on this machine leave it nearly idle
     for a second: fewer than `busy_cpus` CPUs busy. Returns (seconds waited, busy CPUs last seen)."""
@@ -328,7 +356,8 @@ def run_strace(pid, tid, sink, seconds, out_path):
     }
 
 
-SYSCALL_TRACEPOINTS = ("sendto", "getsockopt", "ioctl", "newfstatat", "futex", "poll", "clock_nanosleep")
+SYSCALL_TRACEPOINTS = ("sendto", "sendmsg", "getsockopt", "ioctl", "newfstat", "newfstatat", "futex", "poll",
+                       "clock_nanosleep")
 
 
 def count_syscalls(tid, sink, seconds):
@@ -352,8 +381,8 @@ def count_syscalls(tid, sink, seconds):
         return {"skipped": f"perf stat counted nothing: {counted.stderr.strip()[-300:]}"}
     calls["other"] = calls["all"] - sum(v for k, v in calls.items() if k != "all")
     # perf counts from the moment it has attached, a little after the first snapshot: the
-    # heartbeats it saw are its send() calls (one per heartbeat of a few bytes).
-    sent = calls.get("sendto", 0)
+    # heartbeats it saw are its send() or sendmsg() calls (one per heartbeat of a few bytes).
+    sent = calls.get("sendto", 0) + calls.get("sendmsg", 0)
     return {"seconds": seconds, "heartbeats_at_the_sink": heartbeats, "heartbeats": sent, "syscalls": calls,
             "per_heartbeat": {k: round(v / sent, 3) for k, v in calls.items() if v} if sent else {}}
 
@@ -385,21 +414,26 @@ def run_perf(tid, seconds, data_path):
         if len(parts) == 3 and parts[0].endswith("%") and parts[1].endswith("%") and not line.startswith("#"):
             rows.append([float(parts[0].rstrip("%")), float(parts[1].rstrip("%")), parts[2].strip()])
     out["with_children_by_symbol"] = rows[:60]
-    # The shares that say where a heartbeat's time goes (samples with the symbol on the stack).
-    named = {"send()": "__send", "send(): loopback delivery to the receiver (softirq)": "net_rx_action",
-             "getsockopt() (TCP_INFO)": "__getsockopt", "ioctl() (SIOCOUTQ)": "__GI___ioctl",
-             "fstat()": "__GI___fstatat64", "futex() through syscall() (sleeping, waking)": "syscall"}
+    # The shares that say where a heartbeat's time goes (samples with the symbol on the stack),
+    # by the kernel's entry point of each system call: libc's wrappers are not always resolved
+    # (glibc's fstat and syscall() share addresses in some builds). The system call's entry and
+    # exit, before and after these, are in none of them.
+    named = {"send() or sendmsg()": ("__sys_sendto", "__sys_sendmsg"),
+             "send(): loopback delivery to the receiver (softirq)": ("net_rx_action",),
+             "getsockopt() (TCP_INFO)": ("__sys_getsockopt",), "ioctl() (SIOCOUTQ)": ("sock_ioctl",),
+             "fstat()": ("vfs_fstat",), "poll()": ("do_sys_poll",), "futex() (sleeping, waking)": ("do_futex",)}
     report = subprocess.run(["perf", "report", "-i", str(data_path), "--stdio", "--children", "-g", "none",
                              "--sort", "sym", "--percent-limit", "0"], capture_output=True, text=True, timeout=120)
-    shares = {}
+    shares = {label: 0.0 for label in named}
     for line in report.stdout.splitlines():
         parts = line.split(None, 3)
         if len(parts) == 4 and parts[0].endswith("%") and not line.startswith("#"):
-            for label, symbol in named.items():
-                if parts[3].strip() == symbol and label not in shares:
-                    shares[label] = float(parts[0].rstrip("%"))
+            for label, symbols in named.items():
+                if parts[3].strip() in symbols:
+                    shares[label] = round(shares[label] + float(parts[0].rstrip("%")), 2)
     dsos = dict((name, share) for share, name in out.get("self_by_dso", []))
-    shares["the shim's own code (self)"] = dsos.get("libtcptune.so", 0.0)
+    # The shim's code is in its core (libtcptune-core.so); the first stage only forwards.
+    shares["the shim's own code (self)"] = round(sum(share for name, share in dsos.items() if "libtcptune" in name), 2)
     out["shares_percent"] = shares
     return out
 
@@ -419,7 +453,8 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
     """One client and one sink: the client's memory, and for keep_warm the measured window."""
     heartbeat_hex = args.heartbeat_hex
     sink = Helper([paths["helper"], "sink", "--connections", str(count), "--warmup", str(args.warmup),
-                   "--heartbeat-hex", heartbeat_hex, "--listeners", str(LISTENERS)], clean_env(), "sink", args.nice)
+                   "--heartbeat-hex", heartbeat_hex, "--listeners", str(LISTENERS)], clean_env(), "sink", args.nice,
+                  args.sink_cpu)
     client = None
     started = time.monotonic()
     try:
@@ -435,7 +470,8 @@ def run_arm(arm, count, args, paths, work, want_strace, want_perf):
             if args.log:
                 env.update(TCPTUNE_LOG=str(log_path), TCPTUNE_LOG_FORMAT="jsonl")
         client = Helper([paths["helper"], "client", "--ports", ",".join(map(str, ports)), "--connections",
-                         str(count), "--warmup", str(args.warmup), "--mss", str(MSS), "--warmup-rate", str(args.warmup_rate)], env, f"client ({arm})", args.nice)
+                         str(count), "--warmup", str(args.warmup), "--mss", str(MSS), "--warmup-rate", str(args.warmup_rate)], env, f"client ({arm})", args.nice,
+                        args.client_cpu)
         ready = client.read(180)
         result = {"arm": arm, "connections": count, "client_pid": client.pid, "ready": ready}
         tid = worker_tid(client.pid) if arm != "none" else None
@@ -562,7 +598,8 @@ def run_baseline(count, args, paths, rate, tick_ms):
     window, so both see the same machine; per variant, the thread's schedstat CPU over the heartbeats the
     sink received."""
     sink = Helper([paths["helper"], "sink", "--connections", str(count), "--warmup", str(args.warmup),
-                   "--heartbeat-hex", args.heartbeat_hex, "--listeners", str(LISTENERS)], clean_env(), "sink", args.nice)
+                   "--heartbeat-hex", args.heartbeat_hex, "--listeners", str(LISTENERS)], clean_env(), "sink", args.nice,
+                  args.sink_cpu)
     client = None
     started = time.monotonic()
     try:
@@ -570,7 +607,8 @@ def run_baseline(count, args, paths, rate, tick_ms):
         client = Helper([paths["helper"], "baseline", "--ports", ",".join(map(str, ports)), "--connections",
                          str(count), "--warmup", str(args.warmup), "--mss", str(MSS), "--warmup-rate",
                          str(args.warmup_rate), "--rate", f"{rate:.6f}", "--tick-us", str(round(tick_ms * 1000)),
-                         "--phases", args.baseline_phases, "--heartbeat-hex", args.heartbeat_hex], clean_env(), "client (baseline)", args.nice)
+                         "--phases", args.baseline_phases, "--heartbeat-hex", args.heartbeat_hex], clean_env(), "client (baseline)",
+                        args.nice, args.client_cpu)
         ready = client.read(180)
         tid = ready["baseline"]["tid"]
         result = {"arm": "baseline", "connections": count, "client_pid": client.pid, "ready": ready, "worker_tid": tid,
@@ -715,6 +753,24 @@ def summarize(count, arms):
     return row
 
 
+# The figures of one round (a keep_warm arm and the baseline after it) that the table gives as
+# the median over the rounds.
+ROUND_MEDIAN_FIELDS = ("heartbeats_per_s", "heartbeats_per_connection_per_s", "worker_cpu_percent",
+                       "worker_us_per_heartbeat", "bare_send_us_per_heartbeat", "getsockopt_send_us_per_heartbeat",
+                       "worker_us_per_heartbeat_over_bare_send", "worker_us_per_heartbeat_over_getsockopt_send",
+                       "other_busy_cpus", "load_average", "windows_kept_window_end", "heartbeats_per_rto")
+
+
+def round_figures(count, arms):
+    """One round's figures: its keep_warm arm, and its own baseline for the ratios."""
+    row = summarize(count, arms)
+    loads = [arm.get(key) for arm in (arms.get("keep_warm"), arms.get("baseline")) if arm
+             for key in ("load_before", "load_after") if arm.get(key) is not None]
+    figures = {key: row.get(key) for key in ROUND_MEDIAN_FIELDS if key != "load_average"}
+    figures["load_average"] = sum(loads) / len(loads) if loads else None
+    return figures
+
+
 def checks_for(count, arms):
     """The unambiguous facts of a run: (ok, message)."""
     out = []
@@ -810,13 +866,26 @@ def main():
                              "ended, as the worker's (default), or evenly spread")
     parser.add_argument("--no-log", dest="log", action="store_false",
                         help="run the shim without a log (no write timing, ack sampling or records; no cross-check)")
-    parser.add_argument("--quick", action="store_true", help="50 connections, 3 s idle, no strace")
+    parser.add_argument("--cpus", default="",
+                        help="CLIENT,SINK: the CPU the client (with the shim's worker, or the baseline's thread) and "
+                             "the one the sink run on, in every arm (default: where the scheduler puts them, which "
+                             "changes what a loopback send costs from one arm to the next)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of the keep_warm and baseline arms, every N in turn in each (the table gives "
+                             "medians)")
+    parser.add_argument("--quick", action="store_true", help="50 connections, 3 s idle, no strace, one round")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the unambiguous checks hold")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"), help="directory of the JSON")
     args = parser.parse_args()
     if args.quick:
-        args.counts, args.idle, args.strace_at, args.perf_at = "50", 3.0, 0, 0
+        args.counts, args.idle, args.strace_at, args.perf_at, args.rounds = "50", 3.0, 0, 0, 1
     counts = [int(c) for c in args.counts.split(",") if c.strip()]
+    args.client_cpu, args.sink_cpu = None, None
+    if args.cpus:
+        try:
+            args.client_cpu, args.sink_cpu = (int(c) for c in args.cpus.split(","))
+        except ValueError:
+            sys.exit(f"--cpus {args.cpus}: two CPU numbers, CLIENT,SINK")
     baseline_counts = counts if args.baseline_counts is None else \
         [int(c) for c in args.baseline_counts.split(",") if c.strip()]
     if SETTLE_S + args.idle + 2 * args.strace_seconds + args.perf_seconds >= MAX_IDLE_S - 15:
@@ -850,60 +919,95 @@ def main():
         "setup": {
             "namespace": where, "loopback": True, "warmup_bytes": args.warmup, "mss": MSS,
             "heartbeat_hex": args.heartbeat_hex, "congestion": args.congestion, "interval": "auto",
-            "warmup_rate": args.warmup_rate, "settle_s": SETTLE_S, "nice": args.nice, "shim_log": args.log, "idle_s": args.idle, "idle_s_without_keep_warm": PLAIN_IDLE_S,
+            "warmup_rate": args.warmup_rate, "settle_s": SETTLE_S, "nice": args.nice, "cpus": args.cpus or None, "shim_log": args.log, "idle_s": args.idle, "idle_s_without_keep_warm": PLAIN_IDLE_S,
             "tcp_slow_start_after_idle": read_text("/proc/sys/net/ipv4/tcp_slow_start_after_idle"),
             "policy_keep_warm": policy_text(args.congestion, args.heartbeat_hex, True),
             "nofile_limit": list(__import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)),
         },
         "rows": [], "arms": {}, "checks": [],
+        "rounds": args.rounds, "load_average": {"start": load_average()},
     }
     failures = []
+    # Rounds, interleaved: each round runs every N in turn, the keep_warm arm and then its
+    # baseline, so that a machine whose speed drifts (other work on it) moves both arms of a
+    # ratio alike; the table takes each figure's median over the rounds. The arms without
+    # keep_warm (memory only) run in the first round.
+    per_count = {count: [] for count in counts}
+    for round_index in range(args.rounds):
+        for count in counts:
+            arms = {}
+            first_round = round_index == 0
+            for arm in ARMS if first_round else ("keep_warm",):
+                print(f"-- round {round_index + 1}/{args.rounds} N={count} {arm} (load {load_average():.2f}) ...",
+                      flush=True)
+                measured = arm == "keep_warm"
+                if measured and args.quiet_wait > 0:
+                    waited, busy = wait_for_quiet(args.quiet_wait, args.quiet_cpus)
+                    results.setdefault("quiet_wait", []).append({"round": round_index + 1, "connections": count,
+                                                                 "arm": arm, "waited_s": round(waited, 1),
+                                                                 "busy_cpus_before": round(busy, 2)})
+                    print(f"   waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs busy", flush=True)
+                load_before = load_average()
+                arms[arm] = run_arm(arm, count, args, paths, work,
+                                    want_strace=first_round and measured and count == args.strace_at,
+                                    want_perf=first_round and measured and count == args.perf_at)
+                arms[arm].update(load_before=load_before, load_after=load_average())
+            if count in baseline_counts:
+                window = arms["keep_warm"]["window"]
+                rate = window["heartbeats"] / window["seconds"] / count
+                tick_ms = baseline_tick_ms(args, arms["keep_warm"])
+                print(f"-- round {round_index + 1}/{args.rounds} N={count} baseline (no shim; {rate:.2f} heartbeats per "
+                      f"connection per s, a wake-up every {tick_ms:.1f} ms; {' and '.join(VARIANTS)} alternating; "
+                      f"load {load_average():.2f}) ...", flush=True)
+                if args.quiet_wait > 0:
+                    waited, busy = wait_for_quiet(args.quiet_wait, args.quiet_cpus)
+                    results.setdefault("quiet_wait", []).append({"round": round_index + 1, "connections": count,
+                                                                 "arm": "baseline", "waited_s": round(waited, 1),
+                                                                 "busy_cpus_before": round(busy, 2)})
+                    print(f"   waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs busy", flush=True)
+                load_before = load_average()
+                arms["baseline"] = run_baseline(count, args, paths, rate, tick_ms) if rate > 0 else None
+                if arms["baseline"] is not None:
+                    arms["baseline"].update(load_before=load_before, load_after=load_average())
+                if arms["baseline"] is None:
+                    arms.pop("baseline")
+                    failures.append(f"N={count} round {round_index + 1}: no baseline, the keep_warm arm sent no heartbeat")
+            per_count[count].append(arms)
+            for ok, message in checks_for(count, arms):
+                message = f"round {round_index + 1} {message}" if args.rounds > 1 else message
+                results["checks"].append({"ok": ok, "message": message})
+                if not ok:
+                    failures.append(message)
+            log = arms["keep_warm"].get("shim_log", {})
+            sink_total = arms["keep_warm"]["sink"]["heartbeats"]
+            if log.get("summary_heartbeats") != sink_total:
+                print(f"   note: the shim's summary counts {log.get('summary_heartbeats')} heartbeats, the sink "
+                      f"received {sink_total}")
+            if log.get("keep_warm_on") != count:
+                print(f"   note: keep_warm on for {log.get('keep_warm_on')} of {count} connections "
+                      f"{log.get('keep_warm_notes')}")
+
     for count in counts:
-        arms = {}
-        for arm in ARMS:
-            print(f"-- N={count} {arm} ...", flush=True)
-            measured = arm == "keep_warm"
-            if measured and args.quiet_wait > 0:
-                waited, busy = wait_for_quiet(args.quiet_wait, args.quiet_cpus)
-                results.setdefault("quiet_wait", []).append({"connections": count, "arm": arm, "waited_s": round(waited, 1),
-                                                             "busy_cpus_before": round(busy, 2)})
-                print(f"   waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs busy", flush=True)
-            arms[arm] = run_arm(arm, count, args, paths, work, want_strace=measured and count == args.strace_at,
-                                want_perf=measured and count == args.perf_at)
-        if count in baseline_counts:
-            window = arms["keep_warm"]["window"]
-            rate = window["heartbeats"] / window["seconds"] / count
-            tick_ms = baseline_tick_ms(args, arms["keep_warm"])
-            print(f"-- N={count} baseline (no shim; {rate:.2f} heartbeats per connection per s, a wake-up every "
-                  f"{tick_ms:.1f} ms; {' and '.join(VARIANTS)} alternating) ...", flush=True)
-            if args.quiet_wait > 0:
-                waited, busy = wait_for_quiet(args.quiet_wait, args.quiet_cpus)
-                results.setdefault("quiet_wait", []).append({"connections": count, "arm": "baseline",
-                                                             "waited_s": round(waited, 1),
-                                                             "busy_cpus_before": round(busy, 2)})
-                print(f"   waited {waited:.0f} s for the machine to quieten: {busy:.2f} CPUs busy", flush=True)
-            arms["baseline"] = run_baseline(count, args, paths, rate, tick_ms) if rate > 0 else None
-            if arms["baseline"] is None:
-                arms.pop("baseline")
-                failures.append(f"N={count}: no baseline, the keep_warm arm sent no heartbeat")
-        results["arms"][str(count)] = arms
-        row = summarize(count, arms)
-        row["baseline_measured"] = "baseline" in arms
-        results["rows"].append(row)
-        for ok, message in checks_for(count, arms):
-            results["checks"].append({"ok": ok, "message": message})
-            if not ok:
-                failures.append(message)
-        log = arms["keep_warm"].get("shim_log", {})
-        sink_total = arms["keep_warm"]["sink"]["heartbeats"]
+        rounds = per_count[count]
+        first = rounds[0]
+        results["arms"][str(count)] = first
+        row = summarize(count, first)
+        row["baseline_measured"] = "baseline" in first
+        # Every round's own figures (its keep_warm arm over its baseline), then their medians in
+        # the row: the memory arms of the first round stand in for the rounds without them.
+        row["rounds"] = [round_figures(count, {**first, **arms}) for arms in rounds]
+        for key in ROUND_MEDIAN_FIELDS:
+            values = [figures[key] for figures in row["rounds"] if figures.get(key) is not None]
+            if values:
+                row[key] = statistics.median(values)
+                row[f"{key}_range"] = [min(values), max(values)]
+        log = first["keep_warm"].get("shim_log", {})
         row["shim_summary_heartbeats"] = log.get("summary_heartbeats")
-        row["sink_heartbeats_total"] = sink_total
-        if log.get("summary_heartbeats") != sink_total:
-            print(f"   note: the shim's summary counts {log.get('summary_heartbeats')} heartbeats, the sink received "
-                  f"{sink_total}")
-        if log.get("keep_warm_on") != count:
-            print(f"   note: keep_warm on for {log.get('keep_warm_on')} of {count} connections "
-                  f"{log.get('keep_warm_notes')}")
+        row["sink_heartbeats_total"] = first["keep_warm"]["sink"]["heartbeats"]
+        results["rows"].append(row)
+    if args.rounds > 1:
+        results["later_rounds_arms"] = [{str(count): per_count[count][r] for count in counts}
+                                        for r in range(1, args.rounds)]
 
     # Memory per connection without the fixed costs (the worker thread, its buffers): the growth
     # between one N and the next, over the connections added.
@@ -917,6 +1021,7 @@ def main():
     rtos = sorted({row["rto_ms_median"] for row in results["rows"]})
     results["machine"]["rto_ms"] = rtos[0] if len(rtos) == 1 else rtos
     results["seconds"] = round(time.monotonic() - clock, 1)
+    results["load_average"]["end"] = load_average()
     missing = missing_fields(results)
     if missing:
         failures.append(f"the JSON lacks {', '.join(missing)}")
@@ -929,7 +1034,9 @@ def main():
 
     print()
     print(f"keep_warm at scale, loopback, {args.congestion}, interval auto (RTO {results['machine']['rto_ms']} ms), "
-          f"{args.idle:g} s idle window, {os.cpu_count()} CPUs, kernel {uname.release}")
+          f"{args.idle:g} s idle window, {os.cpu_count()} CPUs, kernel {uname.release}; figures per second and per "
+          f"heartbeat are medians over {args.rounds} round(s); load average {results['load_average']['start']:.2f} "
+          f"at the start, {results['load_average']['end']:.2f} at the end")
     print(f"{'N':>6} {'heartbeats/s':>13} {'per conn/s':>10} {'worker CPU %':>12} {'worker us/hb':>12} "
           f"{'shim B/conn':>11} {'(added)':>8} {'windows kept start/end':>23} {'cwnd median':>11} {'cwnd min':>8} {'others busy':>11} "
           f"{'bare send us':>12} {'getsockopt+send us':>18} {'worker/bare send':>16}")
@@ -943,6 +1050,13 @@ def main():
               f"{fmt(row['other_busy_cpus'], '.2f'):>11} {fmt(row.get('bare_send_us_per_heartbeat'), '.2f'):>12} "
               f"{fmt(row.get('getsockopt_send_us_per_heartbeat'), '.2f'):>18} "
               f"{fmt(row.get('worker_us_per_heartbeat_over_bare_send'), '.2f'):>16}")
+    for row in results["rows"]:
+        if row.get("baseline_measured"):
+            per_round = ", ".join(f"{fmt(r['worker_us_per_heartbeat_over_bare_send'], '.3f')} "
+                                  f"({fmt(r['worker_us_per_heartbeat'], '.2f')}/{fmt(r['bare_send_us_per_heartbeat'], '.2f')} us, "
+                                  f"load {fmt(r['load_average'], '.1f')})" for r in row["rounds"])
+            print(f"worker / bare send at N={row['connections']}, each round: {per_round}; median "
+                  f"{fmt(row['worker_us_per_heartbeat_over_bare_send'], '.3f')}")
     for count, arms in results["arms"].items():
         trace = arms["keep_warm"].get("strace")
         if trace and trace.get("per_heartbeat"):

@@ -3,12 +3,12 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/stat.h>
 
 #include <atomic>
 #include <string>
 
 #include "fd_table.hpp"
+#include "heartbeat_send.hpp"
 #include "idle_restart.hpp"
 #include "keep_warm_scheduler.hpp"
 #include "next_symbols.hpp"
@@ -71,9 +71,9 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
     report.note = "not needed: " + congestion + " does not restart the window after idle";
     return report;
   }
-  struct stat socket_stat {};
-  if (fstat(fd, &socket_stat) != 0) {
-    report.note = "fstat failed; not kept warm";
+  HeartbeatTarget target;
+  if (!take_heartbeat_target(fd, target)) {
+    report.note = "its identity could not be taken (SO_TXTIME and fstat failed); not kept warm";
     return report;
   }
   ensure_telemetry_worker();
@@ -89,8 +89,7 @@ std::optional<OptionReport> start_keep_warm(int fd, SocketSlot& slot, const conf
   slot.set_flag(flag_keep_warm);
   g_keep_warm_started.store(true, std::memory_order_relaxed);
   const WarmConnection connection{fd, slot.generation.load(std::memory_order_acquire),
-                                  slot.rule_index.load(std::memory_order_relaxed), socket_stat.st_ino,
-                                  socket_stat.st_dev};
+                                  slot.rule_index.load(std::memory_order_relaxed), target};
   if (!post_keep_warm(connection)) {
     slot.clear_flag(flag_keep_warm);
     report.note = "the worker thread is not running or its queue is full; not kept warm";
