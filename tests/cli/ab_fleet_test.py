@@ -26,14 +26,13 @@ with no series, an unreachable URL, a query Prometheus refuses (HTTP 400), a wro
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
+from loopback_services import LoopbackServer, PrometheusStack, exporter_and_prometheus, free_port, http_get  # noqa: E402
+from loopback_services import wait_for as wait_until  # noqa: E402
 from testlib import SKIP, Checks, clean_env, parse_exposition, records  # noqa: E402
 
 DEADLINE = time.monotonic() + 57  # ctest's TIMEOUT is 60 s
@@ -61,59 +60,22 @@ def remaining():
     return max(0.1, DEADLINE - time.monotonic())
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """Replies b"ok" to every 64 bytes, on every connection."""
-
-    def __init__(self):
-        self.socket = socket.socket()
-        self.socket.bind(("127.0.0.1", 0))
-        self.socket.listen(16)
-        self.port = self.socket.getsockname()[1]
-        threading.Thread(target=self.accept_all, daemon=True).start()
-
-    def accept_all(self):
+def answer_ok(conn):
+    """Replies b"ok" to every 64 bytes."""
+    with conn:
+        pending = 0
         while True:
-            try:
-                conn, _ = self.socket.accept()
-            except OSError:
+            data = conn.recv(4096)
+            if not data:
                 return
-            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
-
-    @staticmethod
-    def answer(conn):
-        with conn:
-            pending = 0
-            while True:
-                data = conn.recv(4096)
-                if not data:
-                    return
-                pending += len(data)
-                while pending >= 64:
-                    pending -= 64
-                    conn.sendall(b"ok")
-
-
-def http_get(url, timeout=2):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.read().decode()
+            pending += len(data)
+            while pending >= 64:
+                pending -= 64
+                conn.sendall(b"ok")
 
 
 def wait_for(predicate, limit_s):
-    end = time.monotonic() + min(limit_s, remaining())
-    while time.monotonic() < end:
-        try:
-            if predicate():
-                return True
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.2)
-    return False
+    return bool(wait_until(predicate, min(limit_s, remaining())))
 
 
 def main():
@@ -123,9 +85,8 @@ def main():
         parser.add_argument(a, required=True)
     args = parser.parse_args()
     checks = Checks()
-    exporter_bin = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
-    prometheus_bin = shutil.which("prometheus")
-    if not exporter_bin or not prometheus_bin:
+    binaries = exporter_and_prometheus()
+    if binaries is None:
         print("skipped: needs Debian's prometheus and prometheus-node-exporter (scripts/deps.sh test)", flush=True)
         sys.exit(SKIP)
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -136,30 +97,15 @@ def main():
     with open(on_policy, "w") as f:
         f.write(f'version = 1\n[defaults]\nnodelay = "on"\n[log]\nprometheus_textfile = "{textfiles}/{{program}}.prom"\n'
                 'interval = "100ms"\n')
-    exporter_port, prometheus_port = free_port(), free_port()
-    config = os.path.join(args.work_dir, "prometheus.yml")
-    with open(config, "w") as f:
-        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: node\n"
-                f"    static_configs:\n      - targets: ['127.0.0.1:{exporter_port}']\n")
-    logs = [open(os.path.join(args.work_dir, name), "w+") for name in ("node_exporter.log", "prometheus.log")]
-    services = [
-        subprocess.Popen([exporter_bin, "--collector.disable-defaults", "--collector.textfile",
-                          f"--collector.textfile.directory={textfiles}",
-                          f"--web.listen-address=127.0.0.1:{exporter_port}"],
-                         stdout=logs[0], stderr=subprocess.STDOUT, env=clean_env()),
-        subprocess.Popen([prometheus_bin, f"--config.file={config}",
-                          f"--storage.tsdb.path={os.path.join(args.work_dir, 'tsdb')}",
-                          f"--web.listen-address=127.0.0.1:{prometheus_port}"],
-                         stdout=logs[1], stderr=subprocess.STDOUT, env=clean_env()),
-    ]
-    url = f"http://127.0.0.1:{prometheus_port}"
+    stack = PrometheusStack(binaries, args.work_dir, textfiles, clean_env())
+    url = stack.url
     clients = {}
     try:
-        ready = wait_for(lambda: "Ready" in http_get(f"{url}/-/ready"), 20)
+        ready = stack.wait_ready(min(20, remaining()))
         checks.check(ready, "node_exporter and Prometheus start on loopback")
         if not ready:
             checks.finish()
-        server = Server()
+        server = LoopbackServer(answer_ok, backlog=16)
         seconds = remaining()  # until told: stdin closed
         arms = {
             "on": ["--arm", "on", "--policy", on_policy],
@@ -282,12 +228,11 @@ def main():
         checks.check("observe-only" in start.get("policy", "") and "[log] of" in start.get("policy", ""),
                      f"the off arm observes, with on.toml's [log] ({start.get('policy')})")
     finally:
-        for process in list(clients.values()) + services:
+        for process in clients.values():
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        for log in logs:
-            log.close()
+        stack.stop()
     checks.finish()
 
 

@@ -10,18 +10,15 @@ tcptune_options_not_as_requested_total, for an option every connection is refuse
 counts the live ones (the killed one taken out by the next writer that sees it gone), and 0
 once all have exited while the sums stay; node_exporter reports no duplicate series and no
 textfile error. The recording rules of examples/prometheus are loaded too, and evaluate."""
-import json
 import os
-import signal
 import shutil
-import socket
+import signal
 import subprocess
 import sys
-import threading
 import time
-import urllib.parse
-import urllib.request
 
+from loopback_services import LoopbackServer, PrometheusStack, drain, exporter_and_prometheus
+from loopback_services import wait_for as wait_until
 from testlib import SKIP, Checks, clean_env, parse_args, parse_exposition, value
 
 DEADLINE = time.monotonic() + 55  # ctest's TIMEOUT is 60 s
@@ -55,81 +52,19 @@ def remaining():
     return max(0.1, DEADLINE - time.monotonic())
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Sink:
-    """A loopback listener that reads every connection to its end."""
-
-    def __init__(self):
-        self.socket = socket.socket()
-        self.socket.bind(("127.0.0.1", 0))
-        self.socket.listen(64)
-        self.port = self.socket.getsockname()[1]
-        threading.Thread(target=self.accept_all, daemon=True).start()
-
-    def accept_all(self):
-        while True:
-            try:
-                conn, _ = self.socket.accept()
-            except OSError:
-                return
-            threading.Thread(target=self.drain, args=(conn,), daemon=True).start()
-
-    @staticmethod
-    def drain(conn):
-        with conn:
-            while conn.recv(65536):
-                pass
-
-
-def http_get(url, timeout=2):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.read().decode()
-
-
 def wait_for(what, predicate, limit_s=None):
     """Polls `predicate` until it returns a true value or the time runs out; returns its last value."""
-    end = time.monotonic() + min(limit_s or remaining(), remaining())
-    result = None
-    while time.monotonic() < end:
-        try:
-            result = predicate()
-        except (OSError, ValueError, KeyError):
-            result = None
-        if result:
-            return result
-        time.sleep(0.2)
-    print(f"gave up waiting for {what}", flush=True)
+    result = wait_until(predicate, min(limit_s or remaining(), remaining()))
+    if not result:
+        print(f"gave up waiting for {what}", flush=True)
     return result
-
-
-class Prometheus:
-    def __init__(self, url):
-        self.url = url
-
-    def query(self, expression):
-        """{labels-as-frozenset: value} of an instant query."""
-        answer = json.loads(http_get(f"{self.url}/api/v1/query?query={urllib.parse.quote(expression)}"))
-        if answer.get("status") != "success":
-            raise ValueError(answer)
-        return {frozenset(r["metric"].items()): float(r["value"][1]) for r in answer["data"]["result"]}
-
-    def scalar(self, expression):
-        """The value of a query that gives one series, or None."""
-        result = self.query(expression)
-        return next(iter(result.values())) if len(result) == 1 else None
 
 
 def main():
     args = parse_args()
     checks = Checks()
-    exporter_bin = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
-    prometheus_bin = shutil.which("prometheus")
-    if not exporter_bin or not prometheus_bin:
+    binaries = exporter_and_prometheus()
+    if binaries is None:
         print("skipped: needs Debian's prometheus and prometheus-node-exporter (scripts/deps.sh test)", flush=True)
         sys.exit(SKIP)
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -145,33 +80,14 @@ def main():
                 # An option the kernel refuses (TTL 0) on every connection, for the counter of
                 # options that did not take effect as asked.
                 '[defaults]\nsockopt = [ { level = "IPPROTO_IP", name = "IP_TTL", value = 0 } ]\n')
-    exporter_port, prometheus_port = free_port(), free_port()
-    config = os.path.join(args.work_dir, "prometheus.yml")
-    with open(config, "w") as f:
-        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                + (f"rule_files: [{json.dumps(os.path.abspath(rules))}]\n" if rules else "")
-                + f"scrape_configs:\n  - job_name: node\n    static_configs:\n"
-                f"      - targets: ['127.0.0.1:{exporter_port}']\n")
-    exporter_log = open(os.path.join(args.work_dir, "node_exporter.log"), "w+")
-    prometheus_log = open(os.path.join(args.work_dir, "prometheus.log"), "w+")
-    services = [
-        subprocess.Popen([exporter_bin, "--collector.disable-defaults", "--collector.textfile",
-                          f"--collector.textfile.directory={textfiles}",
-                          f"--web.listen-address=127.0.0.1:{exporter_port}"],
-                         stdout=exporter_log, stderr=subprocess.STDOUT, env=clean_env()),
-        subprocess.Popen([prometheus_bin, f"--config.file={config}",
-                          f"--storage.tsdb.path={os.path.join(args.work_dir, 'tsdb')}",
-                          f"--web.listen-address=127.0.0.1:{prometheus_port}"],
-                         stdout=prometheus_log, stderr=subprocess.STDOUT, env=clean_env()),
-    ]
+    prometheus = PrometheusStack(binaries, args.work_dir, textfiles, clean_env(), rules)
     apps = {}
     try:
-        prometheus = Prometheus(f"http://127.0.0.1:{prometheus_port}")
-        ready = wait_for("Prometheus to be ready", lambda: "Ready" in http_get(f"{prometheus.url}/-/ready"), 20)
-        checks.check(bool(ready), "node_exporter and Prometheus start on loopback")
+        ready = prometheus.wait_ready(min(20, remaining()))
+        checks.check(ready, "node_exporter and Prometheus start on loopback")
         if not ready:
             checks.finish()
-        sink = Sink()
+        sink = LoopbackServer(drain)
         env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy,
                         TCPTUNE_LOG=os.path.join(args.work_dir, "log-{pid}.jsonl"))
         for name, (writes, forked, hold) in PROCESSES.items():
@@ -237,15 +153,9 @@ def main():
             if app.poll() is None:
                 app.kill()
                 app.wait()
-        for service in services:
-            service.terminate()
-            try:
-                service.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                service.kill()
-                service.wait()
-    exporter_log.seek(0)
-    exporter_output = exporter_log.read()
+        prometheus.stop()
+    with open(os.path.join(args.work_dir, "node_exporter.log")) as f:
+        exporter_output = f.read()
     duplicates = [line for line in exporter_output.splitlines()
                   if "duplicate" in line.lower() or "collected before" in line or "level=error" in line]
     checks.check(not duplicates, f"node_exporter reports no duplicate series and no error ({duplicates[:2]})")
