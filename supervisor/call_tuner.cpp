@@ -289,11 +289,19 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
       observe_app_settings(socket, tuning, is_connect ? facts.peer.family : local.family, host_, host_congestion_),
       tuning, phase, host_);
   // A listener's endpoint; a client has none before its connect: its conn_open waits for a dump
-  // that shows both ends, or for its TIME_WAIT, found by the cookie (read_identity).
+  // that shows both ends, or for its TIME_WAIT, found by the cookie read now (SO_COOKIE: the
+  // kernel gives the socket its cookie then, and the TIME_WAIT entry keeps it).
   follow_up.local = local;
-  follow_up.peer = is_connect ? facts.peer : config::Endpoint{};
+  if (is_connect) {
+    follow_up.peer = facts.peer;
+    std::uint64_t cookie = 0;
+    socklen_t cookie_length = sizeof cookie;
+    if (getsockopt(socket, SOL_SOCKET, SO_COOKIE, &cookie, &cookie_length) == 0) {
+      follow_up.cookie = cookie;
+    }
+  }
   follow_up.inode = held_inode;  // the held socket's, known; a duplicate's is read
-  read_effective_values(socket, follow_up, effective_values_);
+  read_socket(socket, follow_up, effective_values_);
   if (hand_over_) {
     // Known from now on, for a second connect (a nonblocking one polled) and the vetoes; what is in
     // effect is read only where the filter traps setsockopt.
@@ -304,22 +312,11 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
     }
     handed_over_.add(held_inode, tuned);
   }
-  if (is_connect) {
-    // The options are set: the program goes on now. What only the records need (the cookie, the
-    // inode, the duplicate's close) follows the answer, off the program's path. Until the close,
-    // a close of the program's takes effect at this one, a few system calls later.
-    call.continue_call();
-    read_identity(socket, follow_up);
-    duplicate = OwnedFd();
-    held_.release(held_inode);
-  } else {
-    // A listener's duplicate is closed before the answer (see read_socket), the held reference as
-    // the duplicate: the program's own descriptor keeps the socket.
-    read_socket(socket, follow_up, false);
-    duplicate = OwnedFd();
-    held_.release(held_inode);
-    call.continue_call();
-  }
+  // Closed before the answer (see read_socket), the held reference as the duplicate: the
+  // program's own descriptor keeps the socket.
+  duplicate = OwnedFd();
+  held_.release(held_inode);
+  call.continue_call();
   ++tuned_;
   (void)follow_ups_.push(std::move(follow_up));  // dropped beyond its bound: counted there
 }

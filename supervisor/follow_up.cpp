@@ -51,28 +51,12 @@ void fill_effective(int socket, shim::ApplyReport& report) {
 }  // namespace
 
 void read_socket(int socket, FollowUp& follow_up, bool effective_values) {
-  read_effective_values(socket, follow_up, effective_values);
   if (follow_up.inode == 0) {
     struct stat socket_stat {};
     follow_up.inode = fstat(socket, &socket_stat) == 0 ? socket_stat.st_ino : 0;
   }
-}
-
-void read_effective_values(int socket, FollowUp& follow_up, bool effective_values) {
   if (follow_up.call != FollowUp::Call::setsockopt && effective_values) {
     fill_effective(socket, follow_up.outcome.report);
-  }
-}
-
-void read_identity(int socket, FollowUp& follow_up) {
-  std::uint64_t cookie = 0;
-  socklen_t cookie_length = sizeof cookie;
-  if (getsockopt(socket, SOL_SOCKET, SO_COOKIE, &cookie, &cookie_length) == 0) {
-    follow_up.cookie = cookie;
-  }
-  if (follow_up.inode == 0) {
-    struct stat socket_stat {};
-    follow_up.inode = fstat(socket, &socket_stat) == 0 ? socket_stat.st_ino : 0;
   }
 }
 

@@ -1,8 +1,7 @@
 // What is left to do once a trapped call is answered: its records and the watch of its
 // connection. The supervisor's answering thread hands it to the records thread (CallRecords),
 // so that the program's next call never waits for the last one's records. It holds no
-// descriptor: what the records need from the socket is read by the answering thread, around
-// the answer (read_socket).
+// descriptor: what the records need from the socket is read before the answer (read_socket).
 #pragma once
 
 #include <sys/types.h>
@@ -55,18 +54,9 @@ struct FollowUp {
 
 // What the records need from `socket`, the answering thread's duplicate: its inode (unless
 // follow_up.inode has it already) and, with `effective_values`, the options' effective values.
-// A listen's or a setsockopt's is read before the call is answered, so that the duplicate is
-// closed by then: one alive after it would keep a closed listener's port bound. A connect's is
-// split at its answer (read_effective_values before, read_identity after).
+// Read before the call is answered, so that the duplicate is closed by then: one alive after it
+// would keep a closed listener's port bound and hold back the FIN of a connection the program
+// has closed.
 void read_socket(int socket, FollowUp& follow_up, bool effective_values);
-// The options' effective values: read before the answer, while nothing but the rule has set
-// them since (an unpinned buffer moves with autotuning once connected, and the program's own
-// calls go on after the answer).
-void read_effective_values(int socket, FollowUp& follow_up, bool effective_values);
-// The inode (unless follow_up.inode has it) and the cookie (SO_COOKIE): what the socket is, the
-// same before and after the answer. The cookie finds the connection once it is TIME_WAIT: the
-// kernel copies it there when the socket's last reference closes, which the duplicate still
-// holds while it is read.
-void read_identity(int socket, FollowUp& follow_up);
 
 }  // namespace tcptune::supervisor
