@@ -7,12 +7,13 @@
  * tuned, measured and logged (a conn_open and a conn_close each), which is what the runner
  * compares with the same loop without tcptune.
  *
- * With --floor, the program itself makes the system calls the shim adds per pair, and nothing
- * else: `no_log` a getpid() before each close (the shim's check for a vfork() child), `log` those
- * and a getsockname() of the client after its connect and a TCP_INFO read of each end before its
- * close (what the records need). Its time against the plain loop's is the floor of those calls.
+ * With --floor, the program itself makes system calls the shim makes per pair, and nothing else:
+ * `records` what the records need (a getsockname() of the client after its connect, a TCP_INFO
+ * read of each end before its close), `getpid` a getpid() before each close (the check for a
+ * vfork() child the shim made on every close of a TCP socket before its vfork hook). Its time
+ * against the plain loop's is what those calls alone cost.
  *
- *   tcptune_connect_loop [CONNECTIONS] [--warmup W] [--floor no_log|log]
+ *   tcptune_connect_loop [CONNECTIONS] [--warmup W] [--floor records|getpid]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -36,7 +37,7 @@ static double now_s(void) {
   return clock_s(CLOCK_MONOTONIC);
 }
 
-enum floor_calls { floor_none, floor_no_log, floor_log };
+enum floor_calls { floor_none, floor_getpid, floor_records };
 static enum floor_calls floor_calls = floor_none;
 
 /* The calls the shim makes before it closes `fd`, for --floor. */
@@ -44,8 +45,9 @@ static void floor_before_close(int fd) {
   if (floor_calls == floor_none) {
     return;
   }
-  (void)getpid();
-  if (floor_calls == floor_log) {
+  if (floor_calls == floor_getpid) {
+    (void)getpid();
+  } else {
     struct tcp_info info;
     socklen_t length = sizeof info;
     (void)getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length);
@@ -63,7 +65,7 @@ static int one_pair(int listener, const struct sockaddr_in* address) {
     close(client);
     return error;
   }
-  if (floor_calls == floor_log) {
+  if (floor_calls == floor_records) {
     struct sockaddr_storage local;
     socklen_t length = sizeof local;
     (void)getsockname(client, (struct sockaddr*)&local, &length);
@@ -89,18 +91,18 @@ int main(int argc, char** argv) {
       warmup = strtol(argv[++i], NULL, 10);
     } else if (strcmp(argv[i], "--floor") == 0 && i + 1 < argc) {
       ++i;
-      if (strcmp(argv[i], "no_log") == 0) {
-        floor_calls = floor_no_log;
-      } else if (strcmp(argv[i], "log") == 0) {
-        floor_calls = floor_log;
+      if (strcmp(argv[i], "getpid") == 0) {
+        floor_calls = floor_getpid;
+      } else if (strcmp(argv[i], "records") == 0) {
+        floor_calls = floor_records;
       } else {
-        fprintf(stderr, "connect_loop: --floor takes no_log or log\n");
+        fprintf(stderr, "connect_loop: --floor takes records or getpid\n");
         return 2;
       }
     } else if (argv[i][0] != '-') {
       connections = strtol(argv[i], NULL, 10);
     } else {
-      fprintf(stderr, "usage: %s [CONNECTIONS] [--warmup W] [--floor no_log|log]\n", argv[0]);
+      fprintf(stderr, "usage: %s [CONNECTIONS] [--warmup W] [--floor records|getpid]\n", argv[0]);
       return 2;
     }
   }

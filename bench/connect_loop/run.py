@@ -18,9 +18,10 @@ it times the loop itself (CLOCK_MONOTONIC) and prints one JSON line. Arms, each 
             every connection's two ends, and the summary;
   NAME:no_log, NAME:log   the same with the tcptune of another build tree, for each --compare
             NAME=BUILD (a before/after in one run);
-  floor:no_log, floor:log   with --floor: the program without tcptune, making itself the system
-            calls the shim adds per pair under no_log and log (`--floor` of connect_loop.c), and
-            nothing else: what those calls alone cost, the floor of the shim as it is.
+  floor:records, floor:getpid   with --floor: the program without tcptune, making itself system
+            calls the shim makes per pair, and nothing else (`--floor` of connect_loop.c): those
+            the records need (getsockname of the client, TCP_INFO of each end: the floor of the
+            log arm), and the getpid before each close that the shim made before its vfork hook.
 Every round runs every arm once, in an order that rotates from round to round; each tcptune
 arm's loop time is divided by the bare loop's of the same round, and the median of those ratios
 over the rounds is the figure (a loaded machine slows whole rounds; pairing cancels part of
@@ -265,8 +266,8 @@ def main():
         builds[f"{name}:no_log"] = (Path(other).resolve(), "no_log")
         builds[f"{name}:log"] = (Path(other).resolve(), "log")
     if args.floor:
-        builds["floor:no_log"] = (build, "floor_no_log")
-        builds["floor:log"] = (build, "floor_log")
+        builds["floor:records"] = (build, "floor_records")
+        builds["floor:getpid"] = (build, "floor_getpid")
     needed = [build / "bin" / "tcptune_connect_loop"] + [b / "bin" / "tcptune" for b, mode in builds.values()
                                                           if mode in ("no_log", "log")]
     absent = sorted({str(p) for p in needed if not p.exists()})
