@@ -7,12 +7,19 @@
  * tuned, measured and logged (a conn_open and a conn_close each), which is what the runner
  * compares with the same loop without tcptune.
  *
- *   tcptune_connect_loop [CONNECTIONS] [--warmup W]
+ * With --floor, the program itself makes system calls the shim makes per pair, and nothing else:
+ * `records` what the records need (a getsockname() of the client after its connect, a TCP_INFO
+ * read of each end before its close), `getpid` a getpid() before each close (the check for a
+ * vfork() child the shim made on every close of a TCP socket before its vfork hook). Its time
+ * against the plain loop's is what those calls alone cost.
+ *
+ *   tcptune_connect_loop [CONNECTIONS] [--warmup W] [--floor records|getpid]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +37,23 @@ static double now_s(void) {
   return clock_s(CLOCK_MONOTONIC);
 }
 
+enum floor_calls { floor_none, floor_getpid, floor_records };
+static enum floor_calls floor_calls = floor_none;
+
+/* The calls the shim makes before it closes `fd`, for --floor. */
+static void floor_before_close(int fd) {
+  if (floor_calls == floor_none) {
+    return;
+  }
+  if (floor_calls == floor_getpid) {
+    (void)getpid();
+  } else {
+    struct tcp_info info;
+    socklen_t length = sizeof info;
+    (void)getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length);
+  }
+}
+
 /* One connection pair; 0, or the errno of the call that failed. */
 static int one_pair(int listener, const struct sockaddr_in* address) {
   const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -41,13 +65,20 @@ static int one_pair(int listener, const struct sockaddr_in* address) {
     close(client);
     return error;
   }
+  if (floor_calls == floor_records) {
+    struct sockaddr_storage local;
+    socklen_t length = sizeof local;
+    (void)getsockname(client, (struct sockaddr*)&local, &length);
+  }
   const int server = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
   if (server < 0) {
     const int error = errno;
     close(client);
     return error;
   }
+  floor_before_close(client);
   close(client);
+  floor_before_close(server);
   close(server);
   return 0;
 }
@@ -58,10 +89,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) {
       warmup = strtol(argv[++i], NULL, 10);
+    } else if (strcmp(argv[i], "--floor") == 0 && i + 1 < argc) {
+      ++i;
+      if (strcmp(argv[i], "getpid") == 0) {
+        floor_calls = floor_getpid;
+      } else if (strcmp(argv[i], "records") == 0) {
+        floor_calls = floor_records;
+      } else {
+        fprintf(stderr, "connect_loop: --floor takes records or getpid\n");
+        return 2;
+      }
     } else if (argv[i][0] != '-') {
       connections = strtol(argv[i], NULL, 10);
     } else {
-      fprintf(stderr, "usage: %s [CONNECTIONS] [--warmup W]\n", argv[0]);
+      fprintf(stderr, "usage: %s [CONNECTIONS] [--warmup W] [--floor records|getpid]\n", argv[0]);
       return 2;
     }
   }

@@ -3,7 +3,7 @@
 and under `tcptune run`, interleaved round by round, in one run.
 
     bench/connect_loop/run.py [--build build/release] [--rounds 9] [--connections 3000] [--warmup 20]
-                              [--realtime] [--netns] [--compare NAME=BUILD] [--out bench/results]
+                              [--realtime] [--netns] [--compare NAME=BUILD] [--floor] [--out bench/results]
     bench/connect_loop/run.py --realtime --netns     # as the README's figures were taken (root)
     bench/connect_loop/run.py --quick --check        # the smoke run (ctest -R bench.connect_loop_quick)
 
@@ -17,7 +17,11 @@ it times the loop itself (CLOCK_MONOTONIC) and prints one JSON line. Arms, each 
             this run's work directory through XDG_STATE_HOME), a conn_open and a conn_close for
             every connection's two ends, and the summary;
   NAME:no_log, NAME:log   the same with the tcptune of another build tree, for each --compare
-            NAME=BUILD (a before/after in one run).
+            NAME=BUILD (a before/after in one run);
+  floor:records, floor:getpid   with --floor: the program without tcptune, making itself system
+            calls the shim makes per pair, and nothing else (`--floor` of connect_loop.c): those
+            the records need (getsockname of the client, TCP_INFO of each end: the floor of the
+            log arm), and the getpid before each close that the shim made before its vfork hook.
 Every round runs every arm once, in an order that rotates from round to round; each tcptune
 arm's loop time is divided by the bare loop's of the same round, and the median of those ratios
 over the rounds is the figure (a loaded machine slows whole rounds; pairing cancels part of
@@ -106,6 +110,8 @@ def command_for(arm, program_args, builds, realtime, netns):
     program = [str(builds["bare"][0] / "bin" / "tcptune_connect_loop")] + program_args
     if mode == "bare":
         command = program
+    elif mode.startswith("floor_"):
+        command = program + ["--floor", mode.removeprefix("floor_")]
     else:
         command = [str(build / "bin" / "tcptune"), "run"] + (["--no-log"] if mode == "no_log" else []) + ["--"] + program
     if netns:
@@ -240,6 +246,8 @@ def main():
     parser.add_argument("--netns", action="store_true", help="every process in a network namespace of its own (root)")
     parser.add_argument("--compare", action="append", default=[], metavar="NAME=BUILD",
                         help="also the no_log and log arms with the tcptune of another build tree")
+    parser.add_argument("--floor", action="store_true",
+                        help="also the loop without tcptune making the shim's added system calls itself")
     parser.add_argument("--quick", action="store_true", help="the smoke run: 2 rounds of 300 connections")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 unless every run ran and every log run's log has every socket's conn_open and "
@@ -257,8 +265,11 @@ def main():
             parser.error(f"--compare {named}: expected NAME=BUILD")
         builds[f"{name}:no_log"] = (Path(other).resolve(), "no_log")
         builds[f"{name}:log"] = (Path(other).resolve(), "log")
+    if args.floor:
+        builds["floor:records"] = (build, "floor_records")
+        builds["floor:getpid"] = (build, "floor_getpid")
     needed = [build / "bin" / "tcptune_connect_loop"] + [b / "bin" / "tcptune" for b, mode in builds.values()
-                                                          if mode != "bare"]
+                                                          if mode in ("no_log", "log")]
     absent = sorted({str(p) for p in needed if not p.exists()})
     if absent:
         print(f"not built: {', '.join(absent)} (cmake --build --preset release --target tcptune_cli tcptune "

@@ -250,9 +250,32 @@ void ensure_initialized() noexcept {
   }
 }
 
+namespace {
+std::atomic<const int*> g_vforks_in_flight{nullptr};
+std::atomic<bool> g_forked_without_handlers{false};
+}  // namespace
+
+void set_vfork_count(const int* vforks_in_flight) noexcept {
+  g_vforks_in_flight.store(vforks_in_flight, std::memory_order_relaxed);
+}
+
+void note_forked_without_handlers() noexcept {
+  g_forked_without_handlers.store(true, std::memory_order_relaxed);
+}
+
 bool in_child_sharing_memory() noexcept {
   const pid_t owner = g_owner_pid.load(std::memory_order_relaxed);
-  return owner != 0 && getpid() != owner;
+  if (owner == 0) {
+    return false;
+  }
+  // A vfork child's own thread raised the count before the system call, so the child sees it
+  // raised; another thread that reads 0 is not that child.
+  const int* vforks = g_vforks_in_flight.load(std::memory_order_relaxed);
+  if (vforks != nullptr && __atomic_load_n(vforks, __ATOMIC_RELAXED) == 0 &&
+      !g_forked_without_handlers.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  return getpid() != owner;
 }
 
 const Runtime* active_runtime() noexcept {

@@ -37,8 +37,16 @@ const Runtime* active_runtime() noexcept;
 
 // True in a child that runs in this process's memory without the fork handlers having run: a
 // vfork() child (Python's subprocess, posix_spawn) until it execs, or one made by _Fork() or
-// clone(). The fd table and the worker's state are then the parent's, not its own. One getpid.
+// clone(). The fd table and the worker's state are then the parent's, not its own. One getpid,
+// asked only while a vfork() is in flight through the stage's hook or after a _Fork() (a child
+// of a raw clone or vfork system call, which no hook sees, is taken for its parent).
 bool in_child_sharing_memory() noexcept;
+
+// The stage's count of vfork() calls in flight (nullptr: unknown, getpid every time).
+void set_vfork_count(const int* vforks_in_flight) noexcept;
+
+// In a child of _Fork(), which runs no fork handlers: the shim's state stays its parent's.
+void note_forked_without_handlers() noexcept;
 
 // Host buffer limits, read from /proc/sys once, on the first socket that needs them.
 const HostBufferFacts& host_buffer_facts();

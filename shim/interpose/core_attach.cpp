@@ -21,6 +21,7 @@ extern "C" __attribute__((visibility("default"))) const tcptune_core_entries* tc
   // Before any next definition is resolved: this object is not in the global scope, so its own
   // dlsym(RTLD_NEXT) would not answer "after libtcptune.so".
   core::set_next_resolver(services->next_symbol);
+  core::set_vfork_count(services->vforks_in_flight);
   core::ensure_initialized();
   // Handlers the program installed before the core was loaded run behind its trampoline too.
   core::adopt_installed_handlers(services->app_view_of_handler);

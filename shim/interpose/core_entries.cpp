@@ -389,9 +389,14 @@ int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t*
 
 // _Fork runs no fork handlers: the sockets the child shares stop being kept warm first, as
 // fork()'s handler does, which also leaves no heartbeat in progress for the child to wait on.
+// The child keeps its parent's state: it asks getpid whether it is its parent from then on.
 pid_t _Fork() {  // NOLINT(bugprone-reserved-identifier)
   core::keep_warm_after_fork_in_parent();
-  return next::_Fork();
+  const pid_t child = next::_Fork();
+  if (child == 0) {
+    core::note_forked_without_handlers();
+  }
+  return child;
 }
 
 // _exit runs no exit handlers: what the worker was handed is written first (not from a signal

@@ -31,7 +31,7 @@
 #endif
 
 /* Both sides must be built from the same tree: a core of another version is not attached. */
-#define TCPTUNE_CORE_INTERFACE_VERSION 1
+#define TCPTUNE_CORE_INTERFACE_VERSION 2
 #define TCPTUNE_CORE_ATTACH_SYMBOL "tcptune_core_attach"
 
 /* NOLINTBEGIN(readability-identifier-naming) */
@@ -43,6 +43,9 @@ struct tcptune_stage_services {
   /* The program's handlers installed before the core was loaded run behind the stage's
      trampoline: this puts the program's own handler and flags in place of it. */
   void (*app_view_of_handler)(int signal_number, struct sigaction* installed);
+  /* The vfork() calls through the stage's hook whose parent has not returned (vfork_hook.h):
+     while it is 0, no thread of this process is a vfork child. */
+  const int* vforks_in_flight;
 };
 
 #ifdef __cplusplus

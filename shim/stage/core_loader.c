@@ -17,6 +17,7 @@
 #include "loaded_symbols.h"
 #include "routes.h"
 #include "signal_guard.h"
+#include "vfork_hook.h"
 
 enum core_state { core_unloaded, core_loading, core_attached, core_unavailable };
 enum libc_kind { libc_unknown, libc_glibc, libc_other };
@@ -38,7 +39,7 @@ enum { kLoadDescriptors = 4 };
 enum { kLongestWaitNs = 2000000000 };
 
 static const struct tcptune_stage_services services = {TCPTUNE_CORE_INTERFACE_VERSION, stage_next_symbol,
-                                                       stage_app_view_of_handler};
+                                                       stage_app_view_of_handler, &stage_vforks_in_flight};
 
 static long this_process(void) {
   return syscall(SYS_getpid);

@@ -16,13 +16,17 @@ CORE_ATTACH = "tcptune_core_attach"
 def hook_table(source_dir):
     """The hooks named in shim/next/hook_table.def, the list the version script is written from."""
     text = Path(source_dir, "shim", "next", "hook_table.def").read_text()
-    return set(re.findall(r"^TCPTUNE_HOOK_(?:NEXT|VIA)\(([A-Za-z0-9_]+)", text, re.MULTILINE))
+    return set(re.findall(r"^TCPTUNE_HOOK_(?:NEXT|VIA|OWN)\(([A-Za-z0-9_]+)", text, re.MULTILINE))
 
 
 def hook_definitions(source_dir):
-    """The functions the first stage's hooks.c defines for export."""
-    text = Path(source_dir, "shim", "stage", "hooks.c").read_text()
-    return set(re.findall(r"^TCPTUNE_HOOK [^(]*?\b([A-Za-z0-9_]+)\(", text, re.MULTILINE))
+    """The functions the first stage defines for export: in hooks.c, and in assembly (vfork_hook.c)."""
+    stage = Path(source_dir, "shim", "stage")
+    text = (stage / "hooks.c").read_text()
+    defined = set(re.findall(r"^TCPTUNE_HOOK [^(]*?\b([A-Za-z0-9_]+)\(", text, re.MULTILINE))
+    for source in stage.glob("*.c"):
+        defined |= set(re.findall(r"\.globl ([A-Za-z0-9_]+)", source.read_text()))
+    return defined
 
 
 def dynamic_symbols(path, *flags):
