@@ -43,19 +43,14 @@ __attribute__((visibility("hidden"), used)) void* stage_resolve_vfork(void) {
 #error "vfork_hook.c: the vfork() hook is written for x86-64"
 #endif
 
-#ifdef __CET__
-#define TCPTUNE_BRANCH_TARGET "endbr64\n"
-#else
-#define TCPTUNE_BRANCH_TARGET ""
-#endif
-
+/* Built without CET (shim/CMakeLists.txt): this code is incompatible with a shadow stack. */
 __asm__(
     ".text\n"
     ".globl vfork\n"
     ".type vfork, @function\n"
     ".p2align 4\n"
     "vfork:\n"
-    ".cfi_startproc\n" TCPTUNE_BRANCH_TARGET
+    ".cfi_startproc\n"
     "  movq stage_vfork_next(%rip), %rax\n"
     "  testq %rax, %rax\n"
     "  jnz 1f\n"
@@ -82,7 +77,7 @@ __asm__(
     ".type stage_raw_vfork, @function\n"
     ".p2align 4\n"
     "stage_raw_vfork:\n"
-    ".cfi_startproc\n" TCPTUNE_BRANCH_TARGET
+    ".cfi_startproc\n"
     "  popq %rdi\n"
     ".cfi_adjust_cfa_offset -8\n"
     ".cfi_register %rip, %rdi\n"
