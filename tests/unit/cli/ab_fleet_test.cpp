@@ -131,6 +131,19 @@ TEST(PrometheusAnswer, ErrorsSayWhatWentWrong) {
   EXPECT_FALSE(parse_query_answer(200, R"({"status":"success"})", error));
 }
 
+// A member of another JSON type than the API's is a wrong answer, said as such, not an exception.
+TEST(PrometheusAnswer, MembersOfTheWrongTypeSayWhatWentWrong) {
+  std::string error;
+  EXPECT_FALSE(parse_query_answer(200, R"({"status":1})", error));
+  EXPECT_EQ(error, "the answer is not Prometheus's API JSON: {\"status\":1}");
+  EXPECT_FALSE(parse_query_answer(400, R"({"status":"error","errorType":5,"error":["x"]})", error));
+  EXPECT_EQ(error, "Prometheus refused the query (error, HTTP 400): no reason given");
+  EXPECT_FALSE(parse_query_answer(200, R"({"status":"success","data":{"resultType":5,"result":[]}})", error));
+  EXPECT_EQ(error, "an answer of type '', not a matrix or a vector");
+  EXPECT_FALSE(parse_query_answer(200, std::string("\0\xff\x01garbage", 10), error));
+  EXPECT_EQ(error, "the answer is not Prometheus's API JSON: ?\xff?garbage");
+}
+
 TEST(FleetSteps, QuantileAsHistogramQuantile) {
   // 10 in (0, 1], 30 in (1, 2], 60 in (2, 4]: cumulative 10, 40, 100.
   const CumulativeBuckets buckets = {{1, 10}, {2, 40}, {4, 100}, {kInf, 100}};
