@@ -1,6 +1,5 @@
 #include "ab_fleet.hpp"
 
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
