@@ -1,6 +1,7 @@
 #include "advise_policy_writer.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "advise_toml.hpp"
@@ -44,10 +45,21 @@ void add_key(WrittenRule& rule, const std::string& key, const std::string& value
   rule.keys.emplace_back(key, value);
 }
 
+// TOML forbids control characters other than tab in a comment; a program's name or a log's path
+// may hold one, shown as its escape.
 std::string comment(const std::string& text) {
   std::string out = "# ";
   for (const char c : text) {
-    out += c == '\n' ? std::string("\n# ") : std::string(1, c);
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\n# ";
+    } else if ((byte < 0x20 && c != '\t') || byte == 0x7f) {
+      char escaped[8];
+      (void)std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out += c;
+    }
   }
   return out + "\n";
 }

@@ -401,6 +401,30 @@ TEST(Advise, BroaderRulesKeysReachTheNarrowerRuleThatComesFirst) {
   ASSERT_TRUE(loaded.ok());
 }
 
+// A program's name and a log's path may hold control characters (a process renames itself with
+// prctl; a file name is any bytes): the policy's comments must still be TOML, and the rule match it.
+TEST(Advise, ControlCharactersInANameOrPathStillGiveALoadablePolicy) {
+  std::ifstream in(fixture("nagle-client.jsonl"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string log = text.str();
+  for (std::size_t at = log.find(R"("program":"rpc")"); at != std::string::npos;
+       at = log.find(R"("program":"rpc")", at + 1)) {
+    log.replace(at, 15, R"("program":"r\u001bpc\r")");
+  }
+  const TempLog renamed(log);
+  Observations observations;
+  std::string error;
+  ASSERT_TRUE(read_observations({renamed.path()}, observations, error)) << error;
+  const std::vector<Finding> findings = find_all({observations, "advised.toml"});
+  ASSERT_EQ(findings.size(), 1U);
+  const std::string policy = advised_policy(findings, {renamed.path() + "\r\x01"});
+  const config::LoadResult loaded = config::load_policy_text(policy, "advised.toml");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string() << "\n" << policy;
+  EXPECT_EQ(matching_rule(loaded.policy(), config::Role::client, "r\x1bpc\r", "127.0.0.1:51000", "127.0.0.1:15001"), 0);
+  EXPECT_NE(policy.find("\\x1b"), std::string::npos) << policy;
+}
+
 // The command: --output writes a policy only when there is something to change.
 TEST(Advise, CommandWritesThePolicyOnlyWhenThereIsSomethingToChange) {
   const std::string directory = testing::TempDir() + "advise-command-" + std::to_string(getpid());
