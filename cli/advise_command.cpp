@@ -42,6 +42,25 @@ bool write_policy(const std::string& path, const std::vector<Finding>& findings,
   return true;
 }
 
+// A line that is not a record is left out; said, since what it held may have been a finding's
+// evidence. A file with no record at all is named by say_files_without_records.
+void say_skipped_lines(const Observations& observations) {
+  for (const auto& [index, line] : observations.first_skipped_line) {
+    const FileRead& read = observations.files[index];
+    if (read.records == 0) {
+      continue;
+    }
+    const std::uint64_t skipped = read.lines - read.records;
+    const std::string what =
+        skipped == 1 && line == read.lines
+            ? "the last line is not a whole JSON record, left out (a process killed while "
+              "writing it?)"
+            : "not a JSON record, left out (" + std::to_string(skipped) + " such line(s) in the file)";
+    (void)std::fprintf(stderr, "tcptune advise: warning: %s:%llu: %s\n", read.path.c_str(),
+                       static_cast<unsigned long long>(line), what.c_str());
+  }
+}
+
 }  // namespace
 
 int advise_command(const AdviseOptions& options) {
@@ -54,6 +73,7 @@ int advise_command(const AdviseOptions& options) {
   if (!say_files_without_records("advise", observations.files)) {
     return 1;
   }
+  say_skipped_lines(observations);
   const std::string policy_file = options.output.empty() ? "advised.toml" : options.output;
   const std::vector<Finding> findings = find_all({observations, policy_file});
   if (options.json) {

@@ -232,6 +232,7 @@ bool read_observations(const std::vector<std::string>& files, Observations& out,
       [&](const nlohmann::json* record) {
         if (record == nullptr) {
           ++out.skipped_lines;
+          out.first_skipped_line.emplace(out.files.size() - 1, out.files.back().lines);
           return;
         }
         ++out.records;

@@ -425,6 +425,46 @@ TEST(Advise, ControlCharactersInANameOrPathStillGiveALoadablePolicy) {
   EXPECT_NE(policy.find("\\x1b"), std::string::npos) << policy;
 }
 
+// A line that is not a record (a number JSON cannot hold, bytes of another file, a last line cut
+// by kill -9) is left out and named with its file and line, on stderr: its evidence is missing.
+TEST(Advise, CommandNamesTheLinesItLeftOut) {
+  std::ifstream in(fixture("nagle-client.jsonl"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string log = text.str();
+  std::string overflowing = log;
+  overflowing.replace(overflowing.find(R"("p50":44100)"), 11, R"("p50":1e400)");
+  const TempLog damaged(overflowing);
+  AdviseOptions options;
+  options.logs = {damaged.path()};
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(advise_command(options), 0);
+  std::string out = testing::internal::GetCapturedStdout();
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(out.find("0 finding(s)"), std::string::npos) << out;
+  EXPECT_EQ(err, "tcptune advise: warning: " + damaged.path() +
+                     ":3: not a JSON record, left out (1 such line(s) in the file)\n");
+
+  const TempLog cut(log + log.substr(0, 80));
+  options.logs = {cut.path()};
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(advise_command(options), 0);
+  out = testing::internal::GetCapturedStdout();
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(out.find("1 finding(s)"), std::string::npos) << out;
+  EXPECT_EQ(err, "tcptune advise: warning: " + cut.path() +
+                     ":5: the last line is not a whole JSON record, left out (a process killed while writing it?)\n");
+
+  options.logs = {fixture("nagle-client.jsonl")};
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(advise_command(options), 0);
+  (void)testing::internal::GetCapturedStdout();
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << "a whole log: nothing said";
+}
+
 // The command: --output writes a policy only when there is something to change.
 TEST(Advise, CommandWritesThePolicyOnlyWhenThereIsSomethingToChange) {
   const std::string directory = testing::TempDir() + "advise-command-" + std::to_string(getpid());
