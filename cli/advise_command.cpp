@@ -1,6 +1,9 @@
 // tcptune advise LOG... [--output FILE] [--json]: the causes the records show of what TCP costs
 // the programs that wrote them, each with the rule that fixes it, and the policy of those rules.
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,12 +64,33 @@ void say_skipped_lines(const Observations& observations) {
   }
 }
 
+// The logs with each file once: a file given twice (a glob that also takes a log named on its own,
+// a link to it) would count its connections twice, and double every finding's evidence and gain.
+std::vector<std::string> distinct_logs(const std::vector<std::string>& logs) {
+  std::vector<std::string> out;
+  std::map<std::pair<dev_t, ino_t>, std::string> seen;
+  for (const std::string& log : logs) {
+    struct stat status {};
+    if (::stat(log.c_str(), &status) == 0 && S_ISREG(status.st_mode)) {
+      const auto [found, added] = seen.emplace(std::make_pair(status.st_dev, status.st_ino), log);
+      if (!added) {
+        (void)std::fprintf(stderr, "tcptune advise: warning: %s is %s again: read once\n", log.c_str(),
+                           found->second.c_str());
+        continue;
+      }
+    }
+    out.push_back(log);
+  }
+  return out;
+}
+
 }  // namespace
 
 int advise_command(const AdviseOptions& options) {
   Observations observations;
   std::string error;
-  if (!read_observations(options.logs, observations, error)) {
+  const std::vector<std::string> logs = distinct_logs(options.logs);
+  if (!read_observations(logs, observations, error)) {
     (void)std::fprintf(stderr, "tcptune advise: %s\n", error.c_str());
     return 1;
   }
@@ -83,7 +107,7 @@ int advise_command(const AdviseOptions& options) {
   }
   if (!options.output.empty()) {
     (void)std::fflush(stdout);
-    return write_policy(options.output, findings, options.logs, options.json ? stderr : stdout) ? 0 : 1;
+    return write_policy(options.output, findings, logs, options.json ? stderr : stdout) ? 0 : 1;
   }
   return 0;
 }

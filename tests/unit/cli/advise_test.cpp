@@ -465,6 +465,29 @@ TEST(Advise, CommandNamesTheLinesItLeftOut) {
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << "a whole log: nothing said";
 }
 
+// One log given twice (`tcptune advise *.jsonl client.jsonl`, or through a link) is read once: its
+// connections counted twice would double the evidence and the expected gain.
+TEST(Advise, CommandReadsALogGivenTwiceOnce) {
+  const std::string directory = testing::TempDir() + "advise-twice-" + std::to_string(getpid());
+  std::filesystem::create_directories(directory);
+  const std::string link = directory + "/again.jsonl";
+  std::filesystem::create_symlink(fixture("nagle-client.jsonl"), link);
+  AdviseOptions options;
+  options.logs = {fixture("nagle-client.jsonl"), link, fixture("nagle-client.jsonl")};
+  options.json = true;
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(advise_command(options), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "tcptune advise: warning: " + link + " is " + fixture("nagle-client.jsonl") +
+                     " again: read once\ntcptune advise: warning: " + fixture("nagle-client.jsonl") + " is " +
+                     fixture("nagle-client.jsonl") + " again: read once\n");
+  EXPECT_NE(out.find(R"("connections":1,)"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("writes":200,)"), std::string::npos) << out;
+  std::filesystem::remove_all(directory);
+}
+
 // The command: --output writes a policy only when there is something to change.
 TEST(Advise, CommandWritesThePolicyOnlyWhenThereIsSomethingToChange) {
   const std::string directory = testing::TempDir() + "advise-command-" + std::to_string(getpid());
