@@ -250,6 +250,30 @@ TEST(Advise, ReceiveWindowIsThePeersToFix) {
   EXPECT_EQ(matching_rule(policy, config::Role::server, "bulk", "198.18.0.2:15003", "198.18.0.1:40400"), 0);
 }
 
+// A receiver that reads slowly (recorded: python3 reading 64 KiB every 5 ms on loopback, its buffer
+// left to autotuning) closes its window too, but under 1 KB was in flight per round trip: no
+// buffer size helps, and a buffers rule sized from that rate would shrink the autotuned buffer.
+// The same sender over a 100 ms path (930 KB in flight per round trip) is window-bound.
+TEST(Advise, ASlowReaderIsNotAReceiveWindowTooSmall) {
+  const Advice advice = advise({"slow-reader-sender.jsonl", "slow-reader-receiver.jsonl"});
+  EXPECT_TRUE(advice.findings.empty()) << advice.findings.front().id;
+
+  std::ifstream in(fixture("slow-reader-sender.jsonl"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string log = text.str();
+  const std::size_t at = log.find(R"("min_rtt_us":41,)");
+  ASSERT_NE(at, std::string::npos);
+  log.replace(at, 16, R"("min_rtt_us":100000,)");
+  const TempLog far_sender(log);
+  Observations observations;
+  std::string error;
+  ASSERT_TRUE(read_observations({far_sender.path(), fixture("slow-reader-receiver.jsonl")}, observations, error));
+  const std::vector<Finding> findings = find_all({observations, "advised.toml"});
+  ASSERT_EQ(findings.size(), 1U);
+  EXPECT_EQ(findings.front().cause_code, "receive-window-limited");
+}
+
 TEST(Advise, ReceiveWindowWithoutTheReceiversLogNamesNoProgram) {
   const Advice advice = advise({"rwnd-sender.jsonl"});
   ASSERT_EQ(advice.findings.size(), 1U);
