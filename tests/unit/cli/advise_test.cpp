@@ -512,6 +512,39 @@ TEST(Advise, CommandReadsALogGivenTwiceOnce) {
   std::filesystem::remove_all(directory);
 }
 
+// A finding over many peers names the first eight in the text and counts the rest; --json has all.
+TEST(Advise, CommandTextNamesAFewPeersAndCountsTheRest) {
+  std::ifstream in(fixture("nagle-client.jsonl"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string one = text.str();
+  std::string log;
+  for (int peer = 1; peer <= 10; ++peer) {
+    std::string connection = one;
+    const std::size_t at = connection.find(R"("peer":"127.0.0.1:15001")");
+    connection.replace(at, 24, R"("peer":"127.0.0.)" + std::to_string(peer + 1) + R"(:15001")");
+    for (std::size_t pid = connection.find(R"("pid":4101)"); pid != std::string::npos;
+         pid = connection.find(R"("pid":4101)", pid + 1)) {
+      connection.replace(pid, 10, R"("pid":)" + std::to_string(5000 + peer));
+    }
+    log += connection;
+  }
+  const TempLog many(log);
+  AdviseOptions options;
+  options.logs = {many.path()};
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(advise_command(options), 0);
+  std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("10 connection(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("peers 127.0.0.10:15001, 127.0.0.11:15001, 127.0.0.2:15001"), std::string::npos) << out;
+  EXPECT_NE(out.find("127.0.0.7:15001 and 2 more (--json lists them all); logs"), std::string::npos) << out;
+  options.json = true;
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(advise_command(options), 0);
+  out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find(R"("127.0.0.8:15001","127.0.0.9:15001"])"), std::string::npos) << out;
+}
+
 // The command: --output writes a policy only when there is something to change.
 TEST(Advise, CommandWritesThePolicyOnlyWhenThereIsSomethingToChange) {
   const std::string directory = testing::TempDir() + "advise-command-" + std::to_string(getpid());
