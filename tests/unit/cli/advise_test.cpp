@@ -545,6 +545,40 @@ TEST(Advise, CommandTextNamesAFewPeersAndCountsTheRest) {
   EXPECT_NE(out.find(R"("127.0.0.8:15001","127.0.0.9:15001"])"), std::string::npos) << out;
 }
 
+// A descriptor's next connection can have its conn_open (written by the connecting thread at once)
+// before the close of the one before (written by the shim's worker, later): a close is matched by
+// its ends, the worker's records go to the oldest connection still open on the descriptor.
+TEST(Advise, AConnOpenBeforeThePreviousCloseOnItsDescriptor) {
+  const Advice advice = advise({"reordered-opens.jsonl"});
+  ASSERT_EQ(advice.observations.connections.size(), 2U);
+  for (const ObservedConnection& connection : advice.observations.connections) {
+    ASSERT_TRUE(connection.opened && connection.closed) << connection.peer;
+    const ObservedOption* nodelay = connection.option("nodelay");
+    ASSERT_NE(nodelay, nullptr);
+    EXPECT_EQ(nodelay->effective, connection.peer == "10.0.0.1:15001" ? "1" : "0") << connection.peer;
+    EXPECT_EQ(connection.ack_p50_us, connection.peer == "10.0.0.1:15001" ? 90 : 44100) << connection.peer;
+  }
+  ASSERT_EQ(advice.findings.size(), 1U);
+  EXPECT_EQ(advice.findings.front().peers, std::vector<std::string>{"10.0.0.2:15001"});
+  EXPECT_NE(advice.findings.front().evidence.find("TCP_NODELAY off (effective 0)"), std::string::npos)
+      << advice.findings.front().evidence;
+
+  // A listener's descriptor reused by a client: the client's idle restart is the client's.
+  const TempLog reused(
+      R"({"pid":7,"program":"p","event":"conn_open","fd":3,"role":"listener","local":"127.0.0.1:80"})"
+      "\n"
+      R"({"pid":7,"program":"p","event":"conn_open","fd":3,"role":"client","local":"127.0.0.1:40000","peer":"127.0.0.1:9"})"
+      "\n"
+      R"({"pid":7,"program":"p","event":"idle_restart","fd":3,"idle_ms":900,"rto_ms":200,"rtt_ms":1,"cwnd_before":40,"cwnd_after":10})"
+      "\n");
+  Observations observations;
+  std::string error;
+  ASSERT_TRUE(read_observations({reused.path()}, observations, error)) << error;
+  ASSERT_EQ(observations.connections.size(), 2U);
+  EXPECT_TRUE(observations.connections[0].idle_restarts.empty());
+  EXPECT_EQ(observations.connections[1].idle_restarts.size(), 1U);
+}
+
 // The command: --output writes a policy only when there is something to change.
 TEST(Advise, CommandWritesThePolicyOnlyWhenThereIsSomethingToChange) {
   const std::string directory = testing::TempDir() + "advise-command-" + std::to_string(getpid());
