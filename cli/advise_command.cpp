@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,15 +65,23 @@ void say_skipped_lines(const Observations& observations) {
   }
 }
 
+// A regular file's device and inode: two names of one file have the same.
+std::optional<std::pair<dev_t, ino_t>> regular_file_identity(const std::string& path) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode)) {
+    return std::nullopt;
+  }
+  return std::make_pair(status.st_dev, status.st_ino);
+}
+
 // The logs with each file once: a file given twice (a glob that also takes a log named on its own,
 // a link to it) would count its connections twice, and double every finding's evidence and gain.
 std::vector<std::string> distinct_logs(const std::vector<std::string>& logs) {
   std::vector<std::string> out;
   std::map<std::pair<dev_t, ino_t>, std::string> seen;
   for (const std::string& log : logs) {
-    struct stat status {};
-    if (::stat(log.c_str(), &status) == 0 && S_ISREG(status.st_mode)) {
-      const auto [found, added] = seen.emplace(std::make_pair(status.st_dev, status.st_ino), log);
+    if (const auto identity = regular_file_identity(log)) {
+      const auto [found, added] = seen.emplace(*identity, log);
       if (!added) {
         (void)std::fprintf(stderr, "tcptune advise: warning: %s is %s again: read once\n", log.c_str(),
                            found->second.c_str());
@@ -87,6 +96,16 @@ std::vector<std::string> distinct_logs(const std::vector<std::string>& logs) {
 }  // namespace
 
 int advise_command(const AdviseOptions& options) {
+  // The policy written over a log would destroy the evidence it came from.
+  if (const auto output = regular_file_identity(options.output)) {
+    for (const std::string& log : options.logs) {
+      if (regular_file_identity(log) == output) {
+        (void)std::fprintf(stderr, "tcptune advise: --output %s is the log %s: the policy would replace it\n",
+                           options.output.c_str(), log.c_str());
+        return kExitUsage;
+      }
+    }
+  }
   Observations observations;
   std::string error;
   const std::vector<std::string> logs = distinct_logs(options.logs);

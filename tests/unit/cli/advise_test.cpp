@@ -603,6 +603,23 @@ TEST(Advise, CommandWritesThePolicyOnlyWhenThereIsSomethingToChange) {
   text << in.rdbuf();
   EXPECT_NE(text.str().find("# nagle-delayed-ack@rpc:client:127.0.0.1:15001"), std::string::npos) << text.str();
 
+  // --output naming one of the logs: refused before anything is read or written.
+  std::filesystem::copy_file(fixture("nagle-client.jsonl"), directory + "/victim.jsonl");
+  options.logs = {fixture("healthy.jsonl"), directory + "/victim.jsonl"};
+  options.output = directory + "/./victim.jsonl";
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(advise_command(options), kExitUsage);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "tcptune advise: --output " + options.output + " is the log " +
+                                                        directory + "/victim.jsonl: the policy would replace it\n");
+  std::ifstream victim(directory + "/victim.jsonl");
+  std::stringstream victim_text;
+  victim_text << victim.rdbuf();
+  std::ifstream original(fixture("nagle-client.jsonl"));
+  std::stringstream original_text;
+  original_text << original.rdbuf();
+  EXPECT_EQ(victim_text.str(), original_text.str()) << "the log is left as it was";
+  options.output = directory + "/nagle.toml";
+
   const TempLog text_log("2026-12-03 a text line\n");
   options.logs = {text_log.path()};
   EXPECT_EQ(advise_command(options), 1);
