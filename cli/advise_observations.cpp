@@ -1,6 +1,7 @@
 #include "advise_observations.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <deque>
@@ -226,9 +227,13 @@ bool read_observations(const std::vector<std::string>& files, Observations& out,
   using Key = std::tuple<std::int64_t, std::string, std::int64_t>;
   std::map<Key, std::deque<std::size_t>> open;
   std::size_t file_index = 0;  // the file being read
+  // A supervised accepted socket's records have no fd: its inode (as a negative number, apart from
+  // the descriptors) tells it from the others.
   auto key_of = [](const nlohmann::json& record) {
-    return Key{static_cast<std::int64_t>(number_field(record, "pid")), string_field(record, "program"),
-               static_cast<std::int64_t>(number_field(record, "fd"))};
+    const std::int64_t socket = member(record, "fd") == nullptr && member(record, "inode") != nullptr
+                                    ? -static_cast<std::int64_t>(count_field(record, "inode") & INT64_MAX)
+                                    : static_cast<std::int64_t>(number_field(record, "fd"));
+    return Key{static_cast<std::int64_t>(number_field(record, "pid")), string_field(record, "program"), socket};
   };
   auto new_connection = [&](const Key& key) -> std::size_t {
     ObservedConnection& connection = out.connections.emplace_back();

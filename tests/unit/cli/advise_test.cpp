@@ -579,6 +579,39 @@ TEST(Advise, AConnOpenBeforeThePreviousCloseOnItsDescriptor) {
   EXPECT_EQ(observations.connections[1].idle_restarts.size(), 1U);
 }
 
+// A supervised server's accepted sockets have no fd in the records: each idle restart names its
+// connection by inode (and ends), so restarts of the connection on port 9000 are not given to one
+// on port 8000 that closes first.
+TEST(Advise, SupervisedAcceptedSocketsAreToldApartByInode) {
+  const std::string restart =
+      R"j({"pid":9,"program":"srv","event":"idle_restart","local":"198.18.0.1:9000","peer":"198.18.0.2:41000",)j"
+      R"j("inode":202,"idle_ms":1452,"rto_ms":452,"rtt_ms":180.2,"cwnd_before":136,"cwnd_after":17,)j"
+      R"j("supervised":true})j"
+      "\n";
+  const auto close = [](const std::string& local, const std::string& peer, int inode, int restarts) {
+    return R"j({"pid":9,"program":"srv","event":"conn_close","role":"server","local":")j" + local + R"j(","peer":")j" +
+           peer + R"j(","duration_s":9,"supervised":true,"writes_measured":false,)j" + R"j("idle_restarts":)j" +
+           std::to_string(restarts) + R"j(,"inode":)j" + std::to_string(inode) +
+           R"j(,"tcp_info":{"rtt_us":181000,"cwnd":55,"mss":1448,"retransmits":0,"min_rtt_us":180000,)j"
+           R"j("data_segs_out":400}})j"
+           "\n";
+  };
+  const TempLog log(
+      R"j({"pid":9,"program":"srv","event":"conn_open","fd":3,"role":"listener","local":"198.18.0.1:8000","inode":100})j"
+      "\n"
+      R"j({"pid":9,"program":"srv","event":"conn_open","fd":4,"role":"listener","local":"198.18.0.1:9000","inode":101})j"
+      "\n" +
+      restart + restart + restart + close("198.18.0.1:8000", "198.18.0.3:42000", 201, 0) +
+      close("198.18.0.1:9000", "198.18.0.2:41000", 202, 3));
+  Observations observations;
+  std::string error;
+  ASSERT_TRUE(read_observations({log.path()}, observations, error)) << error;
+  const std::vector<Finding> findings = find_all({observations, "advised.toml"});
+  ASSERT_EQ(findings.size(), 1U);
+  EXPECT_EQ(findings.front().id, "slow-start-after-idle@srv:server:9000");
+  EXPECT_EQ(findings.front().connections, 1U);
+}
+
 // The command: --output writes a policy only when there is something to change.
 TEST(Advise, CommandWritesThePolicyOnlyWhenThereIsSomethingToChange) {
   const std::string directory = testing::TempDir() + "advise-command-" + std::to_string(getpid());
