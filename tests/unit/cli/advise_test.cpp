@@ -442,7 +442,7 @@ TEST(Advise, ControlCharactersInANameOrPathStillGiveALoadablePolicy) {
   ASSERT_TRUE(read_observations({renamed.path()}, observations, error)) << error;
   const std::vector<Finding> findings = find_all({observations, "advised.toml"});
   ASSERT_EQ(findings.size(), 1U);
-  const std::string policy = advised_policy(findings, {renamed.path() + "\r\x01"});
+  const std::string policy = advised_policy(findings, {renamed.path() + "\r\x01", "bad\xff\xfename.jsonl"});
   const config::LoadResult loaded = config::load_policy_text(policy, "advised.toml");
   ASSERT_TRUE(loaded.ok()) << loaded.error().to_string() << "\n" << policy;
   EXPECT_EQ(matching_rule(loaded.policy(), config::Role::client, "r\x1bpc\r", "127.0.0.1:51000", "127.0.0.1:15001"), 0);
