@@ -4,7 +4,6 @@
 // under the given policy, so both arms are measured the same way; prints a verdict per metric
 // and keeps in DIR every run's log and latencies, the summary (text and JSON), the plots, and
 // report.html with all of it.
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -304,7 +303,11 @@ int ab_command(const AbOptions& options) {
                        found_not_executable ? "permission denied" : "command not found");
     return found_not_executable ? 126 : 127;
   }
-  (void)::mkdir(out.c_str(), 0755);
+  // Before any run: a run whose log cannot be written measures nothing.
+  if (std::string error; !make_out_directory(out, error)) {
+    (void)std::fprintf(stderr, "tcptune ab: %s\n", error.c_str());
+    return 1;
+  }
   out = absolute(out);
   const std::string observe_policy = out + "/observe-only.toml";
   std::ofstream(observe_policy) << kObservePolicyText;

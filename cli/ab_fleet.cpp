@@ -1,7 +1,5 @@
 #include "ab_fleet.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -347,6 +345,10 @@ int ab_fleet_command(const AbOptions& options) {
   }
   window.length = static_cast<double>(window.steps) * window.step;
   window.start = window.end - window.length + window.step;
+  if (std::string error; !make_out_directory(options.out, error)) {
+    (void)std::fprintf(stderr, "tcptune ab: %s\n", error.c_str());
+    return 1;
+  }
 
   Fleet fleet(options, PrometheusApi(*url, kQueryTimeout), window);
   std::string error;
@@ -428,9 +430,7 @@ int ab_fleet_command(const AbOptions& options) {
   if (!options.selector.empty()) {
     words.insert(words.end(), {"--selector", options.selector});
   }
-  std::string out = options.out;
-  (void)::mkdir(out.c_str(), 0755);
-  out = absolute(out);
+  const std::string out = absolute(options.out);
   words.insert(words.end(), {"--out", out});
   results.invocation = shell_words(words);
   results.command = std::vector<std::string>(words.begin() + 2, words.end());  // what follows "tcptune ab"

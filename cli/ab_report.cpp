@@ -1,9 +1,13 @@
 #include "ab_report.hpp"
 
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 #include <nlohmann/json.hpp>
@@ -257,6 +261,23 @@ std::string ab_report_html(const AbResults& results) {
   html += results.method_html.empty() ? std::string(kMethod) : results.method_html;
   html += "<h2>Reproduce</h2>\n<pre>" + escaped(results.invocation) + "</pre>\n</body>\n</html>\n";
   return html;
+}
+
+bool make_out_directory(const std::string& directory, std::string& error) {
+  if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST) {
+    error = "--out " + directory + ": cannot create it: " + std::strerror(errno);
+    return false;
+  }
+  struct stat status {};
+  if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
+    error = "--out " + directory + ": not a directory";
+    return false;
+  }
+  if (::access(directory.c_str(), W_OK | X_OK) != 0) {
+    error = "--out " + directory + ": cannot write in it: " + std::strerror(errno);
+    return false;
+  }
+  return true;
 }
 
 bool write_ab_report(const std::string& directory, const AbResults& results, std::string& error,

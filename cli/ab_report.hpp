@@ -15,6 +15,10 @@ namespace tcptune::cli {
 nlohmann::json ab_summary_json(const AbResults& results);
 std::string ab_report_html(const AbResults& results);
 
+// Makes `directory` (its parent must exist) unless it is one already, and checks that files can
+// be made in it; false (and `error`, naming the directory) otherwise, before anything is run.
+bool make_out_directory(const std::string& directory, std::string& error);
+
 // Writes summary.txt, summary.json and report.html into `directory`; false (and `error`) when
 // one cannot be written. `more_json`'s fields are added to summary.json's (a fleet A/B's source
 // and what observing costs).

@@ -1,7 +1,10 @@
 #include "advise_observations.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
+#include <deque>
 #include <map>
 #include <tuple>
 
@@ -144,6 +147,13 @@ void pair_ends(std::vector<ObservedConnection>& connections) {
   }
 }
 
+// Whether a record naming `local` and `peer` can be of `connection`: an end either side does not
+// know yet does not tell them apart.
+bool same_ends(const ObservedConnection& connection, const std::string& local, const std::string& peer) {
+  return (connection.local.empty() || !known_endpoint(local) || connection.local == local) &&
+         (connection.peer.empty() || !known_endpoint(peer) || connection.peer == peer);
+}
+
 }  // namespace
 
 const ObservedOption* ObservedConnection::option(const std::string& name) const {
@@ -208,41 +218,67 @@ std::string endpoint_address(const std::string& endpoint) {
 }
 
 bool read_observations(const std::vector<std::string>& files, Observations& out, std::string& error) {
-  // The connection each (pid, program, fd) names now: a conn_open starts one, a conn_close ends it.
+  // The connections each (pid, program, fd) names whose conn_close is not read yet, oldest first.
+  // One descriptor's connections follow one another, but a conn_open is written by the thread that
+  // connects, at once, and the rest by the shim's worker, later: a new connection's conn_open can
+  // come before the close of the one the descriptor had before. The worker's records (writes, idle
+  // restarts, closes) are in order, so they belong to the oldest; a close naming the ends of a
+  // later one means the older ones' closes were lost.
   using Key = std::tuple<std::int64_t, std::string, std::int64_t>;
-  std::map<Key, std::size_t> current;
+  std::map<Key, std::deque<std::size_t>> open;
   std::size_t file_index = 0;  // the file being read
-  auto connection_for = [&](const nlohmann::json& record, bool starts) -> ObservedConnection& {
-    const Key key{static_cast<std::int64_t>(number_field(record, "pid")), string_field(record, "program"),
-                  static_cast<std::int64_t>(number_field(record, "fd"))};
-    const auto found = current.find(key);
-    if (found != current.end() && !starts) {
-      return out.connections[found->second];
-    }
+  // A supervised accepted socket's records have no fd: its inode (as a negative number, apart from
+  // the descriptors) tells it from the others.
+  auto key_of = [](const nlohmann::json& record) {
+    const std::int64_t socket = member(record, "fd") == nullptr && member(record, "inode") != nullptr
+                                    ? -static_cast<std::int64_t>(count_field(record, "inode") & INT64_MAX)
+                                    : static_cast<std::int64_t>(number_field(record, "fd"));
+    return Key{static_cast<std::int64_t>(number_field(record, "pid")), string_field(record, "program"), socket};
+  };
+  auto new_connection = [&](const Key& key) -> std::size_t {
     ObservedConnection& connection = out.connections.emplace_back();
     connection.file = files[file_index];
     connection.pid = std::get<0>(key);
     connection.program = std::get<1>(key);
     connection.fd = std::get<2>(key);
-    current[key] = out.connections.size() - 1;
-    return connection;
+    open[key].push_back(out.connections.size() - 1);
+    return out.connections.size() - 1;
+  };
+  // The connection a worker's record is of, the oldest open one; `closes` takes it out.
+  auto connection_for = [&](const nlohmann::json& record, bool closes) -> ObservedConnection& {
+    const Key key = key_of(record);
+    std::deque<std::size_t>& candidates = open[key];
+    const std::string local = string_field(record, "local");
+    const std::string peer = string_field(record, "peer");
+    auto found = std::find_if(candidates.begin(), candidates.end(),
+                              [&](std::size_t index) { return same_ends(out.connections[index], local, peer); });
+    const std::size_t index = found != candidates.end() ? *found : new_connection(key);
+    if (closes) {
+      std::deque<std::size_t>& left = open[key];  // new_connection may have added to it
+      left.erase(left.begin(), std::find(left.begin(), left.end(), index) + 1);
+    }
+    return out.connections[index];
   };
   const bool read = for_each_record(
       files,
       [&](const nlohmann::json* record) {
         if (record == nullptr) {
           ++out.skipped_lines;
+          out.first_skipped_line.emplace(out.files.size() - 1, out.files.back().lines);
           return;
         }
         ++out.records;
         const std::string event = string_field(*record, "event");
         file_index = out.files.size() - 1;  // for_each_record adds each file before its lines
         if (event == "conn_open") {
-          read_open(*record, connection_for(*record, /*starts=*/true));
+          const Key key = key_of(*record);
+          const std::size_t index = new_connection(key);
+          read_open(*record, out.connections[index]);
+          if (out.connections[index].is_listener()) {
+            open[key].pop_back();  // a listener has no conn_close, and no record of the worker's
+          }
         } else if (event == "conn_close") {
-          ObservedConnection& connection = connection_for(*record, /*starts=*/false);
-          read_close(*record, connection);
-          current.erase({connection.pid, connection.program, connection.fd});
+          read_close(*record, connection_for(*record, /*closes=*/true));
         } else if (event == "idle_restart") {
           ObservedIdleRestart restart;
           restart.idle_ms = number_field(*record, "idle_ms");
@@ -253,13 +289,13 @@ bool read_observations(const std::vector<std::string>& files, Observations& out,
           restart.write_bytes = count_field(*record, "write_bytes");
           restart.extra_round_trips = count_field(*record, "extra_round_trips");
           restart.round_trips_known = member(*record, "extra_round_trips") != nullptr;
-          connection_for(*record, /*starts=*/false).idle_restarts.push_back(restart);
+          connection_for(*record, /*closes=*/false).idle_restarts.push_back(restart);
         } else if (event == "write" || event == "slow_write") {
           ObservedWrite write;
           write.at_s = record_time_s(string_field(*record, "ts"));
           write.outcome = string_field(*record, "outcome");
           write.error = static_cast<int>(number_field(*record, "errno"));
-          connection_for(*record, /*starts=*/false).write_records.push_back(write);
+          connection_for(*record, /*closes=*/false).write_records.push_back(write);
         }
       },
       out.files, error);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -108,6 +109,8 @@ struct Observations {
   std::vector<FileRead> files;
   std::uint64_t records = 0;
   std::uint64_t skipped_lines = 0;
+  // By index in `files`: the number of its first line that is not a JSON record.
+  std::map<std::size_t, std::uint64_t> first_skipped_line;
 };
 
 // Every log in order. Returns false (with the file in `error`) if one cannot be read.

@@ -1,9 +1,11 @@
 #include "advise_policy_writer.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "advise_toml.hpp"
+#include "tcptune/config/utf8.hpp"
 
 namespace tcptune::cli {
 
@@ -44,10 +46,24 @@ void add_key(WrittenRule& rule, const std::string& key, const std::string& value
   rule.keys.emplace_back(key, value);
 }
 
+// TOML forbids control characters other than tab, and bytes that are not UTF-8, in a comment; a
+// program's name or a file's path may hold one, shown as its escape.
 std::string comment(const std::string& text) {
   std::string out = "# ";
-  for (const char c : text) {
-    out += c == '\n' ? std::string("\n# ") : std::string(1, c);
+  for (std::size_t pos = 0; pos < text.size();) {
+    const char c = text[pos];
+    const auto byte = static_cast<unsigned char>(c);
+    const config::Utf8Character character = config::utf8_character_at(text, pos);
+    if (c == '\n') {
+      out += "\n# ";
+    } else if ((byte < 0x20 && c != '\t') || byte == 0x7f || character.length == 0) {
+      char escaped[8];
+      (void)std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out.append(text, pos, character.length);
+    }
+    pos += character.length == 0 ? 1 : character.length;
   }
   return out + "\n";
 }

@@ -6,12 +6,24 @@ namespace tcptune::cli {
 
 namespace {
 
+constexpr std::size_t kMostNamed = 8;  // programs, peers or logs of a finding, in the text
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& item : items) {
     out += (out.empty() ? "" : ", ") + item;
   }
   return out;
+}
+
+// At most `most` of the items, then how many more: a program with thousands of peers gets a line
+// a person can read (--json lists them all).
+std::string join_some(const std::vector<std::string>& items, std::size_t most) {
+  if (items.size() <= most) {
+    return join(items);
+  }
+  return join(std::vector<std::string>(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(most))) + " and " +
+         std::to_string(items.size() - most) + " more (--json lists them all)";
 }
 
 std::string indented(const std::string& text, const char* indent) {
@@ -57,8 +69,9 @@ void print_findings(std::FILE* out, const std::vector<Finding>& findings, const 
     (void)std::fprintf(out, "\n[%d] %s\n    %s\n", ++number, finding.id.c_str(), finding.title.c_str());
     (void)std::fprintf(out, "  cause:     %s\n", finding.cause.c_str());
     (void)std::fprintf(out, "  evidence:  %s\n", finding.evidence.c_str());
-    (void)std::fprintf(out, "             programs %s; roles %s; peers %s; logs %s\n", join(finding.programs).c_str(),
-                       join(finding.roles).c_str(), join(finding.peers).c_str(), join(finding.logs).c_str());
+    (void)std::fprintf(out, "             programs %s; roles %s; peers %s; logs %s\n",
+                       join_some(finding.programs, kMostNamed).c_str(), join(finding.roles).c_str(),
+                       join_some(finding.peers, kMostNamed).c_str(), join_some(finding.logs, kMostNamed).c_str());
     (void)std::fprintf(out, "  fix:       %s%s\n", finding.tune == "peer" ? "tune the peer: " : "",
                        finding.fix.c_str());
     if (finding.has_rule) {

@@ -16,6 +16,9 @@ namespace {
 
 constexpr double kMinLimitedShare = 0.2;  // of the time busy sending
 constexpr double kMinLimitedUs = 200000;  // and at least this long in all
+// The window a receiver that leaves its buffer to autotuning advertises from the start (half of
+// net.ipv4.tcp_rmem's default 128 KiB); it only grows from there.
+constexpr double kAutotunedWindowBytes = 65536;
 
 struct Limited {
   double busy_us = 0;
@@ -55,6 +58,24 @@ std::string duration_text(double rtt_us) {
   return std::to_string(std::max<long long>(1, static_cast<long long>(rtt_us / 1000 + 0.5))) + "ms";
 }
 
+// A receiver whose log shows it leaves its buffer to autotuning, while less than autotuning's first
+// window was in flight per round trip: the window was closed by a program that reads slowly, not
+// too small for the path, and no buffer size changes that.
+bool receiver_reads_slowly(const ObservedConnection& sender, const Observations& observations) {
+  if (!sender.counterpart.has_value()) {
+    return false;
+  }
+  const ObservedConnection& receiver = observations.connections[*sender.counterpart];
+  const ObservedTcpInfo& info = *sender.tcp_info;
+  const double rtt_us = info.min_rtt_us.value_or(info.rtt_us.value_or(0));
+  if (receiver.supervised || receiver_pinned(receiver, observations) || !info.bytes_acked.has_value() ||
+      info.busy_us.value_or(0) <= 0 || rtt_us <= 0) {
+    return false;  // a supervised receiver's buffer calls are not seen
+  }
+  const double in_flight_bytes = static_cast<double>(*info.bytes_acked) / *info.busy_us * rtt_us;
+  return in_flight_bytes < kAutotunedWindowBytes;
+}
+
 void find_limit(const AdviceInput& input, bool receive_window, std::vector<Finding>& out) {
   std::vector<const ObservedConnection*> held;
   for (const ObservedConnection& connection : input.observations.connections) {
@@ -64,7 +85,8 @@ void find_limit(const AdviceInput& input, bool receive_window, std::vector<Findi
     const ObservedTcpInfo& info = *connection.tcp_info;
     const std::optional<double> limited = receive_window ? info.rwnd_limited_us : info.sndbuf_limited_us;
     if (info.busy_us.has_value() && limited.has_value() && *limited >= kMinLimitedUs &&
-        *limited >= kMinLimitedShare * *info.busy_us) {
+        *limited >= kMinLimitedShare * *info.busy_us &&
+        !(receive_window && receiver_reads_slowly(connection, input.observations))) {
       held.push_back(&connection);
     }
   }

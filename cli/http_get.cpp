@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <optional>
 #include <system_error>
 
 namespace tcptune::cli {
@@ -131,6 +132,48 @@ std::optional<std::string> dechunked(std::string_view data) {
   }
 }
 
+struct BodyFraming {
+  bool chunked = false;
+  std::optional<std::size_t> length;  // Content-Length; neither: the body ends with the connection
+};
+
+BodyFraming body_framing(std::string_view head) {
+  BodyFraming framing;
+  const std::size_t status_end = head.find("\r\n");
+  std::string_view headers = status_end == std::string_view::npos ? std::string_view() : head.substr(status_end + 2);
+  while (!headers.empty()) {
+    const std::size_t end = std::min(headers.find("\r\n"), headers.size());
+    const std::string_view line = headers.substr(0, end);
+    headers.remove_prefix(std::min(end + 2, headers.size()));
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) {
+      continue;
+    }
+    const std::string name = lower(trimmed(line.substr(0, colon)));
+    const std::string value = lower(trimmed(line.substr(colon + 1)));
+    if (name == "transfer-encoding" && value.find("chunked") != std::string::npos) {
+      framing.chunked = true;
+    } else if (name == "content-length") {
+      std::size_t size = 0;
+      const auto [end_of_number, bad] = std::from_chars(value.data(), value.data() + value.size(), size);
+      if (bad == std::errc() && end_of_number == value.data() + value.size()) {
+        framing.length = size;
+      }
+    }
+  }
+  return framing;
+}
+
+// Whether `body` is the whole of it, by its Content-Length or its last chunk: a server (or a proxy
+// before it) that keeps the connection open despite "Connection: close" is not waited for.
+bool body_complete(const BodyFraming& framing, std::string_view body) {
+  if (framing.chunked) {
+    // The last chunk without trailers, as Prometheus ends its answers; checked whole only then.
+    return body.size() >= 5 && body.substr(body.size() - 5) == "0\r\n\r\n" && dechunked(body).has_value();
+  }
+  return framing.length.has_value() && body.size() >= *framing.length;
+}
+
 }  // namespace
 
 std::optional<HttpUrl> parse_http_url(std::string_view url, std::string& problem) {
@@ -245,29 +288,7 @@ std::optional<HttpResponse> parse_http_response(std::string_view raw, std::strin
     return std::nullopt;
   }
   response.reason = status_line.size() > 13 ? trimmed(status_line.substr(13)) : "";
-  bool chunked = false;
-  std::optional<std::size_t> length;
-  std::string_view headers = status_end == std::string_view::npos ? std::string_view() : head.substr(status_end + 2);
-  while (!headers.empty()) {
-    const std::size_t end = std::min(headers.find("\r\n"), headers.size());
-    const std::string_view line = headers.substr(0, end);
-    headers.remove_prefix(std::min(end + 2, headers.size()));
-    const std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos) {
-      continue;
-    }
-    const std::string name = lower(trimmed(line.substr(0, colon)));
-    const std::string value = lower(trimmed(line.substr(colon + 1)));
-    if (name == "transfer-encoding" && value.find("chunked") != std::string::npos) {
-      chunked = true;
-    } else if (name == "content-length") {
-      std::size_t size = 0;
-      const auto [end_of_number, bad] = std::from_chars(value.data(), value.data() + value.size(), size);
-      if (bad == std::errc() && end_of_number == value.data() + value.size()) {
-        length = size;
-      }
-    }
-  }
+  const auto [chunked, length] = body_framing(head);
   if (chunked) {
     std::optional<std::string> body = dechunked(rest);
     if (!body) {
@@ -315,6 +336,8 @@ std::optional<HttpResponse> http_get(const HttpUrl& url, const std::string& path
     return std::nullopt;
   }
   std::string raw;
+  std::optional<std::size_t> head_end;
+  BodyFraming framing;
   char buffer[65536];
   for (;;) {
     const ssize_t got = ::recv(fd, buffer, sizeof buffer, 0);
@@ -324,6 +347,13 @@ std::optional<HttpResponse> http_get(const HttpUrl& url, const std::string& path
         error = url_text(url) + " answered with more than 256 MiB; narrow the query (--window, --step)";
         ::close(fd);
         return std::nullopt;
+      }
+      if (!head_end && raw.find("\r\n\r\n") != std::string::npos) {
+        head_end = raw.find("\r\n\r\n");
+        framing = body_framing(std::string_view(raw).substr(0, *head_end));
+      }
+      if (head_end && body_complete(framing, std::string_view(raw).substr(*head_end + 4))) {
+        break;
       }
       continue;
     }

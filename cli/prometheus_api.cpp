@@ -46,11 +46,20 @@ std::optional<std::pair<double, double>> point_of(const nlohmann::json& pair) {
   return std::pair{pair[0].get<double>(), *value};
 }
 
-// An answer's body on one line: its start, line ends as spaces, no trailing blank.
+// A member that should be a string, or `fallback` when it is absent or of another type (json::value
+// would throw for a number where a string belongs).
+std::string string_member(const nlohmann::json& object, const char* key, const std::string& fallback) {
+  const auto found = object.find(key);
+  return found != object.end() && found->is_string() ? found->get<std::string>() : fallback;
+}
+
+// An answer's body on one line: its start, line ends as spaces, other control bytes as '?' (a NUL
+// would end the message), no trailing blank.
 std::string shortened(const std::string& text) {
   std::string line = text.substr(0, 200);
   for (char& c : line) {
-    c = c == '\n' || c == '\r' || c == '\t' ? ' ' : c;
+    const auto byte = static_cast<unsigned char>(c);
+    c = c == '\n' || c == '\r' || c == '\t' ? ' ' : byte < 0x20 || byte == 0x7f ? '?' : c;
   }
   line.erase(line.find_last_not_of(' ') + 1);
   return line + (text.size() > 200 ? "..." : "");
@@ -60,15 +69,15 @@ std::string shortened(const std::string& text) {
 
 std::optional<std::vector<PromSeries>> parse_query_answer(int status, const std::string& body, std::string& error) {
   const nlohmann::json answer = nlohmann::json::parse(body, nullptr, false);
-  if (answer.is_discarded() || !answer.is_object() || !answer.contains("status")) {
+  if (answer.is_discarded() || !answer.is_object() || string_member(answer, "status", "").empty()) {
     error = status / 100 != 2 ? "HTTP " + std::to_string(status) + (body.empty() ? "" : ": " + shortened(body))
                               : "the answer is not Prometheus's API JSON: " + shortened(body);
     return std::nullopt;
   }
-  if (answer.value("status", "") != "success") {
-    error = "Prometheus refused the query (" + answer.value("errorType", std::string("error")) +
+  if (string_member(answer, "status", "") != "success") {
+    error = "Prometheus refused the query (" + string_member(answer, "errorType", "error") +
             (status / 100 != 2 ? ", HTTP " + std::to_string(status) : "") +
-            "): " + answer.value("error", std::string("no reason given"));
+            "): " + string_member(answer, "error", "no reason given");
     return std::nullopt;
   }
   const nlohmann::json* data = answer.contains("data") ? &answer["data"] : nullptr;
@@ -76,7 +85,7 @@ std::optional<std::vector<PromSeries>> parse_query_answer(int status, const std:
     error = "the answer has no data.resultType and data.result";
     return std::nullopt;
   }
-  const std::string type = data->value("resultType", "");
+  const std::string type = string_member(*data, "resultType", "");
   const nlohmann::json& result = (*data)["result"];
   std::vector<PromSeries> series;
   if (type == "scalar") {

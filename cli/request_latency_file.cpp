@@ -32,6 +32,12 @@ double parse_latency_line(std::string_view line) {
   if (end == text.c_str() || !std::isfinite(value) || value < 0) {
     return -1;
   }
+  // strtod also reads hexadecimal ("0x10" is 16): a decimal number only, so that an id or an
+  // address a program prints there is not taken for seconds.
+  if (std::string_view(text.c_str(), static_cast<std::size_t>(end - text.c_str()))
+          .find_first_not_of("0123456789.eE+-") != std::string_view::npos) {
+    return -1;
+  }
   const std::string_view unit = trimmed(std::string_view(end));
   if (unit.empty() || unit == "s") {
     return value * 1e3;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "tcptune/config/utf8.hpp"
+
 namespace tcptune::cli {
 
 namespace {
@@ -25,16 +27,24 @@ std::string short_number(double value) {
 std::string xml_escaped(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
+  for (std::size_t pos = 0; pos < text.size();) {
+    const char c = text[pos];
+    const config::Utf8Character character = config::utf8_character_at(text, pos);
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       default:
-        // Control characters are not allowed in XML 1.0 text.
-        out += static_cast<unsigned char>(c) < 0x20 && c != '\t' ? ' ' : c;
+        if (character.length == 0) {
+          out += "\xef\xbf\xbd";  // U+FFFD: a byte that is not UTF-8 (an argument in raw bytes) is no XML
+        } else if (static_cast<unsigned char>(c) < 0x20 && c != '\t') {
+          out += ' ';  // control characters are not allowed in XML 1.0 text
+        } else {
+          out.append(text, pos, character.length);
+        }
     }
+    pos += character.length == 0 ? 1 : character.length;
   }
   return out;
 }

@@ -325,6 +325,15 @@ void ConnectionWatch::report_idle_restarts(const std::vector<DiagSocket>& dump, 
     if (watched.app_fd >= 0) {
       record.add("fd", watched.app_fd);
     }
+    // The connection's ends and inode, as its conn_close gives them: an accepted socket has no fd
+    // in tcptune's records, and several may restart between two of their closes.
+    if (now.local.family != 0 && now.local.port != 0) {
+      record.add("local", config::format_endpoint(now.local));
+    }
+    if (now.peer.family != 0) {
+      record.add("peer", config::format_endpoint(now.peer));
+    }
+    record.add("inode", now.inode);
     record.add("rule", config::rule_name(policy_, watched.rule))
         .add("idle_ms", static_cast<std::uint64_t>(restart->idle_ms_at_least))
         .add("rto_ms", static_cast<double>(restart->rto_us) / 1000.0)

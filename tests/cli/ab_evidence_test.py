@@ -170,5 +170,18 @@ check("write p50: not judged: no write measured" in r.stdout, "a metric without 
 quiet_report = open(os.path.join(quiet, "report.html")).read() if os.path.exists(os.path.join(quiet, "report.html")) else ""
 check("not drawn: observe-only: no write measured" in quiet_report, "the report says which curve was not drawn and why")
 
+# An --out where nothing can be written: said at once, before any run (a run whose log cannot be
+# written measures nothing, and its table would say "no write measured").
+marker = os.path.join(args.work_dir, "ran-marker")
+a_file = os.path.join(args.work_dir, "a-file")
+open(a_file, "w").close()
+for bad_out, why in [(os.path.join(args.work_dir, "missing", "out"), "cannot create it: No such file or directory"),
+                     (a_file, "not a directory")]:
+    if os.path.exists(marker):
+        os.unlink(marker)
+    r = ab(bad_out, ["/bin/sh", "-c", f"touch {marker}"], runs=1)
+    check(r.returncode == 1 and r.stderr == f"tcptune ab: --out {bad_out}: {why}\n" and not os.path.exists(marker),
+          f"--out {bad_out}: one line and no run ({r.returncode}: {r.stderr[-300:]!r})")
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

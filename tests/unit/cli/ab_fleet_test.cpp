@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -17,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -131,6 +134,19 @@ TEST(PrometheusAnswer, ErrorsSayWhatWentWrong) {
   EXPECT_FALSE(parse_query_answer(200, R"({"status":"success"})", error));
 }
 
+// A member of another JSON type than the API's is a wrong answer, said as such, not an exception.
+TEST(PrometheusAnswer, MembersOfTheWrongTypeSayWhatWentWrong) {
+  std::string error;
+  EXPECT_FALSE(parse_query_answer(200, R"({"status":1})", error));
+  EXPECT_EQ(error, "the answer is not Prometheus's API JSON: {\"status\":1}");
+  EXPECT_FALSE(parse_query_answer(400, R"({"status":"error","errorType":5,"error":["x"]})", error));
+  EXPECT_EQ(error, "Prometheus refused the query (error, HTTP 400): no reason given");
+  EXPECT_FALSE(parse_query_answer(200, R"({"status":"success","data":{"resultType":5,"result":[]}})", error));
+  EXPECT_EQ(error, "an answer of type '', not a matrix or a vector");
+  EXPECT_FALSE(parse_query_answer(200, std::string("\0\xff\x01garbage", 10), error));
+  EXPECT_EQ(error, "the answer is not Prometheus's API JSON: ?\xff?garbage");
+}
+
 TEST(FleetSteps, QuantileAsHistogramQuantile) {
   // 10 in (0, 1], 30 in (1, 2], 60 in (2, 4]: cumulative 10, 40, 100.
   const CumulativeBuckets buckets = {{1, 10}, {2, 40}, {4, 100}, {kInf, 100}};
@@ -233,11 +249,12 @@ TEST(HostLookup, NumericHostsFileAndDnsMessages) {
   EXPECT_TRUE(dns_query(1, "a..b", 1).empty());
 }
 
-// A loopback HTTP server that answers each request with what `answer` gives for its target.
+// A loopback HTTP server that answers each request with what `answer` gives for its target, and
+// closes the connection (or, `keep_open`, keeps it as a proxy ignoring "Connection: close" may).
 class FakePrometheus {
  public:
   using Answer = std::function<std::string(const std::string& target)>;
-  explicit FakePrometheus(Answer answer) : answer_(std::move(answer)) {
+  explicit FakePrometheus(Answer answer, bool keep_open = false) : answer_(std::move(answer)), keep_open_(keep_open) {
     listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -253,6 +270,9 @@ class FakePrometheus {
     ::shutdown(listener_, SHUT_RDWR);
     ::close(listener_);
     thread_.join();
+    for (const int fd : kept_) {
+      ::close(fd);
+    }
   }
   [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   [[nodiscard]] int requests() const { return requests_.load(); }
@@ -282,10 +302,16 @@ class FakePrometheus {
       const std::size_t start = request.find(' ') + 1;
       const std::string reply = answer_(request.substr(start, request.find(' ', start) - start));
       (void)::write(fd, reply.data(), reply.size());
-      ::close(fd);
+      if (keep_open_) {
+        kept_.push_back(fd);
+      } else {
+        ::close(fd);
+      }
     }
   }
   Answer answer_;
+  bool keep_open_ = false;
+  std::vector<int> kept_;
   int listener_ = -1;
   std::uint16_t port_ = 0;
   std::thread thread_;
@@ -400,6 +426,30 @@ TEST(AbFleet, TheOnArmBetterFromAnswersAsPrometheusGivesThem) {
   std::stringstream report;
   report << html.rdbuf();
   EXPECT_NE(report.str().find("What a sample is"), std::string::npos);
+}
+
+// A server that keeps the connection open after a whole answer: each answer is taken when whole,
+// not after the 60 s query timeout (the run takes well under a tenth of that).
+TEST(AbFleet, AnAnswerIsTakenWhenWholeOnAConnectionLeftOpen) {
+  const FakePrometheus prometheus(
+      [](const std::string& target) {
+        if (target.rfind("/api/v1/query?", 0) == 0) {
+          return FakePrometheus::http(200, arms_answer({"off", "on"}));
+        }
+        const std::string body = range_answer(target);
+        char size[16];
+        (void)std::snprintf(size, sizeof size, "%zx", body.size() - 10);
+        return "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(size) + "\r\n" +
+               body.substr(0, body.size() - 10) + "\r\na\r\n" + body.substr(body.size() - 10) + "\r\n0\r\n\r\n";
+      },
+      /*keep_open=*/true);
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult result = run_fleet(prometheus.url(), ::testing::TempDir() + "/tcptune-fleet-kept-open");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_LT(seconds, 6.0);
+  EXPECT_NE(result.out.find("ack p50"), std::string::npos) << result.out;
+  EXPECT_GT(prometheus.requests(), 2);
 }
 
 TEST(AbFleet, AnArmWithNoSeriesIsOneLine) {

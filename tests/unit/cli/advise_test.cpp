@@ -250,6 +250,30 @@ TEST(Advise, ReceiveWindowIsThePeersToFix) {
   EXPECT_EQ(matching_rule(policy, config::Role::server, "bulk", "198.18.0.2:15003", "198.18.0.1:40400"), 0);
 }
 
+// A receiver that reads slowly (recorded: python3 reading 64 KiB every 5 ms on loopback, its buffer
+// left to autotuning) closes its window too, but under 1 KB was in flight per round trip: no
+// buffer size helps, and a buffers rule sized from that rate would shrink the autotuned buffer.
+// The same sender over a 100 ms path (930 KB in flight per round trip) is window-bound.
+TEST(Advise, ASlowReaderIsNotAReceiveWindowTooSmall) {
+  const Advice advice = advise({"slow-reader-sender.jsonl", "slow-reader-receiver.jsonl"});
+  EXPECT_TRUE(advice.findings.empty()) << advice.findings.front().id;
+
+  std::ifstream in(fixture("slow-reader-sender.jsonl"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string log = text.str();
+  const std::size_t at = log.find(R"("min_rtt_us":41,)");
+  ASSERT_NE(at, std::string::npos);
+  log.replace(at, 16, R"("min_rtt_us":100000,)");
+  const TempLog far_sender(log);
+  Observations observations;
+  std::string error;
+  ASSERT_TRUE(read_observations({far_sender.path(), fixture("slow-reader-receiver.jsonl")}, observations, error));
+  const std::vector<Finding> findings = find_all({observations, "advised.toml"});
+  ASSERT_EQ(findings.size(), 1U);
+  EXPECT_EQ(findings.front().cause_code, "receive-window-limited");
+}
+
 TEST(Advise, ReceiveWindowWithoutTheReceiversLogNamesNoProgram) {
   const Advice advice = advise({"rwnd-sender.jsonl"});
   ASSERT_EQ(advice.findings.size(), 1U);
@@ -401,6 +425,193 @@ TEST(Advise, BroaderRulesKeysReachTheNarrowerRuleThatComesFirst) {
   ASSERT_TRUE(loaded.ok());
 }
 
+// A program's name and a log's path may hold control characters (a process renames itself with
+// prctl; a file name is any bytes): the policy's comments must still be TOML, and the rule match it.
+TEST(Advise, ControlCharactersInANameOrPathStillGiveALoadablePolicy) {
+  std::ifstream in(fixture("nagle-client.jsonl"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string log = text.str();
+  for (std::size_t at = log.find(R"("program":"rpc")"); at != std::string::npos;
+       at = log.find(R"("program":"rpc")", at + 1)) {
+    log.replace(at, 15, R"("program":"r\u001bpc\r")");
+  }
+  const TempLog renamed(log);
+  Observations observations;
+  std::string error;
+  ASSERT_TRUE(read_observations({renamed.path()}, observations, error)) << error;
+  const std::vector<Finding> findings = find_all({observations, "advised.toml"});
+  ASSERT_EQ(findings.size(), 1U);
+  const std::string policy = advised_policy(findings, {renamed.path() + "\r\x01", "bad\xff\xfename.jsonl"});
+  const config::LoadResult loaded = config::load_policy_text(policy, "advised.toml");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string() << "\n" << policy;
+  EXPECT_EQ(matching_rule(loaded.policy(), config::Role::client, "r\x1bpc\r", "127.0.0.1:51000", "127.0.0.1:15001"), 0);
+  EXPECT_NE(policy.find("\\x1b"), std::string::npos) << policy;
+}
+
+// A line that is not a record (a number JSON cannot hold, bytes of another file, a last line cut
+// by kill -9) is left out and named with its file and line, on stderr: its evidence is missing.
+TEST(Advise, CommandNamesTheLinesItLeftOut) {
+  std::ifstream in(fixture("nagle-client.jsonl"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string log = text.str();
+  std::string overflowing = log;
+  overflowing.replace(overflowing.find(R"("p50":44100)"), 11, R"("p50":1e400)");
+  const TempLog damaged(overflowing);
+  AdviseOptions options;
+  options.logs = {damaged.path()};
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(advise_command(options), 0);
+  std::string out = testing::internal::GetCapturedStdout();
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(out.find("0 finding(s)"), std::string::npos) << out;
+  EXPECT_EQ(err, "tcptune advise: warning: " + damaged.path() +
+                     ":3: not a JSON record, left out (1 such line(s) in the file)\n");
+
+  const TempLog cut(log + log.substr(0, 80));
+  options.logs = {cut.path()};
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(advise_command(options), 0);
+  out = testing::internal::GetCapturedStdout();
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(out.find("1 finding(s)"), std::string::npos) << out;
+  EXPECT_EQ(err, "tcptune advise: warning: " + cut.path() +
+                     ":5: the last line is not a whole JSON record, left out (a process killed while writing it?)\n");
+
+  options.logs = {fixture("nagle-client.jsonl")};
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(advise_command(options), 0);
+  (void)testing::internal::GetCapturedStdout();
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << "a whole log: nothing said";
+}
+
+// One log given twice (`tcptune advise *.jsonl client.jsonl`, or through a link) is read once: its
+// connections counted twice would double the evidence and the expected gain.
+TEST(Advise, CommandReadsALogGivenTwiceOnce) {
+  const std::string directory = testing::TempDir() + "advise-twice-" + std::to_string(getpid());
+  std::filesystem::create_directories(directory);
+  const std::string link = directory + "/again.jsonl";
+  std::filesystem::create_symlink(fixture("nagle-client.jsonl"), link);
+  AdviseOptions options;
+  options.logs = {fixture("nagle-client.jsonl"), link, fixture("nagle-client.jsonl")};
+  options.json = true;
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(advise_command(options), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "tcptune advise: warning: " + link + " is " + fixture("nagle-client.jsonl") +
+                     " again: read once\ntcptune advise: warning: " + fixture("nagle-client.jsonl") + " is " +
+                     fixture("nagle-client.jsonl") + " again: read once\n");
+  EXPECT_NE(out.find(R"("connections":1,)"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("writes":200,)"), std::string::npos) << out;
+  std::filesystem::remove_all(directory);
+}
+
+// A finding over many peers names the first eight in the text and counts the rest; --json has all.
+TEST(Advise, CommandTextNamesAFewPeersAndCountsTheRest) {
+  std::ifstream in(fixture("nagle-client.jsonl"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string one = text.str();
+  std::string log;
+  for (int peer = 1; peer <= 10; ++peer) {
+    std::string connection = one;
+    const std::size_t at = connection.find(R"("peer":"127.0.0.1:15001")");
+    connection.replace(at, 24, R"("peer":"127.0.0.)" + std::to_string(peer + 1) + R"(:15001")");
+    for (std::size_t pid = connection.find(R"("pid":4101)"); pid != std::string::npos;
+         pid = connection.find(R"("pid":4101)", pid + 1)) {
+      connection.replace(pid, 10, R"("pid":)" + std::to_string(5000 + peer));
+    }
+    log += connection;
+  }
+  const TempLog many(log);
+  AdviseOptions options;
+  options.logs = {many.path()};
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(advise_command(options), 0);
+  std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("10 connection(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("peers 127.0.0.10:15001, 127.0.0.11:15001, 127.0.0.2:15001"), std::string::npos) << out;
+  EXPECT_NE(out.find("127.0.0.7:15001 and 2 more (--json lists them all); logs"), std::string::npos) << out;
+  options.json = true;
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(advise_command(options), 0);
+  out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find(R"("127.0.0.8:15001","127.0.0.9:15001"])"), std::string::npos) << out;
+}
+
+// A descriptor's next connection can have its conn_open (written by the connecting thread at once)
+// before the close of the one before (written by the shim's worker, later): a close is matched by
+// its ends, the worker's records go to the oldest connection still open on the descriptor.
+TEST(Advise, AConnOpenBeforeThePreviousCloseOnItsDescriptor) {
+  const Advice advice = advise({"reordered-opens.jsonl"});
+  ASSERT_EQ(advice.observations.connections.size(), 2U);
+  for (const ObservedConnection& connection : advice.observations.connections) {
+    ASSERT_TRUE(connection.opened && connection.closed) << connection.peer;
+    const ObservedOption* nodelay = connection.option("nodelay");
+    ASSERT_NE(nodelay, nullptr);
+    EXPECT_EQ(nodelay->effective, connection.peer == "10.0.0.1:15001" ? "1" : "0") << connection.peer;
+    EXPECT_EQ(connection.ack_p50_us, connection.peer == "10.0.0.1:15001" ? 90 : 44100) << connection.peer;
+  }
+  ASSERT_EQ(advice.findings.size(), 1U);
+  EXPECT_EQ(advice.findings.front().peers, std::vector<std::string>{"10.0.0.2:15001"});
+  EXPECT_NE(advice.findings.front().evidence.find("TCP_NODELAY off (effective 0)"), std::string::npos)
+      << advice.findings.front().evidence;
+
+  // A listener's descriptor reused by a client: the client's idle restart is the client's.
+  const TempLog reused(
+      R"({"pid":7,"program":"p","event":"conn_open","fd":3,"role":"listener","local":"127.0.0.1:80"})"
+      "\n"
+      R"({"pid":7,"program":"p","event":"conn_open","fd":3,"role":"client","local":"127.0.0.1:40000","peer":"127.0.0.1:9"})"
+      "\n"
+      R"({"pid":7,"program":"p","event":"idle_restart","fd":3,"idle_ms":900,"rto_ms":200,"rtt_ms":1,"cwnd_before":40,"cwnd_after":10})"
+      "\n");
+  Observations observations;
+  std::string error;
+  ASSERT_TRUE(read_observations({reused.path()}, observations, error)) << error;
+  ASSERT_EQ(observations.connections.size(), 2U);
+  EXPECT_TRUE(observations.connections[0].idle_restarts.empty());
+  EXPECT_EQ(observations.connections[1].idle_restarts.size(), 1U);
+}
+
+// A supervised server's accepted sockets have no fd in the records: each idle restart names its
+// connection by inode (and ends), so restarts of the connection on port 9000 are not given to one
+// on port 8000 that closes first.
+TEST(Advise, SupervisedAcceptedSocketsAreToldApartByInode) {
+  const std::string restart =
+      R"j({"pid":9,"program":"srv","event":"idle_restart","local":"198.18.0.1:9000","peer":"198.18.0.2:41000",)j"
+      R"j("inode":202,"idle_ms":1452,"rto_ms":452,"rtt_ms":180.2,"cwnd_before":136,"cwnd_after":17,)j"
+      R"j("supervised":true})j"
+      "\n";
+  const auto close = [](const std::string& local, const std::string& peer, int inode, int restarts) {
+    return R"j({"pid":9,"program":"srv","event":"conn_close","role":"server","local":")j" + local + R"j(","peer":")j" +
+           peer + R"j(","duration_s":9,"supervised":true,"writes_measured":false,)j" + R"j("idle_restarts":)j" +
+           std::to_string(restarts) + R"j(,"inode":)j" + std::to_string(inode) +
+           R"j(,"tcp_info":{"rtt_us":181000,"cwnd":55,"mss":1448,"retransmits":0,"min_rtt_us":180000,)j"
+           R"j("data_segs_out":400}})j"
+           "\n";
+  };
+  const TempLog log(
+      R"j({"pid":9,"program":"srv","event":"conn_open","fd":3,"role":"listener","local":"198.18.0.1:8000","inode":100})j"
+      "\n"
+      R"j({"pid":9,"program":"srv","event":"conn_open","fd":4,"role":"listener","local":"198.18.0.1:9000","inode":101})j"
+      "\n" +
+      restart + restart + restart + close("198.18.0.1:8000", "198.18.0.3:42000", 201, 0) +
+      close("198.18.0.1:9000", "198.18.0.2:41000", 202, 3));
+  Observations observations;
+  std::string error;
+  ASSERT_TRUE(read_observations({log.path()}, observations, error)) << error;
+  const std::vector<Finding> findings = find_all({observations, "advised.toml"});
+  ASSERT_EQ(findings.size(), 1U);
+  EXPECT_EQ(findings.front().id, "slow-start-after-idle@srv:server:9000");
+  EXPECT_EQ(findings.front().connections, 1U);
+}
+
 // The command: --output writes a policy only when there is something to change.
 TEST(Advise, CommandWritesThePolicyOnlyWhenThereIsSomethingToChange) {
   const std::string directory = testing::TempDir() + "advise-command-" + std::to_string(getpid());
@@ -424,6 +635,23 @@ TEST(Advise, CommandWritesThePolicyOnlyWhenThereIsSomethingToChange) {
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_NE(text.str().find("# nagle-delayed-ack@rpc:client:127.0.0.1:15001"), std::string::npos) << text.str();
+
+  // --output naming one of the logs: refused before anything is read or written.
+  std::filesystem::copy_file(fixture("nagle-client.jsonl"), directory + "/victim.jsonl");
+  options.logs = {fixture("healthy.jsonl"), directory + "/victim.jsonl"};
+  options.output = directory + "/./victim.jsonl";
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(advise_command(options), kExitUsage);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "tcptune advise: --output " + options.output + " is the log " +
+                                                        directory + "/victim.jsonl: the policy would replace it\n");
+  std::ifstream victim(directory + "/victim.jsonl");
+  std::stringstream victim_text;
+  victim_text << victim.rdbuf();
+  std::ifstream original(fixture("nagle-client.jsonl"));
+  std::stringstream original_text;
+  original_text << original.rdbuf();
+  EXPECT_EQ(victim_text.str(), original_text.str()) << "the log is left as it was";
+  options.output = directory + "/nagle.toml";
 
   const TempLog text_log("2026-12-03 a text line\n");
   options.logs = {text_log.path()};

@@ -55,6 +55,8 @@ TEST(SvgChart, AxisLabelsCarryTheirUnit) {
   const auto linear = linear_ticks(0.97);
   EXPECT_EQ(linear.back().first, 1.0) << "the last tick at or above the highest value";
   EXPECT_EQ(xml_escaped("a<b & \"c\">"), "a&lt;b &amp; &quot;c&quot;&gt;");
+  // A command's argument in raw bytes: what is not UTF-8 becomes U+FFFD, so the SVG stays XML.
+  EXPECT_EQ(xml_escaped("echo \xff\xfe \x01x \xc3\xa9"), "echo \xef\xbf\xbd\xef\xbf\xbd  x \xc3\xa9");
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ TEST(RequestLatencyFile, UnitsAndSeconds) {
   EXPECT_DOUBLE_EQ(parse_latency_line("850 us"), 0.85);
   EXPECT_DOUBLE_EQ(parse_latency_line("2500ns\r"), 0.0025);
   EXPECT_DOUBLE_EQ(parse_latency_line("3 s"), 3000.0);
-  for (const char* bad : {"", "abc", "-1", "12 min", "nan", "inf", "5 ms extra"}) {
+  for (const char* bad : {"", "abc", "-1", "12 min", "nan", "inf", "5 ms extra", "0x10", "0x1p3", "0X1Ams", "infinity"}) {
     EXPECT_LT(parse_latency_line(bad), 0) << bad;
   }
 }
