@@ -25,6 +25,7 @@
 #include "ab_results.hpp"
 #include "ab_table.hpp"
 #include "cdf_plot.hpp"
+#include "child_deadline.hpp"
 #include "commands.hpp"
 #include "log_summary.hpp"
 #include "observe_policy.hpp"
@@ -33,6 +34,7 @@
 #include "request_latency_file.hpp"
 #include "run_policy.hpp"
 #include "tcptune/config/policy_loader.hpp"
+#include "tcptune/config/units.hpp"
 #include "wall_time_plot.hpp"
 
 namespace tcptune::cli {
@@ -46,6 +48,7 @@ constexpr double kAckResolutionMs = 1;
 
 struct RunResult {
   int status = 0;
+  bool timed_out = false;  // stopped at --run-timeout
   double wall_s = 0;
   LogSummary summary;
   RequestLatencies latencies;
@@ -62,7 +65,7 @@ struct Arm {
 };
 
 RunResult run_once(const std::string& resolved, std::vector<char*> argv, const Arm& arm, const std::string& log,
-                   const std::string& latency_file) {
+                   const std::string& latency_file, std::optional<double> timeout_s) {
   if (!put_policy_text_in_environment(arm.policy_text, arm.policy)) {
     setenv("TCPTUNE_POLICY", arm.policy.c_str(), 1);  // over 64 KiB: ab's copy, read by each process
     unsetenv("TCPTUNE_POLICY_TOML");
@@ -76,7 +79,15 @@ RunResult run_once(const std::string& resolved, std::vector<char*> argv, const A
   setenv(kLatencyFileVariable, latency_file.c_str(), 1);
   RunResult result;
   const auto start = std::chrono::steady_clock::now();
-  result.status = run_child(resolved, argv);
+  ChildHooks hooks;
+  if (timeout_s) {
+    hooks.wait = [&](pid_t child) {
+      const DeadlineWait waited = wait_with_deadline(child, *timeout_s);
+      result.timed_out = waited.timed_out;
+      return waited.status;
+    };
+  }
+  result.status = run_child(resolved, argv, hooks);
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string error;
   summarize_logs({log}, "rule", result.summary, error);
@@ -264,6 +275,9 @@ std::string invocation_of(const AbOptions& options, const std::string& out) {
   if (!options.policy.empty()) {
     words.insert(words.end(), {"--policy", options.policy});
   }
+  if (!options.run_timeout.empty()) {
+    words.insert(words.end(), {"--run-timeout", options.run_timeout});
+  }
   words.insert(words.end(), {"--out", out, "--"});
   words.insert(words.end(), options.command.begin(), options.command.end());
   return shell_words(words);
@@ -276,6 +290,10 @@ int ab_command(const AbOptions& options) {
     return ab_fleet_command(options);
   }
   const int runs = options.runs;
+  std::optional<double> timeout_s;
+  if (!options.run_timeout.empty()) {  // validated by the command line
+    timeout_s = std::chrono::duration<double>(config::parse_duration(options.run_timeout).value()).count();
+  }
   const std::string& policy = options.policy;
   std::string out = options.out;
   const std::vector<std::string>& args = options.command;
@@ -344,7 +362,7 @@ int ab_command(const AbOptions& options) {
       const std::string stem = arm->file_prefix + "-" + std::to_string(run);
       std::string path = out;
       path += "/" + stem;
-      RunResult result = run_once(resolved, argv, *arm, path + ".jsonl", path + ".latency");
+      RunResult result = run_once(resolved, argv, *arm, path + ".jsonl", path + ".latency", timeout_s);
       AbRun& record = results.runs.emplace_back();
       record.arm = arm->name;
       record.run = run;
@@ -355,7 +373,12 @@ int ab_command(const AbOptions& options) {
       record.bad_latency_lines = result.latencies.bad_lines;
       record.first_bad_latency_line = result.latencies.first_bad;
       record.failed = result.status != 0;
-      if (WIFSIGNALED(result.status)) {
+      if (result.timed_out) {
+        // Stopped by ab itself: counted failed, and the runs go on.
+        record.outcome = "timed out after " + options.run_timeout + ", stopped";
+        (void)std::fprintf(stderr, "tcptune ab: run %d/%d %-8s %s, %.3f s\n", run, runs, arm->file_prefix.c_str(),
+                           record.outcome.c_str(), result.wall_s);
+      } else if (WIFSIGNALED(result.status)) {
         record.outcome = "killed by signal " + std::to_string(WTERMSIG(result.status)) + " (" +
                          strsignal(WTERMSIG(result.status)) + ")";
         (void)std::fprintf(stderr, "tcptune ab: run %d/%d %-8s %s, %.3f s; no more runs\n", run, runs,

@@ -53,6 +53,26 @@ std::vector<std::string> programs_of(const Observations& observations) {
   return sorted_unique(programs);
 }
 
+// Connections whose writes no record shows (supervised: the shim is not in the process): the
+// causes read from writes (Nagle with delayed ACK) cannot be judged there, which a clean report
+// must not hide. Empty when every connection's writes were measured.
+std::string unjudged_note(const Observations& observations) {
+  std::uint64_t count = 0;
+  std::vector<std::string> programs;
+  for (const ObservedConnection& connection : observations.connections) {
+    if (!connection.is_listener() && !connection.writes_measured) {
+      ++count;
+      programs.push_back(connection.program);
+    }
+  }
+  if (count == 0) {
+    return {};
+  }
+  return std::to_string(count) + " connection(s) of " + join(sorted_unique(programs)) +
+         " tuned from outside (supervised): their writes are not seen, so Nagle with delayed ACK is not judged "
+         "there";
+}
+
 }  // namespace
 
 void print_findings(std::FILE* out, const std::vector<Finding>& findings, const Observations& observations) {
@@ -60,6 +80,9 @@ void print_findings(std::FILE* out, const std::vector<Finding>& findings, const 
   (void)std::fprintf(out, "%zu finding(s) from %zu log(s): %llu connection(s) of %s\n", findings.size(),
                      observations.files.size(), static_cast<unsigned long long>(measured_connections(observations)),
                      programs.empty() ? "no program" : join(programs).c_str());
+  if (const std::string unjudged = unjudged_note(observations); !unjudged.empty()) {
+    (void)std::fprintf(out, "not judged: %s\n", unjudged.c_str());
+  }
   if (findings.empty()) {
     (void)std::fputs("nothing to change: no cause tcptune advise knows shows in these records\n", out);
     return;
@@ -134,7 +157,9 @@ nlohmann::ordered_json findings_json(const std::vector<Finding>& findings, const
   for (const FileRead& read : observations.files) {
     logs.push_back(read.path);
   }
+  const std::string unjudged = unjudged_note(observations);
   return {{"findings", list},
+          {"not_judged", unjudged.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(unjudged)},
           {"connections", measured_connections(observations)},
           {"records", observations.records},
           {"logs", logs}};

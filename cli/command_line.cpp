@@ -129,7 +129,10 @@ void add_check(CLI::App& app, CheckOptions& check) {
       ->add_option("--as-user", check.as_user,
                    "the plan as a process of USER gets it (a name in /etc/passwd or a uid): root may pin buffers "
                    "above net.core.rmem_max/wmem_max, others may not")
-      ->option_text("USER");
+      ->option_text("USER")
+      ->check(CLI::Validator(
+          [](const std::string& user) { return user.empty() ? std::string("a user name or uid, not empty") : ""; },
+          "USER"));
 }
 
 void add_report(CLI::App& app, ReportOptions& report) {
@@ -195,6 +198,13 @@ void add_ab(CLI::App& app, AbOptions& ab) {
       ->add_option("--out", ab.out,
                    "directory for logs, summary.txt/.json, plots and report.html (default: tcptune-ab)")
       ->option_text("DIR");
+  CLI::Option* run_timeout =
+      command
+          ->add_option("--run-timeout", ab.run_timeout,
+                       "stop a run still going after DURATION (SIGTERM, SIGKILL 5 s later) and count it failed "
+                       "(default: none)")
+          ->option_text("DURATION")
+          ->check(duration_from(0));
   CLI::Option* prometheus =
       command
           ->add_option("--prometheus", ab.prometheus,
@@ -203,7 +213,8 @@ void add_ab(CLI::App& app, AbOptions& ab) {
           ->option_text("URL")
           ->excludes(runs)
           ->excludes(policy)
-          ->excludes(preset);
+          ->excludes(preset)
+          ->excludes(run_timeout);
   command->add_option("--arm-label", ab.arm_label, "with --prometheus: the label naming the arm (default: arm)")
       ->option_text("LABEL")
       ->check(label_name())
@@ -283,10 +294,10 @@ void add_kube_inject(CLI::App& app, KubeInjectOptions& options) {
 }
 
 void add_install(CLI::App& app, InstallOptions& options) {
-  CLI::App* command = app.add_subcommand(
-      "install",
-      "copy this tcptune and the shim (libtcptune.so and its core) into DIR, as kube-inject's init "
-      "container does");
+  CLI::App* command =
+      app.add_subcommand("install",
+                         "copy this tcptune and the shim (libtcptune.so and its core) into DIR, as kube-inject's init "
+                         "container does");
   command->add_option("DIR", options.destination, "where to copy them")->required();
 }
 

@@ -49,6 +49,7 @@ struct AbOptions {
   std::string policy;
   std::string out = "tcptune-ab";
   std::vector<std::string> command;
+  std::string run_timeout;  // a DURATION after which a run is stopped (SIGTERM) and counted failed; empty: none
   // A fleet A/B (--prometheus URL): two arms already running, told apart by a label, compared
   // step by step over a time window of what Prometheus scraped. Empty: runs of CMD.
   std::string prometheus;

@@ -183,5 +183,20 @@ for bad_out, why in [(os.path.join(args.work_dir, "missing", "out"), "cannot cre
     check(r.returncode == 1 and r.stderr == f"tcptune ab: --out {bad_out}: {why}\n" and not os.path.exists(marker),
           f"--out {bad_out}: one line and no run ({r.returncode}: {r.stderr[-300:]!r})")
 
+# A run that never ends: --run-timeout stops it (SIGTERM) and counts it failed, the next runs go
+# on, and ab ends with the table. A program that ignores SIGTERM is killed 5 s later.
+import time  # noqa: E402
+for name, program, runs in [("never", "exec sleep 600", 2), ("deaf", "trap '' TERM; while :; do sleep 0.1; done", 1)]:
+    timed = os.path.join(args.work_dir, f"timeout-{name}")
+    started = time.monotonic()
+    r = subprocess.run([args.tcptune, "ab", "--runs", str(runs), "--run-timeout", "1s", "--out", timed, "--",
+                        "/bin/sh", "-c", program], capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - started
+    stopped = r.stderr.count("timed out after 1s, stopped")
+    summary_path = os.path.join(timed, "summary.json")
+    check(r.returncode != 0 and stopped == 2 * runs and os.path.exists(summary_path) and took < 60,
+          f"--run-timeout 1s, {name}: {2 * runs} runs stopped, a summary, ab ends ({r.returncode}, {stopped} stopped, "
+          f"{took:.1f} s: {r.stderr[-300:]!r})")
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

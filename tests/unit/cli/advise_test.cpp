@@ -218,6 +218,12 @@ TEST(Advise, SlowStartSeenBySupervisorIsEstimatedFromTheSegmentsPerBurst) {
   const config::Policy policy = load_advised(advice);
   ASSERT_EQ(policy.rules.size(), 1U);
   EXPECT_EQ(matching_rule(policy, config::Role::client, "bursty_send", "198.18.0.1:50288", "198.18.0.2:16119"), 0);
+  // Its writes are unseen: the report says what it could not judge, rather than staying silent.
+  const nlohmann::ordered_json json = findings_json(advice.findings, advice.observations);
+  ASSERT_TRUE(json["not_judged"].is_string());
+  EXPECT_NE(json["not_judged"].get<std::string>().find("of bursty_send tuned from outside (supervised)"),
+            std::string::npos)
+      << json["not_judged"];
 }
 
 // Two supervised clients of a Redis port: keep_warm's redis-client preset would fit the port, but
@@ -396,6 +402,7 @@ TEST(Advise, EveryCauseAtOnceInOneLoadablePolicyWithStableIds) {
   EXPECT_EQ(policy.rules.size(), advised_rules(advice.findings).size());
 
   const nlohmann::ordered_json json = findings_json(advice.findings, advice.observations);
+  EXPECT_TRUE(json["not_judged"].is_null());  // every write of these logs measured
   ASSERT_TRUE(json["findings"].is_array());
   EXPECT_EQ(json["findings"].size(), advice.findings.size());
   for (const auto& finding : json["findings"]) {

@@ -70,6 +70,8 @@ TEST(CommandLine, UnknownOptionsAreNamed) {
   expect_usage_error(parse_command_line({"ab", "--verbose", "--", "true"}), "tcptune ab: unknown option '--verbose'");
   expect_usage_error(parse_command_line({"report", "--html", "x.jsonl"}), "unknown option '--html'");
   expect_usage_error(parse_command_line({"check", "a.toml", "b.toml"}), "unexpected argument 'b.toml'");
+  // An empty user (an unset variable: --as-user "$SERVICE_USER") would silently mean this process.
+  expect_usage_error(parse_command_line({"check", "--as-user", "", "a.toml"}), "not empty");
   expect_usage_error(parse_command_line({"doctor", "now"}), "unexpected argument 'now'");
 }
 
