@@ -45,13 +45,14 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+from rounds import median_of, rotated  # noqa: E402
 SKIP = 77
 RUN_TIMEOUT_S = 120
 TARGETS = {"no_log": 1.1, "log": 1.3}  # issue 24, part 1: ratio to the bare loop
@@ -153,16 +154,6 @@ def run_once(arm, program_args, builds, work, label, realtime, netns):
             result["log"] = read_log(logs[0])
     shutil.rmtree(state, ignore_errors=True)  # a log run's log is some megabytes
     return result
-
-
-def rotated(arms, round_index):
-    shift = round_index % len(arms)
-    return arms[shift:] + arms[:shift]
-
-
-def median_of(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
 
 
 def summarize(runs, arms, connections):

@@ -106,13 +106,14 @@ import datetime
 import importlib.util
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+from rounds import median_of, rotated  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench" / "ab"))
 from ab import machine_info  # noqa: E402  (the shared machine description of bench results)
 
@@ -255,16 +256,6 @@ def run_once(arm, measure, program_args, paths, work, label, no_log):
     elif log is not None:
         result["conn_open_client"], result["conn_open_supervised"] = count_conn_open(log)
     return result
-
-
-def rotated(arms, round_index):
-    shift = round_index % len(arms)
-    return arms[shift:] + arms[:shift]
-
-
-def median_of(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
 
 
 def ratio(a, b):
