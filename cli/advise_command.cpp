@@ -118,7 +118,7 @@ int advise_command(const AdviseOptions& options) {
   }
   say_skipped_lines(observations);
   const std::string policy_file = options.output.empty() ? "advised.toml" : options.output;
-  const std::vector<Finding> findings = find_all({observations, policy_file});
+  const std::vector<Finding> findings = find_all({observations, policy_file, options.heartbeat});
   if (options.json) {
     std::puts(to_json_line(findings_json(findings, observations)).c_str());
   } else {

@@ -14,6 +14,7 @@ namespace tcptune::cli {
 struct AdviceInput {
   const Observations& observations;
   std::string policy_file;  // where the advised policy goes, for the `tcptune ab` commands
+  std::string heartbeat;    // advise --heartbeat: bytes the peers skip between messages; empty: unknown
 };
 
 void find_nagle_delayed_ack(const AdviceInput& input, std::vector<Finding>& out);

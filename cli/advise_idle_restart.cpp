@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "advise_detectors.hpp"
+#include "advise_toml.hpp"
 
 namespace tcptune::cli {
 
@@ -94,6 +95,25 @@ const PortPreset* preset_for(const AdviceScope& scope) {
     }
   }
   return nullptr;
+}
+
+// `heartbeat = "..."` for text, `heartbeat_hex = "..."` for bytes a TOML string cannot hold
+// as they are (beyond UTF-8, or control characters other than tab, newline and return).
+std::string heartbeat_key(const std::string& bytes) {
+  const bool text = std::all_of(bytes.begin(), bytes.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte >= 0x20 && byte < 0x7f) || c == '\n' || c == '\r' || c == '\t';
+  });
+  if (text) {
+    return "heartbeat = " + toml_string(bytes);
+  }
+  std::string hex;
+  for (const char c : bytes) {
+    char digits[3];
+    (void)std::snprintf(digits, sizeof digits, "%02x", static_cast<unsigned char>(c));
+    hex += digits;
+  }
+  return "heartbeat_hex = \"" + hex + "\"";
 }
 
 }  // namespace
@@ -194,17 +214,30 @@ void find_slow_start_after_idle(const AdviceInput& input, std::vector<Finding>& 
         "bandwidth estimate, so a message takes longer than with a warm cubic window (131 ms against 91 ms for 60 KB "
         "over 180 ms, docs/benchmarks.md); BBR must be in net.ipv4.tcp_allowed_congestion_control or the process "
         "needs CAP_NET_ADMIN";
-    // keep_warm needs the shim in the process: supervised mode refuses it (docs/supervised.md).
-    const PortPreset* preset = supervised ? nullptr : preset_for(scope);
-    if (preset != nullptr) {
-      const double bytes = heartbeats * static_cast<double>(preset->heartbeat_bytes);
-      finding.rule.keys = {{"keep_warm", "{ protocol = \"" + std::string(preset->protocol) + "\" }"}};
+    // keep_warm needs the shim in the process: supervised mode refuses it (docs/supervised.md). Its
+    // heartbeat must be bytes the peer skips: a preset's, where the port names the protocol, or
+    // those the user names (--heartbeat); a log cannot show them.
+    std::string keep_warm;
+    std::string keep_warm_source;
+    std::size_t heartbeat_size = 0;
+    if (const PortPreset* preset = supervised ? nullptr : preset_for(scope)) {
+      keep_warm = "{ protocol = \"" + std::string(preset->protocol) + "\" }";
+      keep_warm_source = "port " + std::to_string(scope.ports.front()) + " speaks it";
+      heartbeat_size = preset->heartbeat_bytes;
+    } else if (!supervised && !input.heartbeat.empty()) {
+      keep_warm = "{ " + heartbeat_key(input.heartbeat) + " }";
+      keep_warm_source = "--heartbeat names bytes its peers skip between messages";
+      heartbeat_size = input.heartbeat.size();
+    }
+    if (!keep_warm.empty()) {
+      const double bytes = heartbeats * static_cast<double>(heartbeat_size);
+      finding.rule.keys = {{"keep_warm", keep_warm}};
       (void)std::snprintf(text, sizeof text,
-                          "keep_warm = { protocol = \"%s\" } for %s (port %u speaks it): a heartbeat the protocol "
-                          "skips, once per RTO of silence, keeps the window; about %.0f heartbeats (%.0f bytes) for "
-                          "the %s of silence recorded (one per RTO %s, none after 60 s without a write)",
-                          std::string(preset->protocol).c_str(), scope.describe().c_str(), scope.ports.front(),
-                          heartbeats, bytes, format_ms(kept_warm_idle_ms).c_str(), format_ms(rto_ms).c_str());
+                          "keep_warm = %s for %s (%s): a heartbeat the protocol skips, once per RTO of silence, keeps "
+                          "the window; about %.0f heartbeats (%.0f bytes) for the %s of silence recorded (one per RTO "
+                          "%s, none after 60 s without a write)",
+                          keep_warm.c_str(), scope.describe().c_str(), keep_warm_source.c_str(), heartbeats, bytes,
+                          format_ms(kept_warm_idle_ms).c_str(), format_ms(rto_ms).c_str());
       finding.fix = text;
       finding.gain = "about " + format_ms(extra_ms / count) + " less for each message after a silence (" +
                      format_ms(extra_ms) +
@@ -218,7 +251,7 @@ void find_slow_start_after_idle(const AdviceInput& input, std::vector<Finding>& 
                             " runs supervised (tcptune's shim cannot enter it, as for a Go or static program), "
                             "where keep_warm is refused; BBR is set from outside"
                       : std::string(": no port of a protocol keep_warm has a preset for, so no heartbeat bytes "
-                                    "are known to be safe"));
+                                    "are known to be safe (tcptune advise --heartbeat BYTES names them)"));
       finding.gain = "most of the " + format_ms(extra_ms / count) +
                      " each message after a silence loses (BBR paces the burst, so less than the sysctl fix gives)";
       (void)std::snprintf(text, sizeof text,

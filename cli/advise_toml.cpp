@@ -11,6 +11,12 @@ std::string toml_string(std::string_view text) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
     } else if (byte < 0x20 || byte == 0x7f) {
       char escaped[8];
       (void)std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);

@@ -154,6 +154,18 @@ void add_advise(CLI::App& app, AdviseOptions& advise) {
                    "write the advised policy to FILE (nothing written when there is nothing to change)")
       ->option_text("FILE");
   command->add_flag("--json", advise.json, "one JSON object on stdout: {\"findings\": [...]}");
+  command
+      ->add_option("--heartbeat", advise.heartbeat,
+                   "bytes the peers' protocol skips between messages (e.g. $'\\n' for a line protocol like STOMP's): "
+                   "slow start after idle then gets keep_warm = { heartbeat = BYTES } where no protocol preset fits "
+                   "the port")
+      ->option_text("BYTES")
+      ->check(CLI::Validator(
+          [](const std::string& bytes) {
+            return bytes.empty() || bytes.size() > 64 ? std::string("1 to 64 bytes, as keep_warm's heartbeat")
+                                                      : std::string();
+          },
+          "BYTES"));
 }
 
 // A duration as the policy writes them ("10m", "30s", "1h"), from `low` seconds.

@@ -42,6 +42,9 @@ struct AdviseOptions {
   std::vector<std::string> logs;
   std::string output;  // the advised policy; empty: none written
   bool json = false;
+  // --heartbeat: bytes the peers' protocol skips between messages, which only the user can know;
+  // with them slow start after idle gets keep_warm where no protocol preset fits the port.
+  std::string heartbeat;
 };
 
 struct AbOptions {

@@ -184,6 +184,43 @@ TEST(Advise, SlowStartAfterIdleKeepWarmByPortElseBbr) {
   EXPECT_EQ(policy.rules.size(), 2U);
 }
 
+// The bytes a protocol skips cannot be read from a log: given by the user (advise --heartbeat),
+// they turn a port without a preset from BBR to keep_warm; a preset's port keeps its preset.
+TEST(Advise, HeartbeatBytesTheUserNamesGiveKeepWarmWhereNoPresetFits) {
+  Advice advice;
+  std::string error;
+  ASSERT_TRUE(read_observations({fixture("idle-restart.jsonl")}, advice.observations, error)) << error;
+  advice.findings = find_all({advice.observations, "advised.toml", "\n"});
+  ASSERT_EQ(advice.findings.size(), 2U);
+  for (const Finding& finding : advice.findings) {
+    if (finding.programs.front() == "bursty") {
+      EXPECT_EQ(key_value(finding, "keep_warm"), "{ heartbeat = \"\\n\" }");
+      EXPECT_NE(finding.fix.find("--heartbeat names bytes its peers skip"), std::string::npos) << finding.fix;
+      EXPECT_NE(finding.gain.find("as net.ipv4.tcp_slow_start_after_idle=0 gives"), std::string::npos);
+    } else {
+      EXPECT_EQ(key_value(finding, "keep_warm"), "{ protocol = \"redis-client\" }");
+    }
+  }
+  const config::Policy policy = load_advised(advice);
+  ASSERT_EQ(policy.rules.size(), 2U);
+  const auto bursty = std::find_if(policy.rules.begin(), policy.rules.end(), [](const config::Rule& rule) {
+    return rule.effective.keep_warm.has_value() && rule.effective.keep_warm->protocol.empty();
+  });
+  ASSERT_NE(bursty, policy.rules.end());
+  EXPECT_EQ(bursty->effective.keep_warm->payload, "\n");
+
+  // Bytes a TOML string cannot hold as they are go as heartbeat_hex.
+  Advice binary;
+  binary.observations = advice.observations;
+  binary.findings = find_all({binary.observations, "advised.toml", std::string("\x01\xce", 2)});
+  const auto hex = std::find_if(binary.findings.begin(), binary.findings.end(),
+                                [](const Finding& finding) { return finding.programs.front() == "bursty"; });
+  ASSERT_NE(hex, binary.findings.end());
+  EXPECT_EQ(key_value(*hex, "keep_warm"), "{ heartbeat_hex = \"01ce\" }");
+  const config::Policy binary_policy = load_advised(binary);
+  EXPECT_EQ(binary_policy.rules.size(), 2U);
+}
+
 double figure(const Finding& finding, const std::string& name) {
   for (const auto& [key, value] : finding.figures) {
     if (key == name) {
