@@ -664,7 +664,7 @@ void flush_telemetry_at_exit() noexcept {
 }
 
 void flush_telemetry_before_quick_exit() noexcept {
-  if (in_signal_handler() || in_child_sharing_memory()) {
+  if (in_signal_handler() || in_any_child_sharing_memory()) {
     return;  // the interrupted code may hold the log's lock or malloc's; a vfork child's records are its parent's
   }
   WorkerState expected = WorkerState::running;
