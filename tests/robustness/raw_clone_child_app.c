@@ -23,8 +23,8 @@ static int g_across = -1;
 
 static int connect_one(void) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((unsigned short)g_port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct sockaddr_in addr = {
+      .sin_family = AF_INET, .sin_port = htons((unsigned short)g_port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   if (fd < 0 || connect(fd, (struct sockaddr*)&addr, sizeof addr) != 0) {
     perror("connect");
     exit(1);
