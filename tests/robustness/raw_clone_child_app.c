@@ -3,7 +3,9 @@
    parent's memory and then calls _exit, execs /bin/true, fails an exec, or closes one of the
    parent's connections and _exits. Around it the parent makes 11 loopback connections (both
    ends here), 5 before the child, 5 after and one open across it, and closes them all.
-   Usage: raw_clone_child_app none|exit|exec|failexec|close */
+   "rawfork": a child of a raw fork system call (its own copy of the memory, no fork handlers run,
+   no worker thread) that _exits.
+   Usage: raw_clone_child_app none|exit|exec|failexec|close|rawfork */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,7 +71,17 @@ int main(int argc, char** argv) {
     close(connect_one());
   }
   g_across = connect_one();
-  if (strcmp(g_mode, "none") != 0) {
+  if (strcmp(g_mode, "rawfork") == 0) {
+    const long pid = syscall(SYS_fork);
+    if (pid == 0) {
+      _exit(0);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid((pid_t)pid, &status, 0) != pid) {
+      perror("fork");
+      return 1;
+    }
+  } else if (strcmp(g_mode, "none") != 0) {
     static char stack[1 << 16];
     const pid_t pid = clone(child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
     int status = 0;
