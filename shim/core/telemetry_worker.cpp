@@ -632,6 +632,9 @@ void write_pending_opens(const Runtime& runtime) {
 }  // namespace
 
 void flush_telemetry_at_exit() noexcept {
+  if (in_any_child_sharing_memory()) {
+    return;  // _Fork, clone or a raw fork: the state is the parent's, and its worker not this process's
+  }
   WorkerState expected = WorkerState::running;
   if (!g_state.compare_exchange_strong(expected, WorkerState::stopped, std::memory_order_acq_rel)) {
     return;  // nothing was measured, or another thread is already flushing

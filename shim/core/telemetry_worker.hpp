@@ -68,7 +68,8 @@ void post_write(int fd, const SocketSlot& slot, std::int64_t duration_ns, ssize_
 struct WarmConnection;
 bool post_keep_warm(const WarmConnection& connection) noexcept;
 
-// Process exit: stop the worker, summarize connections still open, write the summary.
+// Process exit: stop the worker, summarize connections still open, write the summary. Not in a
+// child whose state is its parent's (_Fork, clone, a raw fork or vfork): it has no worker to stop.
 void flush_telemetry_at_exit() noexcept;
 // _exit (no exit handlers): the calling thread writes what the worker was handed (conn_opens,
 // the records of connections closed) and the conn_opens still waiting for their connects; not

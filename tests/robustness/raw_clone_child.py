@@ -11,7 +11,8 @@ child that _exits, execs /bin/true, fails an exec, or closes the connection open
 parent's records must be the same as without a child: 22 conn_close and one summary, the log
 valid jsonl. A close in the child is taken for its parent's (documented), so that case counts
 the connection once too. A child of a raw fork system call (no fork handlers, no worker thread
-of its own) that _exits must end at once; it waited forever to join its parent's worker.
+of its own) that _exits or exits, and a child of _Fork() that exits, must end at once; they
+waited forever to join their parent's worker (and wrote no record of their own either way).
 """
 import json
 import os
@@ -39,7 +40,7 @@ def main():
     source = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "raw_clone_child_app.c")).read()
     app = compile_c(args, "raw_clone_child_app", source, "-O2")
     checks = Checks()
-    for mode in ("none", "exit", "exec", "failexec", "close", "rawfork"):
+    for mode in ("none", "exit", "exec", "failexec", "close", "rawfork", "rawfork_exit", "Fork_exit"):
         log = fresh(os.path.join(args.work_dir, f"{mode}.jsonl"))
         env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_LOG=log, TCPTUNE_LOG_FORMAT="jsonl")
         try:

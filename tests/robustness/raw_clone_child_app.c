@@ -4,8 +4,9 @@
    parent's connections and _exits. Around it the parent makes 11 loopback connections (both
    ends here), 5 before the child, 5 after and one open across it, and closes them all.
    "rawfork": a child of a raw fork system call (its own copy of the memory, no fork handlers run,
-   no worker thread) that _exits.
-   Usage: raw_clone_child_app none|exit|exec|failexec|close|rawfork */
+   no worker thread) that _exits; "rawfork_exit" the same that calls exit(); "Fork_exit" a child
+   of _Fork() (no fork handlers either) that calls exit().
+   Usage: raw_clone_child_app none|exit|exec|failexec|close|rawfork|rawfork_exit|Fork_exit */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -71,10 +72,13 @@ int main(int argc, char** argv) {
     close(connect_one());
   }
   g_across = connect_one();
-  if (strcmp(g_mode, "rawfork") == 0) {
-    const long pid = syscall(SYS_fork);
+  if (strncmp(g_mode, "rawfork", 7) == 0 || strcmp(g_mode, "Fork_exit") == 0) {
+    const long pid = strcmp(g_mode, "Fork_exit") == 0 ? _Fork() : syscall(SYS_fork);
     if (pid == 0) {
-      _exit(0);
+      if (strcmp(g_mode, "rawfork") == 0) {
+        _exit(0);
+      }
+      exit(0);
     }
     int status = 0;
     if (pid < 0 || waitpid((pid_t)pid, &status, 0) != pid) {
