@@ -76,7 +76,7 @@ bool may_succeed(const ExecTarget& target) noexcept {
 
 bool before_exec(const ExecTarget& target) noexcept {
   const ErrnoSaver saver;
-  if (in_child_sharing_memory()) {
+  if (in_any_child_sharing_memory()) {
     // A vfork child: the records and the worker are its parent's, which goes on. The sockets the
     // program exec'd inherits (no FD_CLOEXEC) may be written by it past the parent's gate: no
     // longer kept warm there.

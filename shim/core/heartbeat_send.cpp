@@ -51,6 +51,15 @@ bool same_inode(int fd, const HeartbeatTarget& target) noexcept {
 
 bool take_heartbeat_target(int fd, HeartbeatTarget& target) noexcept {
   const ErrnoSaver saver;
+  // The app's own SO_TXTIME (anything but the kernel's default, which only SO_TXTIME changes)
+  // marks the socket already: left as the app set it, not replaced by ours.
+  sock_txtime current{};
+  socklen_t length = sizeof current;
+  if (core_getsockopt(fd, SOL_SOCKET, SO_TXTIME, &current, &length) == 0 && length == sizeof current &&
+      (current.clockid != 0 || current.flags != 0)) {
+    target = HeartbeatTarget{true, 0, 0};
+    return true;
+  }
   const sock_txtime mark{CLOCK_MONOTONIC, 0};
   if (core_setsockopt(fd, SOL_SOCKET, SO_TXTIME, &mark, sizeof mark) == 0) {
     target = HeartbeatTarget{true, 0, 0};

@@ -22,7 +22,8 @@ struct HeartbeatTarget {
   std::uint64_t device = 0;
 };
 
-// App thread, when keep-warm starts: marks the socket, or (no SO_TXTIME here) notes its inode.
+// App thread, when keep-warm starts: marks the socket (unless the app set SO_TXTIME itself, which
+// marks it as well and is left as it is), or (no SO_TXTIME here) notes its inode.
 // False when neither works (the descriptor is not usable): not kept warm.
 bool take_heartbeat_target(int fd, HeartbeatTarget& target) noexcept;
 

@@ -278,6 +278,11 @@ bool in_child_sharing_memory() noexcept {
   return getpid() != owner;
 }
 
+bool in_any_child_sharing_memory() noexcept {
+  const pid_t owner = g_owner_pid.load(std::memory_order_relaxed);
+  return owner != 0 && getpid() != owner;
+}
+
 const Runtime* active_runtime() noexcept {
   if (const Runtime* runtime = g_active.load(std::memory_order_acquire)) [[likely]] {
     return runtime;

@@ -42,6 +42,11 @@ const Runtime* active_runtime() noexcept;
 // of a raw clone or vfork system call, which no hook sees, is taken for its parent).
 bool in_child_sharing_memory() noexcept;
 
+// The same, asked of getpid every time: true in a child of a raw clone or vfork system call
+// too. For exec and _exit, which are rare and which, taken for the parent's, would stop the
+// parent's worker and write its summary from the child.
+bool in_any_child_sharing_memory() noexcept;
+
 // The stage's count of vfork() calls in flight (nullptr: unknown, getpid every time).
 void set_vfork_count(const int* vforks_in_flight) noexcept;
 

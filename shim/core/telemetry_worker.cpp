@@ -130,7 +130,8 @@ constexpr std::uint32_t kWakeAtClosed = kSnapshots / 4;
 std::atomic<std::uint64_t> g_events_taken{0};
 
 // exec_pending: stopped for an exec of the process (flush_telemetry_before_exec), until it fails.
-enum class WorkerState : int { not_started, starting, running, stopped, exec_pending };
+// writing_before_exit: stopped by a thread's _exit, which writes what is pending, then stopped.
+enum class WorkerState : int { not_started, starting, running, stopped, exec_pending, writing_before_exit };
 std::atomic<WorkerState> g_state{WorkerState::not_started};
 WorkerThread g_thread;
 
@@ -631,6 +632,9 @@ void write_pending_opens(const Runtime& runtime) {
 }  // namespace
 
 void flush_telemetry_at_exit() noexcept {
+  if (in_any_child_sharing_memory()) {
+    return;  // _Fork, clone or a raw fork: the state is the parent's, and its worker not this process's
+  }
   WorkerState expected = WorkerState::running;
   if (!g_state.compare_exchange_strong(expected, WorkerState::stopped, std::memory_order_acq_rel)) {
     return;  // nothing was measured, or another thread is already flushing
@@ -663,12 +667,30 @@ void flush_telemetry_at_exit() noexcept {
   }
 }
 
+namespace {
+
+// Another thread's _exit is writing what was pending: this thread's _exit would end the process
+// under it, and the records with it. Waits for it, at most kMostWaitNs (a log that hangs).
+void wait_for_exit_writer() noexcept {
+  const std::int64_t since = monotonic_ns();
+  const timespec pause{0, 1'000'000};
+  while (g_state.load(std::memory_order_acquire) == WorkerState::writing_before_exit &&
+         monotonic_ns() - since < kMostWaitNs) {
+    (void)nanosleep(&pause, nullptr);
+  }
+}
+
+}  // namespace
+
 void flush_telemetry_before_quick_exit() noexcept {
-  if (in_signal_handler() || in_child_sharing_memory()) {
+  if (in_signal_handler() || in_any_child_sharing_memory()) {
     return;  // the interrupted code may hold the log's lock or malloc's; a vfork child's records are its parent's
   }
   WorkerState expected = WorkerState::running;
-  if (!g_state.compare_exchange_strong(expected, WorkerState::stopped, std::memory_order_acq_rel)) {
+  if (!g_state.compare_exchange_strong(expected, WorkerState::writing_before_exit, std::memory_order_acq_rel)) {
+    if (expected == WorkerState::writing_before_exit) {
+      wait_for_exit_writer();
+    }
     return;  // nothing measured, or another thread is flushing
   }
   const ErrnoSaver saver;
@@ -676,14 +698,14 @@ void flush_telemetry_before_quick_exit() noexcept {
   g_thread.stop();
   mark_log_worker_thread();  // the exiting thread writes the rest itself
   const Runtime* runtime = active_runtime();
-  if (runtime == nullptr || g_totals == nullptr) {
-    return;
+  if (runtime != nullptr && g_totals != nullptr) {
+    try {
+      drain(*runtime);
+      write_pending_opens(*runtime);
+    } catch (...) {
+    }
   }
-  try {
-    drain(*runtime);
-    write_pending_opens(*runtime);
-  } catch (...) {
-  }
+  g_state.store(WorkerState::stopped, std::memory_order_release);
 }
 
 namespace {

@@ -68,12 +68,14 @@ void post_write(int fd, const SocketSlot& slot, std::int64_t duration_ns, ssize_
 struct WarmConnection;
 bool post_keep_warm(const WarmConnection& connection) noexcept;
 
-// Process exit: stop the worker, summarize connections still open, write the summary.
+// Process exit: stop the worker, summarize connections still open, write the summary. Not in a
+// child whose state is its parent's (_Fork, clone, a raw fork or vfork): it has no worker to stop.
 void flush_telemetry_at_exit() noexcept;
 // _exit (no exit handlers): the calling thread writes what the worker was handed (conn_opens,
 // the records of connections closed) and the conn_opens still waiting for their connects; not
 // the summary, nor a conn_close for a connection still open. Not from a signal handler, nor in
-// a child that shares its parent's memory (a vfork child's _exit after a failed exec).
+// a child that shares its parent's memory (a vfork child's _exit after a failed exec). Another
+// thread's _exit meanwhile waits for that writing (at most a second), which it would cut short.
 void flush_telemetry_before_quick_exit() noexcept;
 // An exec is about to replace this process image (exec_flush.hpp): the worker stops, the
 // calling thread writes what it had not, then a conn_close for each measured connection (marked
