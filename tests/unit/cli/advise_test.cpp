@@ -42,7 +42,7 @@ Advice advise(const std::vector<std::string>& names) {
   }
   std::string error;
   EXPECT_TRUE(read_observations(files, advice.observations, error)) << error;
-  advice.findings = find_all({advice.observations, "advised.toml"});
+  advice.findings = find_all({advice.observations, "advised.toml", ""});
   return advice;
 }
 
@@ -312,7 +312,7 @@ TEST(Advise, ASlowReaderIsNotAReceiveWindowTooSmall) {
   Observations observations;
   std::string error;
   ASSERT_TRUE(read_observations({far_sender.path(), fixture("slow-reader-receiver.jsonl")}, observations, error));
-  const std::vector<Finding> findings = find_all({observations, "advised.toml"});
+  const std::vector<Finding> findings = find_all({observations, "advised.toml", ""});
   ASSERT_EQ(findings.size(), 1U);
   EXPECT_EQ(findings.front().cause_code, "receive-window-limited");
 }
@@ -418,7 +418,7 @@ TEST(Advise, HealthyProgramsGetNoFinding) {
   ASSERT_TRUE(read_observations({TCPTUNE_SOURCE_DIR "/tests/cli/fixtures/probe-two-runs.jsonl",
                                  TCPTUNE_SOURCE_DIR "/tests/cli/fixtures/close-burst-dropped.jsonl"},
                                 observations, error));
-  EXPECT_TRUE(find_all({observations, "advised.toml"}).empty());
+  EXPECT_TRUE(find_all({observations, "advised.toml", ""}).empty());
 }
 
 TEST(Advise, EveryCauseAtOnceInOneLoadablePolicyWithStableIds) {
@@ -484,7 +484,7 @@ TEST(Advise, ControlCharactersInANameOrPathStillGiveALoadablePolicy) {
   Observations observations;
   std::string error;
   ASSERT_TRUE(read_observations({renamed.path()}, observations, error)) << error;
-  const std::vector<Finding> findings = find_all({observations, "advised.toml"});
+  const std::vector<Finding> findings = find_all({observations, "advised.toml", ""});
   ASSERT_EQ(findings.size(), 1U);
   const std::string policy = advised_policy(findings, {renamed.path() + "\r\x01", "bad\xff\xfename.jsonl"});
   const config::LoadResult loaded = config::load_policy_text(policy, "advised.toml");
@@ -650,7 +650,7 @@ TEST(Advise, SupervisedAcceptedSocketsAreToldApartByInode) {
   Observations observations;
   std::string error;
   ASSERT_TRUE(read_observations({log.path()}, observations, error)) << error;
-  const std::vector<Finding> findings = find_all({observations, "advised.toml"});
+  const std::vector<Finding> findings = find_all({observations, "advised.toml", ""});
   ASSERT_EQ(findings.size(), 1U);
   EXPECT_EQ(findings.front().id, "slow-start-after-idle@srv:server:9000");
   EXPECT_EQ(findings.front().connections, 1U);
