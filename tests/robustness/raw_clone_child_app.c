@@ -8,8 +8,6 @@
    of _Fork() (no fork handlers either) that calls exit().
    Usage: raw_clone_child_app none|exit|exec|failexec|close|rawfork|rawfork_exit|Fork_exit */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,27 +18,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int g_listener;
-static int g_port;
+#include "loopback_pair.h"
+
+static struct loopback_listener g_listener;
 static const char* g_mode;
 static int g_across = -1;
 
 static int connect_one(void) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in addr = {
-      .sin_family = AF_INET, .sin_port = htons((unsigned short)g_port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  if (fd < 0 || connect(fd, (struct sockaddr*)&addr, sizeof addr) != 0) {
-    perror("connect");
-    exit(1);
-  }
-  const int accepted = accept(g_listener, NULL, NULL);
-  char byte = 'x';
-  if (accepted < 0 || write(fd, &byte, 1) != 1 || read(accepted, &byte, 1) != 1) {
-    perror("accept/write/read");
-    exit(1);
-  }
-  close(accepted);
-  return fd;
+  return loopback_connect_through(g_listener);
 }
 
 static int child(void* unused) {
@@ -59,15 +44,7 @@ static int child(void* unused) {
 int main(int argc, char** argv) {
   alarm(20);
   g_mode = argc > 1 ? argv[1] : "none";
-  g_listener = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof addr;
-  if (bind(g_listener, (struct sockaddr*)&addr, sizeof addr) != 0 || listen(g_listener, 16) != 0 ||
-      getsockname(g_listener, (struct sockaddr*)&addr, &len) != 0) {
-    perror("listen");
-    return 1;
-  }
-  g_port = ntohs(addr.sin_port);
+  g_listener = loopback_listen();
   for (int i = 0; i < 5; i++) {
     close(connect_one());
   }

@@ -3,6 +3,7 @@ import argparse
 import json
 import os
 import socket
+import shutil
 import subprocess
 import sys
 import threading
@@ -72,14 +73,19 @@ def discarding_listener():
 
 
 def compile_c(args, name, source, *flags):
-    """Builds a C helper in the work dir; skips the test (77) without a C compiler."""
+    """Builds a C helper in the work dir (headers from this directory); skips the test (77)
+    without a C compiler, and fails it when the helper does not build."""
+    if shutil.which("cc") is None:
+        print("skipped: no C compiler")
+        raise SystemExit(SKIP)
     src = os.path.join(args.work_dir, name + ".c")
     exe = os.path.join(args.work_dir, name)
     with open(src, "w") as f:
         f.write(source)
-    if subprocess.run(["cc", *flags, "-o", exe, src]).returncode != 0:
-        print("skipped: no C compiler")
-        raise SystemExit(SKIP)
+    here = os.path.dirname(os.path.abspath(__file__))
+    if subprocess.run(["cc", *flags, "-I", here, "-o", exe, src]).returncode != 0:
+        print(f"FAIL {name}.c does not build")
+        raise SystemExit(1)
     return exe
 
 
