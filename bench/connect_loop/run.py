@@ -52,7 +52,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
-from rounds import median_of, rotated  # noqa: E402
+from rounds import cpu_times, median_of, rotated  # noqa: E402
 SKIP = 77
 RUN_TIMEOUT_S = 120
 TARGETS = {"no_log": 1.1, "log": 1.3}  # issue 24, part 1: ratio to the bare loop
@@ -62,19 +62,6 @@ def clean_env():
     env = {k: v for k, v in os.environ.items() if not k.startswith("TCPTUNE_") and k != "LD_PRELOAD"}
     env["LC_ALL"] = "C"
     return env
-
-
-def cpu_times():
-    """(busy, steal, total) clock ticks of all CPUs, from /proc/stat."""
-    with open("/proc/stat") as stat:
-        for line in stat:
-            if line.startswith("cpu "):
-                values = [int(v) for v in line.split()[1:]]
-                idle = values[3] + values[4]
-                steal = values[7] if len(values) > 7 else 0
-                total = sum(values[:8])
-                return total - idle - steal, steal, total
-    return 0, 0, 0
 
 
 def read_log(path):

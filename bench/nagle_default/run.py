@@ -26,11 +26,13 @@ import datetime
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from loopback_ports import free_port, listening  # noqa: E402
 
 ARMS = {
     "off": (None, None, False),
@@ -40,23 +42,6 @@ ARMS = {
     "on": ("on", "shim", False),
     "force": ("force", "shim", False),
 }
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def listening(port):
-    """Whether a socket listens on `port` (/proc/net/tcp, state 0A), without connecting to it:
-    the receivers accept one connection."""
-    with open("/proc/net/tcp", encoding="ascii") as table:
-        for line in table.readlines()[1:]:
-            fields = line.split()
-            if fields[1].endswith(f":{port:04X}") and fields[3] == "0A":
-                return True
-    return False
 
 
 def arm_env(arm, shim):

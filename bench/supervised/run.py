@@ -113,7 +113,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
-from rounds import median_of, rotated  # noqa: E402
+from rounds import cpu_times, median_of, rotated  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench" / "ab"))
 from ab import machine_info  # noqa: E402  (the shared machine description of bench results)
 
@@ -177,18 +177,6 @@ def other_congestion():
         if name in allowed and name != default:
             return name
     return None
-
-
-def cpu_times():
-    """(busy, steal, total) clock ticks of all CPUs, from /proc/stat."""
-    for line in read_text("/proc/stat").splitlines():
-        if line.startswith("cpu "):
-            values = [int(v) for v in line.split()[1:]]
-            idle = values[3] + values[4]
-            steal = values[7] if len(values) > 7 else 0
-            total = sum(values[:8])
-            return total - idle - steal, steal, total
-    return 0, 0, 0
 
 
 def clean_env():

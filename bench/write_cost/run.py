@@ -38,7 +38,6 @@ import os
 import platform
 import re
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,24 +45,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from loopback_ports import free_port, listening  # noqa: E402
+
 ALL_ARMS = ("bare", "preload", "run", "preload-log", "run-no-log")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def listening(port):
-    """Whether a socket listens on `port` (/proc/net/tcp, state 0A), without connecting to it:
-    the receiver accepts one connection."""
-    with open("/proc/net/tcp", encoding="ascii") as table:
-        for line in table.readlines()[1:]:
-            fields = line.split()
-            if fields[1].endswith(f":{port:04X}") and fields[3] == "0A":
-                return True
-    return False
 
 
 def clean_env():
