@@ -13,11 +13,16 @@
  * vfork() child the shim made on every close of a TCP socket before its vfork hook). Its time
  * against the plain loop's is what those calls alone cost.
  *
- *   tcptune_connect_loop [CONNECTIONS] [--warmup W] [--floor records|getpid]
+ * With --cpu N the loop's thread runs on CPU N only, from the end of the warm-up: threads started
+ * before (tcptune's worker, which the first connection starts) keep every CPU. On a VM whose
+ * CPUs differ in speed, every arm's loop then runs on the same one.
+ *
+ *   tcptune_connect_loop [CONNECTIONS] [--warmup W] [--floor records|getpid] [--cpu N]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -86,6 +91,7 @@ static int one_pair(int listener, const struct sockaddr_in* address) {
 int main(int argc, char** argv) {
   long connections = 3000;
   long warmup = 20;
+  long cpu = -1;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) {
       warmup = strtol(argv[++i], NULL, 10);
@@ -99,10 +105,12 @@ int main(int argc, char** argv) {
         fprintf(stderr, "connect_loop: --floor takes records or getpid\n");
         return 2;
       }
+    } else if (strcmp(argv[i], "--cpu") == 0 && i + 1 < argc) {
+      cpu = strtol(argv[++i], NULL, 10);
     } else if (argv[i][0] != '-') {
       connections = strtol(argv[i], NULL, 10);
     } else {
-      fprintf(stderr, "usage: %s [CONNECTIONS] [--warmup W] [--floor records|getpid]\n", argv[0]);
+      fprintf(stderr, "usage: %s [CONNECTIONS] [--warmup W] [--floor records|getpid] [--cpu N]\n", argv[0]);
       return 2;
     }
   }
@@ -128,6 +136,15 @@ int main(int argc, char** argv) {
     const int error = one_pair(listener, &address);
     if (error != 0) {
       fprintf(stderr, "connect_loop: warm-up connection %ld: %s\n", i, strerror(error));
+      return 1;
+    }
+  }
+  if (cpu >= 0) {
+    cpu_set_t only;
+    CPU_ZERO(&only);
+    CPU_SET((int)cpu, &only);
+    if (sched_setaffinity(0, sizeof only, &only) != 0) {
+      fprintf(stderr, "connect_loop: --cpu %ld: %s\n", cpu, strerror(errno));
       return 1;
     }
   }

@@ -3,8 +3,8 @@
 and under `tcptune run`, interleaved round by round, in one run.
 
     bench/connect_loop/run.py [--build build/release] [--rounds 9] [--connections 3000] [--warmup 20]
-                              [--realtime] [--netns] [--compare NAME=BUILD] [--floor] [--out bench/results]
-    bench/connect_loop/run.py --realtime --netns     # as the README's figures were taken (root)
+                              [--realtime] [--netns] [--cpu N] [--compare NAME=BUILD] [--floor] [--out bench/results]
+    bench/connect_loop/run.py --realtime --netns --cpu 1   # as the README's figures were taken (root)
     bench/connect_loop/run.py --quick --check        # the smoke run (ctest -R bench.connect_loop_quick)
 
 The program is tcptune_connect_loop (connect_loop.c): one thread, both ends, CONNECTIONS times
@@ -221,6 +221,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=20, help="untimed connection pairs first")
     parser.add_argument("--realtime", action="store_true",
                         help="every arm under SCHED_FIFO priority 10 (root or CAP_SYS_NICE)")
+    parser.add_argument("--cpu", type=int, metavar="N",
+                        help="every arm's loop thread on CPU N only, after its warm-up (tcptune's worker keeps every "
+                             "CPU): where the CPUs differ in speed, as on some VMs, the arms are then compared on one")
     parser.add_argument("--netns", action="store_true", help="every process in a network namespace of its own (root)")
     parser.add_argument("--compare", action="append", default=[], metavar="NAME=BUILD",
                         help="also the no_log and log arms with the tcptune of another build tree")
@@ -265,12 +268,13 @@ def main():
     work = out_dir / "logs" / f"connect-loop-{stamp}"
     work.mkdir(parents=True, exist_ok=True)
     arms = list(builds)
-    program_args = [str(args.connections), "--warmup", str(args.warmup)]
+    program_args = [str(args.connections), "--warmup", str(args.warmup)] + (
+        ["--cpu", str(args.cpu)] if args.cpu is not None else [])
     results = {
         "bench": "connect_loop", "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]), "started": stamp,
         "machine": {"kernel": platform.release(), "cpus": os.cpu_count(), "load_average_start": list(os.getloadavg())},
         "setup": {"rounds": args.rounds, "connections": args.connections, "warmup": args.warmup,
-                  "realtime": args.realtime, "netns": args.netns,
+                  "realtime": args.realtime, "netns": args.netns, "cpu": args.cpu,
                   "arms": {arm: {"build": str(b), "mode": mode} for arm, (b, mode) in builds.items()},
                   "commands": {arm: command_for(arm, program_args, builds, args.realtime, args.netns) for arm in arms}},
         "runs": [],

@@ -32,6 +32,13 @@ struct PendingOpen {
   ApplyReport report;
 };
 
+// A PendingOpen holding `contents`: one the worker has written and given back when there is one
+// (most are), else a new one. Freed with free_pending_open. Not from a signal handler.
+PendingOpen* new_pending_open(PendingOpen&& contents);
+// Gives `open` back (the worker, once its record is written). Lock-free; no allocation when it
+// came from new_pending_open's reserve.
+void free_pending_open(PendingOpen* open) noexcept;
+
 // The conn_open record of a socket: `local` and `peer` left out where unknown (family 0, or a
 // local port of 0: no address yet); `connect_error`, an errno, when the connect failed.
 telemetry::Record conn_open_record(int fd, SocketRole role, const config::Policy& policy, int rule, ApplyPhase phase,

@@ -95,16 +95,15 @@ void open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int
   const SocketRole role = slot.role.load(std::memory_order_relaxed);
   const std::uint32_t generation = slot.generation.load(std::memory_order_acquire);
   if (phase == ApplyPhase::before_connect) {
-    // Parked only where something will write it: the worker runs (it polls the connect, and
-    // writes what the close or the exit hands it).
+    // Parked only where something will write it: the worker runs (it polls a connect still
+    // under way when connect() returns, and writes what the close or the exit hands it).
     if (slot.has_flag(flag_measured) && telemetry_running()) {
-      auto* open = new PendingOpen{fd, generation, rule, role, phase, connect_peer, site, std::move(report)};
+      PendingOpen* open = new_pending_open({fd, generation, rule, role, phase, connect_peer, site, std::move(report)});
       if (park_pending_open(slot, open)) {
-        post_pending_open(fd, generation);
         return;
       }
       report = std::move(open->report);
-      delete open;
+      free_pending_open(open);
     }
     log_record(LogLevel::info,
                conn_open_record(fd, role, policy, rule, phase, local_endpoint(fd), connect_peer, site, report));
@@ -120,12 +119,12 @@ void open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int
     }
   }
   if (telemetry_running()) {
-    auto* open = new PendingOpen{fd, generation, rule, role, phase, connect_peer, site, std::move(report)};
+    PendingOpen* open = new_pending_open({fd, generation, rule, role, phase, connect_peer, site, std::move(report)});
     if (post_conn_open(open, local, peer)) {
       return;
     }
     report = std::move(open->report);
-    delete open;
+    free_pending_open(open);
   }
   log_record(LogLevel::info, conn_open_record(fd, role, policy, rule, phase, local, peer, site, report));
 }
@@ -448,7 +447,12 @@ void after_connect(int fd, int result) noexcept {
   }
   // Still connecting (non-blocking, or a blocking one interrupted by a signal): the conn_open
   // waits for SO_ERROR, the worker or the close; the send buffer is sized on the first write.
+  // Only such a connect is the worker's to look at: one that returned is complete now.
   if (error == EINPROGRESS || error == EALREADY || error == EINTR) {
+    if (const ConnectionNames* names = names_if_any(*slot);
+        names != nullptr && names->pending.load(std::memory_order_acquire) != nullptr) {
+      post_pending_open(fd, slot->generation.load(std::memory_order_acquire));
+    }
     return;
   }
   complete_pending_open(fd, *slot, *runtime->policy, error == EISCONN ? 0 : error, /*established=*/error == 0);

@@ -21,8 +21,9 @@ struct PendingOpen;
 void ensure_telemetry_worker() noexcept;
 // The worker runs: it will write what is handed to it (a pending conn_open among them).
 bool telemetry_running() noexcept;
-// A client's conn_open waits for its connect (pending_open.hpp): the worker looks at the
-// connection until it is established, from 1 ms after, then less and less often. Lock-free.
+// A client's conn_open waits for its connect (pending_open.hpp), still under way when connect()
+// returned: the worker looks at the connection until it is established, from 1 ms after, then
+// less and less often. Lock-free.
 void post_pending_open(int fd, std::uint32_t generation) noexcept;
 // A measured connection is closing: its snapshot goes to the worker, under the generation it
 // had while open, with its pending conn_open if any. Async-signal-safe. When the worker has

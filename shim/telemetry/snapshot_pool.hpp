@@ -41,6 +41,11 @@ class SnapshotPool {
     } while (!free_head_.compare_exchange_weak(head, pack(index, tag_of(head) + 1), std::memory_order_acq_rel));
   }
 
+  // Whether `item` is one of this pool's (else it came from elsewhere, say the heap).
+  [[nodiscard]] bool holds(const T* item) const noexcept {
+    return item >= items_.data() && item < items_.data() + Capacity;
+  }
+
   // In a fork child (one thread): everything in flight in the parent is forgotten.
   void reset_in_child() noexcept {
     free_head_.store(pack(kNone, 0), std::memory_order_relaxed);

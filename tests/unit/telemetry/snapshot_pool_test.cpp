@@ -27,6 +27,19 @@ TEST(SnapshotPool, HandsOutEachItemOnceUntilReleased) {
   EXPECT_EQ(pool.acquire(), nullptr);
 }
 
+TEST(SnapshotPool, HoldsItsOwnItemsOnly) {
+  static SnapshotPool<int, 2> pool;
+  int* first = pool.acquire();
+  int* second = pool.acquire();
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  EXPECT_TRUE(pool.holds(first));
+  EXPECT_TRUE(pool.holds(second));
+  int elsewhere = 0;
+  EXPECT_FALSE(pool.holds(&elsewhere));
+  EXPECT_FALSE(pool.holds(second + 1));  // one past the last
+}
+
 TEST(SnapshotPool, ConcurrentAcquireAndReleaseNeverShareAnItem) {
   static SnapshotPool<std::atomic<int>, 64> pool;
   std::atomic<bool> shared{false};
