@@ -33,6 +33,12 @@ its exit flush, and tcptune run's table afterwards), and the CPU time of the loo
 to the bare loop's, which other load's steal inflates less than the wall clock) and of the
 rest of the process (tcptune's worker thread).
 
+--cpu N keeps every arm's loop thread on CPU N after its warm-up (tcptune's worker, started by
+the first connection, keeps every CPU): on a VM whose CPUs run at different speeds the arms are
+then compared on one. With it, the time a cache line takes from CPU N to another
+(tcptune_line_transfer) goes with the results: a record handed to the worker pays it for each
+line it fills, as the system calls it needs pay theirs (floor:records).
+
 --realtime runs every arm under SCHED_FIFO priority 10 (root or CAP_SYS_NICE), the tcptune
 worker thread included, so that other load on the machine does not preempt the loop; --netns
 runs each process in a network namespace of its own (root), so that the TIME_WAIT sockets of
@@ -209,6 +215,20 @@ def checks_for(results, arms, expected_sockets):
     return checks
 
 
+def line_transfer(build, cpu):
+    """The time a cache line takes from the loop's CPU to another (tcptune_line_transfer), which a
+    record handed to the worker pays for each line it fills; None without --cpu or a second CPU."""
+    others = sorted(os.sched_getaffinity(0) - {cpu}) if cpu is not None else []
+    if not others:
+        return None
+    try:
+        proc = subprocess.run([str(build / "bin" / "tcptune_line_transfer"), str(cpu), str(others[0])],
+                              capture_output=True, text=True, timeout=60)
+        return json.loads(proc.stdout) if proc.returncode == 0 else None
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+
+
 def fmt(value, spec):
     return "-" if value is None else format(value, spec)
 
@@ -272,7 +292,8 @@ def main():
         ["--cpu", str(args.cpu)] if args.cpu is not None else [])
     results = {
         "bench": "connect_loop", "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]), "started": stamp,
-        "machine": {"kernel": platform.release(), "cpus": os.cpu_count(), "load_average_start": list(os.getloadavg())},
+        "machine": {"kernel": platform.release(), "cpus": os.cpu_count(), "load_average_start": list(os.getloadavg()),
+                    "cache_line_transfer": line_transfer(build, args.cpu)},
         "setup": {"rounds": args.rounds, "connections": args.connections, "warmup": args.warmup,
                   "realtime": args.realtime, "netns": args.netns, "cpu": args.cpu,
                   "arms": {arm: {"build": str(b), "mode": mode} for arm, (b, mode) in builds.items()},
@@ -318,7 +339,10 @@ def main():
     print(f"\n{args.connections} connection pairs (connect + accept + close of both ends) per run, {args.rounds} "
           f"interleaved rounds{', SCHED_FIFO' if args.realtime else ''}{', a network namespace per run' if args.netns else ''}"
           f"; load average {load['load_avg_start'][0]:.2f} at the start, {load['load_avg_end'][0]:.2f} at the end, "
-          f"{load['busy_cpus']} CPUs busy on average\n")
+          f"{load['busy_cpus']} CPUs busy on average"
+          + (f"; the loop on CPU {args.cpu}, a cache line from it to CPU {transfer['cpus'][1]} in "
+             f"{transfer['ns_per_transfer']:.0f} ns" if (transfer := results["machine"]["cache_line_transfer"]) else "")
+          + "\n")
     print("| arm | loop s, median [min-max] | us per pair | / bare (paired median) | + us per pair | "
           "loop thread's CPU / bare | worker's CPU, us per pair | process wall s | dropped_records (max) |")
     print("|---|---|---|---|---|---|---|---|---|")
