@@ -74,6 +74,9 @@ std::string latency_text_us(const telemetry::LatencyHistogram& histogram) {
 
 std::string histogram_buckets_json(const telemetry::LatencyHistogram& histogram) {
   telemetry::JsonArray buckets;
+  if (histogram.count() == 0) {
+    return buckets.str();  // every bucket empty: most connections' ack latencies, and those that wrote nothing
+  }
   for (int bucket = 0; bucket < telemetry::HistogramLayout::kBuckets; ++bucket) {
     if (const std::uint64_t count = histogram.bucket_count(bucket); count != 0) {
       char entry[96];
@@ -112,8 +115,12 @@ telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const co
     record.add("keep_warm_ended_by", framing_loss_name(snapshot.framing_loss));
   }
   const telemetry::LatencyHistogram& write_latency = snapshot.gathered_write_latency();
-  record.add_json("write_latency_us", latency_json_us(write_latency), latency_text_us(write_latency))
-      .add_json_section("write_latency_hist", histogram_buckets_json(write_latency), "");
+  record
+      .add_json(
+          "write_latency_us", [&] { return latency_json_us(write_latency); },
+          [&] { return latency_text_us(write_latency); })
+      .add_json_section(
+          "write_latency_hist", [&] { return histogram_buckets_json(write_latency); }, [] { return std::string(); });
   if (snapshot.histogram_lost_carries != 0) {
     record.add("write_latency_undercounted", static_cast<std::uint64_t>(snapshot.histogram_lost_carries) *
                                                  telemetry::ConnectionWriteHistogram::kCarryUnit);

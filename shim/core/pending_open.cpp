@@ -12,9 +12,9 @@
 #include "fd_table.hpp"
 #include "process_runtime.hpp"
 #include "shim_log.hpp"
+#include "snapshot_pool.hpp"
 #include "socket_probe.hpp"
 #include "socket_slot.hpp"
-#include "snapshot_pool.hpp"
 #include "tcp_info_reader.hpp"
 #include "telemetry_worker.hpp"
 

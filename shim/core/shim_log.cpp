@@ -589,7 +589,10 @@ std::string open_log(const std::string& path, config::LogLevel level, config::Lo
     } else {
       formatters = make_formatters("%Y-%m-%dT%H:%M:%S.%f%z %l tcptune[%P] %v", spdlog::pattern_time_type::local);
     }
-    g_jsonl.store(format == config::LogFormat::jsonl, std::memory_order_release);
+    const bool jsonl = format == config::LogFormat::jsonl;
+    // Records are built only in the form this log writes (record_line).
+    telemetry::set_record_forms({.text = !jsonl, .json = jsonl, .json_field_spans = g_stderr != nullptr});
+    g_jsonl.store(jsonl, std::memory_order_release);
     const std::lock_guard lock(log_mutex());
     g_formatters.store(formatters, std::memory_order_release);
     g_level.store(static_cast<int>(level), std::memory_order_release);

@@ -58,8 +58,11 @@ telemetry::Record idle_restart_record(const IdleRestart& idle, const config::Pol
 telemetry::Record conn_close_record(const ConnectionSnapshot& snapshot, const telemetry::AckLatency& acks,
                                     const config::Policy& policy) {
   telemetry::Record record = conn_close_record(snapshot, policy);
-  record.add_json("ack_latency_us", ack_json(acks), latency_text_us(acks.histogram))
-      .add_json_section("ack_latency_hist", histogram_buckets_json(acks.histogram), "");
+  record
+      .add_json(
+          "ack_latency_us", [&] { return ack_json(acks); }, [&] { return latency_text_us(acks.histogram); })
+      .add_json_section(
+          "ack_latency_hist", [&] { return histogram_buckets_json(acks.histogram); }, [] { return std::string(); });
   return record;
 }
 

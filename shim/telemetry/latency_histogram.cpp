@@ -15,6 +15,9 @@ void LatencyHistogram::observe_range(std::uint64_t low, std::uint64_t high) noex
 }
 
 void LatencyHistogram::merge(const LatencyHistogram& other) noexcept {
+  if (other.total_ == 0 && other.min_ == UINT64_MAX && other.max_ == 0) {
+    return;  // empty (a connection that wrote nothing, say): no bucket to go through
+  }
   for (std::size_t i = 0; i < counts_.size(); ++i) {
     counts_[i] += other.counts_[i];
   }

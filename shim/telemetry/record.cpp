@@ -1,19 +1,47 @@
 #include "record.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <numeric>
 
 namespace tcptune::telemetry {
 
-Record::Record(std::string_view event) : event_(event), text_(event) {
-  spans_.reserve(16);
+namespace {
+
+constexpr std::uint8_t kText = 1;
+constexpr std::uint8_t kJson = 2;
+constexpr std::uint8_t kJsonFieldSpans = 4;
+std::atomic<std::uint8_t> g_forms{kText | kJson | kJsonFieldSpans};
+
+}  // namespace
+
+void set_record_forms(RecordForms forms) noexcept {
+  g_forms.store(static_cast<std::uint8_t>((forms.text ? kText : 0) | (forms.json ? kJson : 0) |
+                                          (forms.json && forms.json_field_spans ? kJsonFieldSpans : 0)),
+                std::memory_order_relaxed);
+}
+
+RecordForms record_forms() noexcept {
+  const std::uint8_t forms = g_forms.load(std::memory_order_relaxed);
+  return {
+      .text = (forms & kText) != 0, .json = (forms & kJson) != 0, .json_field_spans = (forms & kJsonFieldSpans) != 0};
+}
+
+Record::Record(std::string_view event) : forms_(record_forms()), event_(event), text_(event) {
+  if (forms_.json_field_spans) {
+    spans_.reserve(16);
+  }
   const std::size_t before = json_.open_body().size();
   json_.field("event", event);
   note_field(before, "event");
 }
 
 void Record::note_field(std::size_t before, std::string_view key) {
+  if (!forms_.json_field_spans) {
+    return;
+  }
   const std::string& body = json_.open_body();
   const std::size_t begin = before + (before > 1 ? 1 : 0);  // past the comma
   std::size_t key_end = begin + 1;
@@ -29,6 +57,9 @@ void Record::note_field(std::size_t before, std::string_view key) {
 }
 
 void Record::add_text(std::string_view key, std::string_view value, bool quote) {
+  if (!forms_.text) {
+    return;
+  }
   text_ += ' ';
   text_ += key;
   text_ += '=';
@@ -42,62 +73,82 @@ void Record::add_text(std::string_view key, std::string_view value, bool quote) 
 
 Record& Record::add(std::string_view key, std::string_view value) {
   add_text(key, value, true);
-  const std::size_t before = json_.open_body().size();
-  json_.field(key, value);
-  note_field(before, key);
+  if (forms_.json) {
+    const std::size_t before = json_.open_body().size();
+    json_.field(key, value);
+    note_field(before, key);
+  }
   return *this;
 }
 
 Record& Record::add(std::string_view key, std::int64_t value) {
-  add_text(key, std::to_string(value), false);
-  const std::size_t before = json_.open_body().size();
-  json_.field(key, value);
-  note_field(before, key);
+  if (forms_.text) {
+    add_text(key, std::to_string(value), false);
+  }
+  if (forms_.json) {
+    const std::size_t before = json_.open_body().size();
+    json_.field(key, value);
+    note_field(before, key);
+  }
   return *this;
 }
 
 Record& Record::add(std::string_view key, std::uint64_t value) {
-  add_text(key, std::to_string(value), false);
-  const std::size_t before = json_.open_body().size();
-  json_.field(key, value);
-  note_field(before, key);
+  if (forms_.text) {
+    add_text(key, std::to_string(value), false);
+  }
+  if (forms_.json) {
+    const std::size_t before = json_.open_body().size();
+    json_.field(key, value);
+    note_field(before, key);
+  }
   return *this;
 }
 
 Record& Record::add(std::string_view key, double value) {
-  std::string number;
-  append_general(number, value);
-  add_text(key, number, false);
-  const std::size_t before = json_.open_body().size();
-  json_.field(key, value);
-  note_field(before, key);
+  if (forms_.text) {
+    std::string number;
+    append_general(number, value);
+    add_text(key, number, false);
+  }
+  if (forms_.json) {
+    const std::size_t before = json_.open_body().size();
+    json_.field(key, value);
+    note_field(before, key);
+  }
   return *this;
 }
 
 Record& Record::add(std::string_view key, bool value) {
   add_text(key, value ? "true" : "false", false);
-  const std::size_t before = json_.open_body().size();
-  json_.field(key, value);
-  note_field(before, key);
+  if (forms_.json) {
+    const std::size_t before = json_.open_body().size();
+    json_.field(key, value);
+    note_field(before, key);
+  }
   return *this;
 }
 
 Record& Record::add_json(std::string_view key, std::string_view json, std::string_view text) {
   add_text(key, text, false);
-  const std::size_t before = json_.open_body().size();
-  json_.raw(key, json);
-  note_field(before, key);
+  if (forms_.json) {
+    const std::size_t before = json_.open_body().size();
+    json_.raw(key, json);
+    note_field(before, key);
+  }
   return *this;
 }
 
 Record& Record::add_json_section(std::string_view key, std::string_view json, std::string_view text) {
-  if (!text.empty()) {
+  if (forms_.text && !text.empty()) {
     text_ += " |";
     text_ += text;
   }
-  const std::size_t before = json_.open_body().size();
-  json_.raw(key, json);
-  note_field(before, key);
+  if (forms_.json) {
+    const std::size_t before = json_.open_body().size();
+    json_.raw(key, json);
+    note_field(before, key);
+  }
   return *this;
 }
 

@@ -31,37 +31,44 @@ telemetry::Record connection_record(const char* event, int app_fd, SocketRole ro
 }
 
 void add_tcp_info(telemetry::Record& record, const TcpInfoSummary& info) {
-  telemetry::JsonObject json;
-  json.field("rtt_us", info.rtt_us)
-      .field("rttvar_us", info.rttvar_us)
-      .field("cwnd", info.snd_cwnd)
-      .field("mss", info.snd_mss)
-      .field("retransmits", info.total_retrans);
-  if (info.delivery_rate_Bps) {
-    json.field("delivery_rate_bps", *info.delivery_rate_Bps * 8);
-  }
-  if (info.bytes_acked) {
-    json.field("bytes_acked", *info.bytes_acked);
-  }
-  if (info.min_rtt_us) {
-    json.field("min_rtt_us", *info.min_rtt_us);
-  }
-  if (info.data_segs_out) {
-    json.field("data_segs_out", *info.data_segs_out);
-  }
-  if (info.busy_us) {
-    json.field("busy_us", *info.busy_us)
-        .field("rwnd_limited_us", *info.rwnd_limited_us)
-        .field("sndbuf_limited_us", *info.sndbuf_limited_us);
-  }
-  char text[160];
-  (void)std::snprintf(text, sizeof text, "rtt_us=%u,cwnd=%u,retransmits=%u", info.rtt_us, info.snd_cwnd,
-                      info.total_retrans);
-  record.add_json("tcp_info", json.str(), text);
+  const auto json = [&info] {
+    telemetry::JsonObject object;
+    object.field("rtt_us", info.rtt_us)
+        .field("rttvar_us", info.rttvar_us)
+        .field("cwnd", info.snd_cwnd)
+        .field("mss", info.snd_mss)
+        .field("retransmits", info.total_retrans);
+    if (info.delivery_rate_Bps) {
+      object.field("delivery_rate_bps", *info.delivery_rate_Bps * 8);
+    }
+    if (info.bytes_acked) {
+      object.field("bytes_acked", *info.bytes_acked);
+    }
+    if (info.min_rtt_us) {
+      object.field("min_rtt_us", *info.min_rtt_us);
+    }
+    if (info.data_segs_out) {
+      object.field("data_segs_out", *info.data_segs_out);
+    }
+    if (info.busy_us) {
+      object.field("busy_us", *info.busy_us)
+          .field("rwnd_limited_us", *info.rwnd_limited_us)
+          .field("sndbuf_limited_us", *info.sndbuf_limited_us);
+    }
+    return object.str();
+  };
+  const auto text = [&info] {
+    char line[160];
+    (void)std::snprintf(line, sizeof line, "rtt_us=%u,cwnd=%u,retransmits=%u", info.rtt_us, info.snd_cwnd,
+                        info.total_retrans);
+    return std::string(line);
+  };
+  record.add_json("tcp_info", json, text);
 }
 
 void add_options(telemetry::Record& record, const ApplyReport& report) {
-  record.add_json_section("options", report.to_json(), report.to_string());
+  record.add_json_section(
+      "options", [&report] { return report.to_json(); }, [&report] { return report.to_string(); });
 }
 
 }  // namespace tcptune::shim
