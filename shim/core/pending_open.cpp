@@ -32,12 +32,12 @@ bool names_an_end(const config::Endpoint& endpoint) {
   return has_address(endpoint) && !config::is_unspecified(endpoint);
 }
 
-// Every connection's conn_open is allocated on the app's thread and freed on the worker's after it
-// is written: with the heap, each new one is then taken from the allocator's shared arena (its
-// per-thread cache holds what the worker frees), the slowest part of a logged connection's open.
-// Reused from this fixed reserve instead, an entry's earlier report is freed when the new one is
-// moved in, on the app's thread, which the allocator serves from that thread's cache. A fork
-// child keeps the parent's reserve as it was: what was in flight is not reused there.
+// Every connection's conn_open is made on the app's thread and done with on the worker's: from
+// the heap, each new one would come from the allocator's shared arena (its per-thread cache
+// holds what the worker freed), a slow path on every logged connection. Reused from this fixed
+// reserve instead, an entry's earlier report is freed when the next one is moved in, on the
+// app's thread, whose cache then serves the next report. A fork child keeps the parent's
+// reserve as it was: what was in flight there is not reused.
 constexpr std::uint32_t kReservedOpens = 512;
 telemetry::SnapshotPool<PendingOpen, kReservedOpens> g_reserved_opens;
 
