@@ -47,6 +47,9 @@ void take_snapshot(int fd, SocketSlot& slot, std::uint32_t generation, bool open
   }
   out.framing_loss = slot.framer.loss();
   out.pending_open = take_pending_open(slot, generation);
+  if (out.peer.family == 0 && out.pending_open != nullptr) {
+    out.peer = out.pending_open->connect_peer;  // closed while connecting: the peer it was meant for
+  }
 }
 
 telemetry::JsonObject latency_object_us(const telemetry::LatencyHistogram& histogram) {

@@ -380,6 +380,15 @@ void log_veto(int fd, SocketSlot& slot, SlotFlag logged_flag, const std::string&
   }
 }
 
+// A connect still under way once the call that started it returned: the worker looks at it
+// until it is established, so that its conn_open is written while it is open.
+void look_at_connect_later(int fd, const SocketSlot& slot) noexcept {
+  if (const ConnectionNames* names = names_if_any(slot);
+      names != nullptr && names->pending.load(std::memory_order_acquire) != nullptr) {
+    post_pending_open(fd, slot.generation.load(std::memory_order_acquire));
+  }
+}
+
 // Runs `apply` for a TCP socket whose rule is not chosen yet. Never throws: an allocation
 // failure while logging leaves the app's call to go ahead untouched. Not from inside a signal
 // handler, where choosing and logging a rule is not safe: the socket stays untuned, counted.
@@ -434,6 +443,17 @@ void before_connect(int fd, const sockaddr* addr, socklen_t len) noexcept {
   });
 }
 
+void after_fastopen_send(int fd) noexcept {
+  if (in_signal_handler()) {
+    return;
+  }
+  const ErrnoSaver saver;
+  SocketSlot* slot = fd_table().find(fd);
+  if (active_runtime() != nullptr && slot != nullptr && slot->is_tcp()) {
+    look_at_connect_later(fd, *slot);
+  }
+}
+
 void after_connect(int fd, int result) noexcept {
   const int error = result == 0 ? 0 : errno;
   if (in_signal_handler()) {
@@ -449,10 +469,7 @@ void after_connect(int fd, int result) noexcept {
   // waits for SO_ERROR, the worker or the close; the send buffer is sized on the first write.
   // Only such a connect is the worker's to look at: one that returned is complete now.
   if (error == EINPROGRESS || error == EALREADY || error == EINTR) {
-    if (const ConnectionNames* names = names_if_any(*slot);
-        names != nullptr && names->pending.load(std::memory_order_acquire) != nullptr) {
-      post_pending_open(fd, slot->generation.load(std::memory_order_acquire));
-    }
+    look_at_connect_later(fd, *slot);
     return;
   }
   complete_pending_open(fd, *slot, *runtime->policy, error == EISCONN ? 0 : error, /*established=*/error == 0);

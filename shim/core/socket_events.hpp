@@ -30,6 +30,9 @@ namespace tcptune::shim {
 void on_socket_created(int fd, int domain, int type, int protocol) noexcept;
 void before_connect(int fd, const sockaddr* addr, socklen_t len) noexcept;
 void after_connect(int fd, int result) noexcept;
+// After a send that connected (MSG_FASTOPEN): connect() was never called, so the worker is told
+// to look at the connect, whatever the send returned (its SYN may still be under way).
+void after_fastopen_send(int fd) noexcept;
 void before_listen(int fd) noexcept;
 // Where accept() puts the peer's address: the app's buffer, or, when it passes none, the
 // shim's own (the kernel fills it in the same call, so the peer costs no getpeername).
@@ -296,27 +299,37 @@ inline std::size_t iov_bytes_after(ssize_t result, const iovec* iov, std::size_t
 template <typename Call>
 ssize_t tracked_sendto(int fd, const void* buf, std::size_t count, int flags, const sockaddr* addr, socklen_t len,
                        Call call) {
-  if ((flags & MSG_FASTOPEN) != 0 && addr != nullptr) {
+  const bool connects = (flags & MSG_FASTOPEN) != 0 && addr != nullptr;
+  if (connects) {
     before_connect(fd, addr, len);
   }
-  return tracked_write(
+  const ssize_t result = tracked_write(
       fd, [&](ssize_t) { return count; }, BufferBytes{buf}, call, flags);
+  if (connects) {
+    after_fastopen_send(fd);
+  }
+  return result;
 }
 
 // sendmsg: it may connect (MSG_FASTOPEN) and pass descriptors (SCM_RIGHTS) as well.
 template <typename Call>
 ssize_t tracked_sendmsg(int fd, const msghdr* message, int flags, Call call) {
+  bool connects = false;
   if ((flags & MSG_FASTOPEN) != 0) {
     // Before the call, so the app's header is read without trusting it.
     if (const std::optional<msghdr> header = read_app_object<msghdr>(message);
         header.has_value() && header->msg_name != nullptr) {
       before_connect(fd, static_cast<const sockaddr*>(header->msg_name), header->msg_namelen);
+      connects = true;
     }
   }
   const auto offered = [&](ssize_t result) {
     return result >= 0 ? iov_bytes(message->msg_iov, message->msg_iovlen) : std::size_t{0};
   };
   const ssize_t result = tracked_write(fd, offered, MessageBytes{message}, call, flags);
+  if (connects) {
+    after_fastopen_send(fd);
+  }
   if (result >= 0 && message->msg_controllen != 0) {  // accepted: the kernel read `message`
     const ErrnoSaver saver;
     after_rights_sent(*message);
