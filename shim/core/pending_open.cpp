@@ -37,9 +37,17 @@ bool names_an_end(const config::Endpoint& endpoint) {
 // holds what the worker freed), a slow path on every logged connection. Reused from this fixed
 // reserve instead, an entry's earlier report is freed when the next one is moved in, on the
 // app's thread, whose cache then serves the next report. A fork child keeps the parent's
-// reserve as it was: what was in flight there is not reused.
+// reserve as it was: what was in flight there is not reused. Never destroyed: the app's threads
+// may still take and give back entries while the process exits.
 constexpr std::uint32_t kReservedOpens = 512;
-telemetry::SnapshotPool<PendingOpen, kReservedOpens> g_reserved_opens;
+union ReservedOpens {
+  telemetry::SnapshotPool<PendingOpen, kReservedOpens> pool;
+  constexpr ReservedOpens() : pool() {}
+  ReservedOpens(const ReservedOpens&) = delete;
+  ReservedOpens& operator=(const ReservedOpens&) = delete;
+  ~ReservedOpens() {}  // NOLINT(modernize-use-equals-default): = default would destroy the pool
+};
+constinit ReservedOpens g_reserved_opens;
 
 // A completed connect's conn_open goes to the worker, which formats and writes it with the
 // other records (and, should the process _exit, the exiting thread: telemetry_worker.hpp);
@@ -70,7 +78,7 @@ telemetry::Record conn_open_record(int fd, SocketRole role, const config::Policy
 }
 
 PendingOpen* new_pending_open(PendingOpen&& contents) {
-  if (PendingOpen* open = g_reserved_opens.acquire()) {
+  if (PendingOpen* open = g_reserved_opens.pool.acquire()) {
     *open = std::move(contents);
     return open;
   }
@@ -78,8 +86,8 @@ PendingOpen* new_pending_open(PendingOpen&& contents) {
 }
 
 void free_pending_open(PendingOpen* open) noexcept {
-  if (g_reserved_opens.holds(open)) {
-    g_reserved_opens.release(open);
+  if (g_reserved_opens.pool.holds(open)) {
+    g_reserved_opens.pool.release(open);
   } else {
     delete open;
   }
