@@ -81,7 +81,8 @@ Record& Record::add(std::string_view key, std::string_view value) {
   return *this;
 }
 
-Record& Record::add(std::string_view key, std::int64_t value) {
+template <typename Integer>
+Record& Record::add_integer(std::string_view key, Integer value) {
   if (forms_.text) {
     add_text(key, std::to_string(value), false);
   }
@@ -93,16 +94,12 @@ Record& Record::add(std::string_view key, std::int64_t value) {
   return *this;
 }
 
+Record& Record::add(std::string_view key, std::int64_t value) {
+  return add_integer(key, value);
+}
+
 Record& Record::add(std::string_view key, std::uint64_t value) {
-  if (forms_.text) {
-    add_text(key, std::to_string(value), false);
-  }
-  if (forms_.json) {
-    const std::size_t before = json_.open_body().size();
-    json_.field(key, value);
-    note_field(before, key);
-  }
-  return *this;
+  return add_integer(key, value);
 }
 
 Record& Record::add(std::string_view key, double value) {

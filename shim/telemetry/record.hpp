@@ -60,6 +60,8 @@ class Record {
   [[nodiscard]] std::string json_fields_within(std::size_t limit) const;
 
  private:
+  template <typename Integer>
+  Record& add_integer(std::string_view key, Integer value);
   void add_text(std::string_view key, std::string_view value, bool quote);
   // Notes where the field `key` json_ just received (after `before` bytes of it) starts and ends.
   void note_field(std::size_t before, std::string_view key);

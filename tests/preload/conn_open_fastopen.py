@@ -4,12 +4,9 @@ and keeps its connection open gets its conn_open, naming both ends, while the co
 the worker is told to look at that connect as at one connect() left under way (pending_open.hpp).
 Then, at its close, that one conn_open and one conn_close."""
 import json
-import os
-import subprocess
-import sys
 import time
 
-from testlib import Checks, clean_env, parse_args, skip
+from testlib import Checks, parse_args, port_of, records, skip, start_logged_python
 
 POLICY = """version = 1
 [log]
@@ -37,22 +34,12 @@ accepted.close()
 """
 
 
-def records_of(log):
-    records = []
-    if os.path.exists(log):
-        with open(log) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    records.append(json.loads(line))
-    return records
 
 
-def port_of(endpoint):
-    return int(endpoint.rsplit(":", 1)[1]) if endpoint else None
 
 
 def client_records(log, event, port):
-    return [r for r in records_of(log)
+    return [r for r in records(log)
             if r.get("event") == event and r.get("role") == "client" and port_of(r.get("local")) == port]
 
 
@@ -65,16 +52,8 @@ def main():
     except OSError:
         skip("no /proc/sys/net/ipv4/tcp_fastopen")
     checks = Checks()
-    policy = os.path.join(args.work_dir, "fastopen.toml")
-    with open(policy, "w") as f:
-        f.write(POLICY)
     for call in ("sendto", "sendmsg"):
-        log = os.path.join(args.work_dir, f"fastopen_{call}.jsonl")
-        if os.path.exists(log):
-            os.remove(log)
-        env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy, TCPTUNE_LOG=log)
-        app = subprocess.Popen([sys.executable, "-c", APP, call], env=env, stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
+        app, log = start_logged_python(args, f"fastopen_{call}", APP, POLICY, call)
         try:
             first = json.loads(app.stdout.readline())
             checks.check(first["sent"] == 5, f"{call} with MSG_FASTOPEN connected and sent ({first})")

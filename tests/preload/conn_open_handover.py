@@ -6,13 +6,9 @@
   and 600 more one after another each get one conn_open and one conn_close naming their own
   ports, none lost and none another's."""
 import json
-import os
-import resource
-import subprocess
-import sys
 import time
 
-from testlib import Checks, clean_env, parse_args
+from testlib import Checks, parse_args, port_of, records, start_logged_python
 
 POLICY = """version = 1
 [log]
@@ -55,39 +51,21 @@ print(json.dumps({"ports": ports}), flush=True)
 """.replace("HELD", str(HELD))
 
 
-def records_of(log):
-    records = []
-    if os.path.exists(log):
-        with open(log) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    records.append(json.loads(line))
-    return records
 
 
-def port_of(endpoint):
-    return int(endpoint.rsplit(":", 1)[1]) if endpoint else None
 
 
 def main():
     args = parse_args()
     checks = Checks()
-    policy = os.path.join(args.work_dir, "handover.toml")
-    with open(policy, "w") as f:
-        f.write(POLICY)
-    log = os.path.join(args.work_dir, "handover.jsonl")
-    if os.path.exists(log):
-        os.remove(log)
-    env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy, TCPTUNE_LOG=log)
-    app = subprocess.Popen([sys.executable, "-c", APP], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                           text=True)
+    app, log = start_logged_python(args, "handover", APP, POLICY)
     try:
         first = json.loads(app.stdout.readline())
         checks.check(first["connect_ex"] != 0, f"the non-blocking connect was under way when it returned ({first})")
         deadline = time.monotonic() + 5
         opened = []
         while time.monotonic() < deadline and not opened:
-            opened = [r for r in records_of(log) if r.get("event") == "conn_open" and r.get("role") == "client"
+            opened = [r for r in records(log) if r.get("event") == "conn_open" and r.get("role") == "client"
                       and port_of(r.get("local")) == first["port"]]
             time.sleep(0.05)
         checks.check(len(opened) == 1 and port_of(opened[0].get("peer")) == first["listener_port"],
@@ -101,10 +79,10 @@ def main():
         if app.poll() is None:
             app.kill()
             app.wait()
-    records = records_of(log)
+    logged = records(log)
     opens = {}
     closes = {}
-    for record in records:
+    for record in logged:
         if record.get("role") != "client" or record.get("event") not in ("conn_open", "conn_close"):
             continue
         table = opens if record["event"] == "conn_open" else closes
@@ -117,7 +95,7 @@ def main():
                  f"({sum(1 for key in wanted if opens.get(key) != 1)} not)")
     checks.check(all(closes.get(key) == 1 for key in wanted),
                  f"each has one conn_close naming its own ends ({sum(1 for key in wanted if closes.get(key) != 1)} not)")
-    summary = [r for r in records if r.get("event") == "summary"]
+    summary = [r for r in logged if r.get("event") == "summary"]
     checks.check(len(summary) == 1 and summary[0].get("dropped_records") == 0,
                  f"the summary says no record was dropped ({[s.get('dropped_records') for s in summary]})")
     checks.finish()

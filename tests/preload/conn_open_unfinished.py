@@ -8,12 +8,9 @@
 - a blocking connect interrupted by a signal (EINTR, no SA_RESTART) that completes later, its
   program never asking SO_ERROR: its conn_open is written while it is open (the worker looks)."""
 import json
-import os
-import subprocess
-import sys
 import time
 
-from testlib import Checks, clean_env, parse_args
+from testlib import Checks, parse_args, port_of, records, start_logged_python
 
 POLICY = """version = 1
 [log]
@@ -92,32 +89,14 @@ sys.exit(0)
 """.replace("COUNT", str(COUNT))
 
 
-def records_of(log):
-    records = []
-    if os.path.exists(log):
-        with open(log) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    records.append(json.loads(line))
-    return records
 
 
-def port_of(endpoint):
-    return int(endpoint.rsplit(":", 1)[1]) if endpoint else None
 
 
 def main():
     args = parse_args()
     checks = Checks()
-    policy = os.path.join(args.work_dir, "unfinished.toml")
-    with open(policy, "w") as f:
-        f.write(POLICY)
-    log = os.path.join(args.work_dir, "unfinished.jsonl")
-    if os.path.exists(log):
-        os.remove(log)
-    env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy, TCPTUNE_LOG=log)
-    app = subprocess.Popen([sys.executable, "-c", APP], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                           text=True)
+    app, log = start_logged_python(args, "unfinished", APP, POLICY)
     try:
         first = json.loads(app.stdout.readline())
         eintr = first["eintr"]
@@ -126,7 +105,7 @@ def main():
         deadline = time.monotonic() + 8
         opened = []
         while time.monotonic() < deadline and not opened:
-            opened = [r for r in records_of(log) if r.get("event") == "conn_open" and r.get("role") == "client"
+            opened = [r for r in records(log) if r.get("event") == "conn_open" and r.get("role") == "client"
                       and port_of(r.get("local")) == eintr["port"] and port_of(r.get("peer")) == eintr["peer"]]
             time.sleep(0.05)
         checks.check(len(opened) == 1,
@@ -141,7 +120,7 @@ def main():
             app.wait()
     opens = {}
     closes = {}
-    for record in records_of(log):
+    for record in records(log):
         if record.get("role") != "client" or record.get("event") not in ("conn_open", "conn_close"):
             continue
         table = opens if record["event"] == "conn_open" else closes

@@ -106,6 +106,27 @@ def records(path):
     return out
 
 
+def port_of(endpoint):
+    """The port of a record's "local" or "peer" ("127.0.0.1:5001", "[::1]:5001"); None without one."""
+    return int(endpoint.rsplit(":", 1)[1]) if endpoint else None
+
+
+def start_logged_python(args, name, program, policy_text, *program_args):
+    """`program` (Python source) started by this interpreter under the shim, with the policy
+    `policy_text` and its log at WORK_DIR/NAME.jsonl (removed first); stdin and stdout are pipes
+    (text). Returns the process and the log's path."""
+    policy = os.path.join(args.work_dir, f"{name}.toml")
+    with open(policy, "w") as f:
+        f.write(policy_text)
+    log = os.path.join(args.work_dir, f"{name}.jsonl")
+    if os.path.exists(log):
+        os.remove(log)
+    env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy, TCPTUNE_LOG=log)
+    app = subprocess.Popen([sys.executable, "-c", program, *program_args], env=env, stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True)
+    return app, log
+
+
 def run(cmd, env, timeout=60, **kwargs):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kwargs)
 
