@@ -8,12 +8,6 @@ import time
 
 from testlib import Checks, parse_args, port_of, records, skip, start_logged_python
 
-POLICY = """version = 1
-[log]
-format = "jsonl"
-level = "info"
-"""
-
 APP = r"""
 import json, socket, sys
 MSG_FASTOPEN = 0x20000000
@@ -53,7 +47,7 @@ def main():
         skip("no /proc/sys/net/ipv4/tcp_fastopen")
     checks = Checks()
     for call in ("sendto", "sendmsg"):
-        app, log = start_logged_python(args, f"fastopen_{call}", APP, POLICY, call)
+        app, log = start_logged_python(args, f"fastopen_{call}", APP, call)
         try:
             first = json.loads(app.stdout.readline())
             checks.check(first["sent"] == 5, f"{call} with MSG_FASTOPEN connected and sent ({first})")

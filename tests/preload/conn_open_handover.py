@@ -10,12 +10,6 @@ import time
 
 from testlib import Checks, parse_args, port_of, records, start_logged_python
 
-POLICY = """version = 1
-[log]
-format = "jsonl"
-level = "info"
-"""
-
 HELD = 600
 
 APP = r"""
@@ -58,7 +52,7 @@ print(json.dumps({"ports": ports}), flush=True)
 def main():
     args = parse_args()
     checks = Checks()
-    app, log = start_logged_python(args, "handover", APP, POLICY)
+    app, log = start_logged_python(args, "handover", APP)
     try:
         first = json.loads(app.stdout.readline())
         checks.check(first["connect_ex"] != 0, f"the non-blocking connect was under way when it returned ({first})")

@@ -12,12 +12,6 @@ import time
 
 from testlib import Checks, parse_args, port_of, records, start_logged_python
 
-POLICY = """version = 1
-[log]
-format = "jsonl"
-level = "info"
-"""
-
 COUNT = 600
 
 APP = r"""
@@ -96,7 +90,7 @@ sys.exit(0)
 def main():
     args = parse_args()
     checks = Checks()
-    app, log = start_logged_python(args, "unfinished", APP, POLICY)
+    app, log = start_logged_python(args, "unfinished", APP)
     try:
         first = json.loads(app.stdout.readline())
         eintr = first["eintr"]

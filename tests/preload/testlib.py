@@ -111,7 +111,15 @@ def port_of(endpoint):
     return int(endpoint.rsplit(":", 1)[1]) if endpoint else None
 
 
-def start_logged_python(args, name, program, policy_text, *program_args):
+# A policy that only logs, every record, as jsonl.
+JSONL_LOG_POLICY = """version = 1
+[log]
+format = "jsonl"
+level = "info"
+"""
+
+
+def start_logged_python(args, name, program, *program_args, policy_text=JSONL_LOG_POLICY):
     """`program` (Python source) started by this interpreter under the shim, with the policy
     `policy_text` and its log at WORK_DIR/NAME.jsonl (removed first); stdin and stdout are pipes
     (text). Returns the process and the log's path."""
