@@ -1,6 +1,8 @@
 #include "idle_restart.hpp"
 
 #include "errno_saver.hpp"
+#include "fd_table.hpp"
+#include "socket_probe.hpp"
 #include "tcptune/config/host_sysctl.hpp"
 #include "telemetry_worker.hpp"
 
@@ -29,6 +31,29 @@ bool namespace_restarts_after_idle() noexcept {
     }
   }();
   return restarts;
+}
+
+void note_idle_restart_possible(int fd, std::uint32_t generation) noexcept {
+  if (!namespace_restarts_after_idle()) {
+    return;
+  }
+  const ErrnoSaver saver;
+  SocketSlot* slot = fd_table().find(fd);
+  const auto same = [&] {
+    return slot != nullptr && slot->generation.load(std::memory_order_acquire) == generation &&
+           slot->role.load(std::memory_order_relaxed) != SocketRole::listener;
+  };
+  try {
+    if (!same() || get_congestion(fd).rfind("bbr", 0) == 0) {
+      return;
+    }
+  } catch (...) {
+    return;  // out of memory for the name: the flag stays off (no idle_restart records)
+  }
+  slot->set_flag(flag_idle_restart_possible);
+  if (!same()) {
+    slot->clear_flag(flag_idle_restart_possible);
+  }
 }
 
 IdleCheck check_idle_before_write(int fd, const SocketSlot& slot, std::int64_t now_ns) noexcept {

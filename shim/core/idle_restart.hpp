@@ -53,4 +53,12 @@ std::uint32_t slow_start_round_trips(std::uint64_t segments, std::uint64_t cwnd)
 // Whether this process's network namespace restarts cwnd after idle (read once).
 bool namespace_restarts_after_idle() noexcept;
 
+// Whether the kernel may restart connection `generation`'s window after idle (the namespace
+// does, and its congestion control is not BBR): sets the slot's flag_idle_restart_possible,
+// which the writes look at. One system call (TCP_CONGESTION), made off the write path, by the
+// worker as it writes the connection's conn_open or, where the worker does not get that,
+// the thread that set it up. A connection closed meanwhile (its number perhaps another
+// socket's by now) does not keep the flag; a listener gets none.
+void note_idle_restart_possible(int fd, std::uint32_t generation) noexcept;
+
 }  // namespace tcptune::shim

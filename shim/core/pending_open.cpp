@@ -10,6 +10,7 @@
 #include "connection_record.hpp"
 #include "errno_saver.hpp"
 #include "fd_table.hpp"
+#include "idle_restart.hpp"
 #include "process_runtime.hpp"
 #include "shim_log.hpp"
 #include "snapshot_pool.hpp"
@@ -50,12 +51,19 @@ union ReservedOpens {
 constinit ReservedOpens g_reserved_opens;
 
 // A completed connect's conn_open goes to the worker, which formats and writes it with the
-// other records (and, should the process _exit, the exiting thread: telemetry_worker.hpp);
-// written by this thread when the worker cannot take it.
+// other records (and, should the process _exit, the exiting thread: telemetry_worker.hpp) and
+// finds out whether the connection may restart after idle; both done by this thread when the
+// worker cannot take it.
 void hand_over_or_write(PendingOpen* open, const config::Policy& policy, const config::Endpoint& local,
                         const config::Endpoint& peer, int connect_error) noexcept {
-  if (!post_completed_connect(open, local, peer, connect_error)) {
-    write_pending_open(open, policy, local, peer, connect_error);
+  if (post_completed_connect(open, local, peer, connect_error)) {
+    return;
+  }
+  const int fd = open->fd;
+  const std::uint32_t generation = open->generation;
+  write_pending_open(open, policy, local, peer, connect_error);
+  if (connect_error == 0) {
+    note_idle_restart_possible(fd, generation);
   }
 }
 
@@ -208,6 +216,7 @@ bool poll_pending_open(int fd, std::uint32_t generation, const config::Policy& p
       names->store(generation, local, peer);
     }
     write_pending_open(taken, policy, local, peer);
+    note_idle_restart_possible(fd, generation);
   }
   return true;
 }

@@ -83,14 +83,14 @@ struct KnownState {
 // conn_open: written with both ends (an accepted, adopted or listening socket: by the worker
 // once it runs, which formats it off the app's thread), or, for a client before its connect,
 // parked until the connect completes (pending_open.hpp); its endpoints are kept for its later
-// records either way.
-void open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int rule, ApplyPhase phase,
+// records either way. True when the worker (or whoever completes a parked one) has it.
+bool open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int rule, ApplyPhase phase,
                      ApplyReport&& report, const CallSite& site, const config::Endpoint& connect_peer,
                      const KnownState& known) {
   warn_refusals_once(policy, rule, report);
   count_option_misses(rule, report);
   if (!log_enabled(LogLevel::info)) {
-    return;
+    return false;
   }
   const SocketRole role = slot.role.load(std::memory_order_relaxed);
   const std::uint32_t generation = slot.generation.load(std::memory_order_acquire);
@@ -100,14 +100,14 @@ void open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int
     if (slot.has_flag(flag_measured) && telemetry_running()) {
       PendingOpen* open = new_pending_open({fd, generation, rule, role, phase, connect_peer, site, std::move(report)});
       if (park_pending_open(slot, open)) {
-        return;
+        return true;
       }
       report = std::move(open->report);
       free_pending_open(open);
     }
     log_record(LogLevel::info,
                conn_open_record(fd, role, policy, rule, phase, local_endpoint(fd), connect_peer, site, report));
-    return;
+    return false;
   }
   const config::Endpoint local = known.local_known ? known.local : local_endpoint(fd);
   const config::Endpoint peer = role == SocketRole::listener ? config::Endpoint{}
@@ -121,12 +121,13 @@ void open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int
   if (telemetry_running()) {
     PendingOpen* open = new_pending_open({fd, generation, rule, role, phase, connect_peer, site, std::move(report)});
     if (post_conn_open(open, local, peer)) {
-      return;
+      return true;
     }
     report = std::move(open->report);
     free_pending_open(open);
   }
   log_record(LogLevel::info, conn_open_record(fd, role, policy, rule, phase, local, peer, site, report));
+  return false;
 }
 
 // A listener's own address, kept beside its slot (as a connection's ends are): an accepted
@@ -148,19 +149,26 @@ bool listener_address(const SocketSlot& listener, config::Endpoint& local) {
 }
 
 // Connections (not listeners) are measured when there is a log for their conn_close record.
-// Whether the kernel may restart this one's window after idle (not under BBR) is the worker's
-// to find out, off the app's thread, long before a write can follow an idle period.
-void start_measuring(int fd, SocketSlot& slot, bool is_listener) {
+void start_measuring(SocketSlot& slot, bool is_listener) {
   if (is_listener || !log_enabled(LogLevel::info)) {
     return;
   }
   slot.stats.reset(monotonic_ns());
   slot.set_flag(flag_measured);
   ensure_telemetry_worker();
-  if (namespace_restarts_after_idle() &&
-      !post_idle_restart_check(fd, slot.generation.load(std::memory_order_acquire)) &&
-      get_congestion(fd).rfind("bbr", 0) != 0) {
-    slot.set_flag(flag_idle_restart_possible);
+}
+
+// Whether the kernel may restart a measured connection's window after idle (not under BBR) is
+// found out off the app's thread, long before a write can follow an idle period: by the worker
+// as it writes the conn_open, when it has it (`conn_open_handed_over`), else as it is told to,
+// else, should it not take that, here.
+void find_out_idle_restart(int fd, const SocketSlot& slot, bool conn_open_handed_over) {
+  if (conn_open_handed_over || !slot.has_flag(flag_measured) || !namespace_restarts_after_idle()) {
+    return;
+  }
+  const std::uint32_t generation = slot.generation.load(std::memory_order_acquire);
+  if (!post_idle_restart_check(fd, generation)) {
+    note_idle_restart_possible(fd, generation);
   }
 }
 
@@ -262,13 +270,15 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   }
   // A client's is parked for the worker, which must run first; another's written before it
   // starts, so that a process's first one goes straight to the log.
+  bool handed_over = false;
   if (phase == ApplyPhase::before_connect) {
-    start_measuring(fd, slot, is_listener);
-    open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
+    start_measuring(slot, is_listener);
+    handed_over = open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
   } else {
-    open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
-    start_measuring(fd, slot, is_listener);
+    handed_over = open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
+    start_measuring(slot, is_listener);
   }
+  find_out_idle_restart(fd, slot, handed_over);
 }
 
 // A socket we find already listening or connected: inherited (found at start-up), or created

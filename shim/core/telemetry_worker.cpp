@@ -181,31 +181,20 @@ void report_log_drops() {
   }
 }
 
-// A conn_open handed over by post_conn_open, written as the app's thread would have.
+// A conn_open handed over by post_conn_open, written as the app's thread would have; then, its
+// connection established, whether the kernel may restart its window after idle.
 void handle_opened(const OpenedConnection& opened, const Runtime& runtime) {
+  const int fd = opened.open->fd;
+  const std::uint32_t generation = opened.open->generation;
   if (opened.completed) {
     write_pending_open(opened.open, *runtime.policy, opened.local, opened.peer, opened.connect_error);
-    return;
+  } else {
+    const std::unique_ptr<PendingOpen, decltype(&free_pending_open)> open(opened.open, &free_pending_open);
+    log_record(LogLevel::info, conn_open_record(open->fd, open->role, *runtime.policy, open->rule, open->phase,
+                                                opened.local, opened.peer, open->site, open->report));
   }
-  const std::unique_ptr<PendingOpen, decltype(&free_pending_open)> open(opened.open, &free_pending_open);
-  log_record(LogLevel::info, conn_open_record(open->fd, open->role, *runtime.policy, open->rule, open->phase,
-                                              opened.local, opened.peer, open->site, open->report));
-}
-
-// Whether the kernel may restart this connection's window after idle: not under BBR. Only the
-// worker sets flag_idle_restart_possible; a connection closed meanwhile (its number perhaps
-// another socket's by now) does not keep it.
-void check_idle_restart(const PendingConnect& connection) {
-  SocketSlot* slot = fd_table().find(connection.fd);
-  const auto same = [&] {
-    return slot != nullptr && slot->generation.load(std::memory_order_acquire) == connection.generation;
-  };
-  if (!same() || get_congestion(connection.fd).rfind("bbr", 0) == 0) {
-    return;
-  }
-  slot->set_flag(flag_idle_restart_possible);
-  if (!same()) {
-    slot->clear_flag(flag_idle_restart_possible);
+  if (opened.connect_error == 0) {
+    note_idle_restart_possible(fd, generation);
   }
 }
 
@@ -219,7 +208,9 @@ void drain(const Runtime& runtime) {
       switch (event.kind) {
         case TelemetryEvent::Kind::closed: handle(*event.snapshot, runtime); break;
         case TelemetryEvent::Kind::opened: handle_opened(event.opened, runtime); break;
-        case TelemetryEvent::Kind::idle_restart_check: check_idle_restart(event.connect); break;
+        case TelemetryEvent::Kind::idle_restart_check:
+          note_idle_restart_possible(event.connect.fd, event.connect.generation);
+          break;
         case TelemetryEvent::Kind::idle_restart: handle_idle_restart(event.idle, runtime); break;
         case TelemetryEvent::Kind::ack_sample: g_acks->add(event.ack); break;
         case TelemetryEvent::Kind::write: handle_write(event.write, runtime); break;
