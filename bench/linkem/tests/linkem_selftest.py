@@ -33,6 +33,7 @@ ADDRESS_B = "198.18.0.2"
 PORT = 5201
 PAYLOAD_FRACTION = 1448 / 1500  # TCP payload per 1500-byte IP packet with timestamps
 BIG_BUFFER = 4 << 20  # clamped to net.core.[rw]mem_max, then doubled by the kernel
+LATE_BURST = 10  # packets a single scheduler stall may delay past 500 us (record_lateness)
 # A step that fails while a virtual machine's hypervisor took at least this much CPU from it is
 # measured again, up to MAX_ATTEMPTS times in all; on a machine without steal a failure stands.
 STEAL_RETRY_MS = 20
@@ -315,7 +316,11 @@ class SelfTest:
                 "packets": counters["packets"], "p50_us": counters["p50_lateness_us"],
                 "p99_us": counters["p99_lateness_us"], "max_us": counters["max_lateness_us"],
                 "mean_us": counters["mean_lateness_us"], "late_over_500us": counters["late_over_500us"]}
-            self.check(counters["p50_lateness_us"] <= 200 and late_fraction < 0.05,
+            # One scheduler stall of a few ms on a busy machine delays every packet queued
+            # meanwhile: on a run of about 100 packets that alone can be 5%, so up to
+            # LATE_BURST late packets pass however few were sent.
+            late_ok = late_fraction < 0.05 or counters["late_over_500us"] <= LATE_BURST
+            self.check(counters["p50_lateness_us"] <= 200 and late_ok,
                        f"{name} {direction}: {counters['packets']} packets late by p50 "
                        f"{counters['p50_lateness_us']} us, p99 {counters['p99_lateness_us']} us, max "
                        f"{counters['max_lateness_us']} us; {counters['late_over_500us']} over 500 us")
