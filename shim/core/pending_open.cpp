@@ -137,7 +137,7 @@ PendingOpen* take_pending_open(SocketSlot& slot, std::uint32_t generation) noexc
 
 void write_pending_open(PendingOpen* open, const config::Policy& policy, const config::Endpoint& local,
                         const config::Endpoint& peer, int connect_error) noexcept {
-  const std::unique_ptr<PendingOpen, decltype(&free_pending_open)> owned(open, &free_pending_open);
+  const OwnedPendingOpen owned(open, &free_pending_open);
   try {
     log_record(config::LogLevel::info, conn_open_record(open->fd, open->role, policy, open->rule, open->phase,
                                                         names_an_end(local) ? local : config::Endpoint{},

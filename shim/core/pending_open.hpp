@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "callsite.hpp"
@@ -38,6 +39,8 @@ PendingOpen* new_pending_open(PendingOpen&& contents);
 // Gives `open` back (the worker, once its record is written). Lock-free; no allocation when it
 // came from new_pending_open's reserve.
 void free_pending_open(PendingOpen* open) noexcept;
+// One owned until it is written, given back whichever way the writing ends.
+using OwnedPendingOpen = std::unique_ptr<PendingOpen, decltype(&free_pending_open)>;
 
 // The conn_open record of a socket: `local` and `peer` left out where unknown (family 0, or a
 // local port of 0: no address yet); `connect_error`, an errno, when the connect failed.

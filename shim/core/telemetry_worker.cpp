@@ -189,7 +189,7 @@ void handle_opened(const OpenedConnection& opened, const Runtime& runtime) {
   if (opened.completed) {
     write_pending_open(opened.open, *runtime.policy, opened.local, opened.peer, opened.connect_error);
   } else {
-    const std::unique_ptr<PendingOpen, decltype(&free_pending_open)> open(opened.open, &free_pending_open);
+    const OwnedPendingOpen open(opened.open, &free_pending_open);
     log_record(LogLevel::info, conn_open_record(open->fd, open->role, *runtime.policy, open->rule, open->phase,
                                                 opened.local, opened.peer, open->site, open->report));
   }
