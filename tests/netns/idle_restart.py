@@ -113,8 +113,9 @@ try:
     check(not [r for r in records if r["event"] == "idle_restart"], "keep_warm: no idle_restart")
     close = [r for r in records if r["event"] == "conn_close" and r["role"] == "client"]
     sent = close[0]["heartbeats"] if close else 0
-    # About five per 1 s gap at half the RTO (190 ms); the receiver skips and counts them.
-    check(sent >= 8 and sent == received, f"keep_warm: heartbeats sent and received ({sent}, {received})")
+    # The scheduler sends one only when the window would otherwise restart, about one RTO (~400 ms)
+    # into the silence, so at least one per 1 s gap; the receiver skips and counts them.
+    check(sent >= 4 and sent == received, f"keep_warm: heartbeats sent and received ({sent}, {received})")
     summary = [r for r in records if r["event"] == "summary"]
     check(bool(summary) and summary[0]["heartbeats"] == sent, "the summary counts them")
     report = subprocess.run([os.path.join(args.bin, "tcptune"), "report", "--json",
