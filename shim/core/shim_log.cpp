@@ -22,6 +22,7 @@
 
 #include "errno_saver.hpp"
 #include "held_signals.hpp"
+#include "monotonic_clock.hpp"
 #include "next_symbols.hpp"
 #include "private_descriptor.hpp"
 #include "signal_context.hpp"
@@ -108,6 +109,7 @@ std::atomic<std::string*> g_pending_start{nullptr};
 config::LogLevel g_pending_start_level = config::LogLevel::info;
 // The drop notice (a "dropped" record) is not counted when stderr cannot take it either.
 thread_local bool t_drop_notice = false;
+thread_local std::int64_t t_stderr_patient_until_ns = 0;  // 0: a full pipe drops the record
 thread_local bool t_drop_notice_dropped = false;
 
 void publish_stderr_fds() noexcept {
@@ -229,7 +231,15 @@ void write_to_stderr(std::string_view line) noexcept {
     release_stderr_locked();
     return;
   }
-  const telemetry::StderrStream::Result result = g_stderr->write(line);
+  telemetry::StderrStream::Result result = g_stderr->write(line);
+  while (result == telemetry::StderrStream::Result::full && t_stderr_patient_until_ns != 0 &&
+         g_stderr->drained_after_full()) {
+    const std::int64_t left_ms = (t_stderr_patient_until_ns - monotonic_ns()) / 1'000'000;
+    if (left_ms <= 0 || !g_stderr->wait_for_room(static_cast<int>(left_ms))) {
+      break;
+    }
+    result = g_stderr->write(line);  // the app's own lines may have taken the room first
+  }
   publish_stderr_fds();  // a forked child's first write opens them again
   switch (result) {
     case telemetry::StderrStream::Result::written: break;
@@ -768,6 +778,12 @@ bool log_drop_notice(config::LogLevel level, const telemetry::Record& record) no
 bool log_on_stderr() noexcept {
   return g_stderr != nullptr;
 }
+
+PatientStderrWrites::PatientStderrWrites(int patience_ms) noexcept {
+  t_stderr_patient_until_ns = monotonic_ns() + std::int64_t{patience_ms} * 1'000'000;
+}
+
+PatientStderrWrites::~PatientStderrWrites() { t_stderr_patient_until_ns = 0; }
 
 void write_waiting_log_lines() noexcept {
   if (!g_log_transient.load(std::memory_order_acquire) || g_log_ended.load(std::memory_order_acquire) || t_in_logger) {

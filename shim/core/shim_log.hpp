@@ -54,6 +54,17 @@ void log_start_record(config::LogLevel level, const telemetry::Record& record) n
 // failure is not counted as a drop).
 bool log_drop_notice(config::LogLevel level, const telemetry::Record& record) noexcept;
 bool log_on_stderr() noexcept;
+// While one lives, this thread's records on a stderr pipe found full wait up to `patience_ms` for
+// room instead of being dropped, if the pipe's reader was seen draining it after an earlier drop
+// (a reader briefly behind); a pipe nobody drains is not waited for. For the summary a process
+// writes as it exits or execs: a tail of its log that the app's own lines crowd out.
+class PatientStderrWrites {
+ public:
+  explicit PatientStderrWrites(int patience_ms) noexcept;
+  ~PatientStderrWrites();
+  PatientStderrWrites(const PatientStderrWrites&) = delete;
+  PatientStderrWrites& operator=(const PatientStderrWrites&) = delete;
+};
 // Records the log on stderr could not take so far (a full pipe, a record too long).
 telemetry::LogDrops log_drops() noexcept;
 // A log file that holds no descriptor (RLIMIT_NOFILE leaves none out of the app's range): each

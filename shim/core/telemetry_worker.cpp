@@ -125,6 +125,9 @@ std::atomic<std::uint64_t> g_pool_exhausted{0};
 // Closed connections handed over and not yet handled: past kWakeAtClosed the worker is woken
 // (one futex call per that many closes at a high rate, none at a low one).
 std::atomic<std::uint32_t> g_closed_waiting{0};
+// How long the summary at exit or exec waits for room on a stderr pipe that its reader drains:
+// the process's exit is held that long at most, and only where the reader keeps up.
+constexpr int kSummaryStderrPatienceMs = 200;
 constexpr std::uint32_t kWakeAtClosed = kSnapshots / 4;
 // Events the worker has taken from the ring so far: a waiting producer sees it move.
 std::atomic<std::uint64_t> g_events_taken{0};
@@ -652,6 +655,7 @@ void flush_telemetry_at_exit() noexcept {
     });
     write_pending_opens(*runtime);
     if (runtime->policy->log.summary) {
+      const PatientStderrWrites patient(kSummaryStderrPatienceMs);
       log_record(LogLevel::info, summary_record(*g_totals, *runtime->policy, summary_context()));
     }
   } catch (...) {
@@ -753,6 +757,7 @@ bool flush_telemetry_before_exec() noexcept {
     if (runtime->policy->log.summary) {
       SummaryContext context = summary_context();
       context.at_exec = true;
+      const PatientStderrWrites patient(kSummaryStderrPatienceMs);
       log_record(LogLevel::info, summary_record(*g_totals, *runtime->policy, context));
     }
     start_counting_again();

@@ -1,6 +1,7 @@
 #include "stderr_stream.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -9,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include "held_signals.hpp"
 #include "private_descriptor.hpp"
@@ -199,14 +201,23 @@ StderrStream::Result StderrStream::write(std::string_view line) noexcept {
   if (line.size() > kStderrRecordLimit) {
     return Result::too_long;
   }
+  Result result = Result::ended;
   switch (kind_) {
     case Kind::file:
-    case Kind::pipe: return write_whole(line);
-    case Kind::relayed_pipe: return write_relayed(line);
+    case Kind::pipe: result = write_whole(line); break;
+    case Kind::relayed_pipe: result = write_relayed(line); break;
     case Kind::terminal:
-    case Kind::socket: return write_stream(line);
+    case Kind::socket: result = write_stream(line); break;
   }
-  return Result::ended;
+  drained_after_full_ = drained_after_full_ || (was_full_ && result == Result::written);
+  was_full_ = was_full_ || result == Result::full;
+  return result;
+}
+
+bool StderrStream::wait_for_room(int timeout_ms) const noexcept {
+  pollfd room{fd_, POLLOUT, 0};
+  const timespec timeout{timeout_ms / 1000, static_cast<long>(timeout_ms % 1000) * 1'000'000};
+  return fd_ >= 0 && syscall(SYS_ppoll, &room, 1, &timeout, nullptr, 0) == 1 && (room.revents & POLLOUT) != 0;
 }
 
 StderrStream::Result StderrStream::write_whole(std::string_view line) noexcept {

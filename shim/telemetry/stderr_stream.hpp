@@ -50,6 +50,12 @@ class StderrStream {
   Result write(std::string_view line) noexcept;
   void close() noexcept;
 
+  // Whether a reader drained the stream after it was once full: one that keeps up, briefly behind.
+  // A pipe nobody reads is full from its first drop on, and never was drained.
+  [[nodiscard]] bool drained_after_full() const noexcept { return drained_after_full_; }
+  // Waits up to `timeout_ms` for room to write (poll, POLLOUT): true when there is some.
+  [[nodiscard]] bool wait_for_room(int timeout_ms) const noexcept;
+
   [[nodiscard]] bool is_open() const noexcept { return fd_ >= 0 || reopen_pending_; }
   // Whether `fd` is one of the descriptors it holds (up to three: fd 2's copy and the relay).
   [[nodiscard]] bool holds(int fd) const noexcept {
@@ -83,6 +89,8 @@ class StderrStream {
   std::uint64_t stderr_device_ = 0;
   std::uint64_t stderr_inode_ = 0;
   bool reopen_pending_ = false;
+  bool was_full_ = false;
+  bool drained_after_full_ = false;
   // What a terminal or stream socket took only part of, written before the next record (the
   // pipe's scratch for draining the relay otherwise).
   char tail_[kStderrRecordLimit]{};

@@ -13,6 +13,8 @@ collect it. stderr_app (stderr_app.c) makes the connections and writes its own l
   unread_relay      the same through the relay (another user)
   behind            the reader stops, then reads again: a "dropped" record says how many records
                     were lost, and the summary's log_records_dropped counts the same
+  summary_behind    the pipe full as the app exits, its reader back soon after: the summary waits
+                    for room and arrives
   reader_gone       the reader closes its end while the app runs: the next records meet EPIPE, and
                     the app, whose SIGPIPE is not ignored, runs on and exits 0
   reader_gone_relay the same through the relay (another user)
@@ -195,6 +197,41 @@ def every_record_arrives(args, checks, connections):
     checks.check(app.returncode == 0 and dropped == 0 and len(closes) + behind == 2 * connections,
                  f"say: every conn_close record the worker made and the summary arrive, none dropped by stderr "
                  f"({len(closes)} + {behind} the worker dropped, log_records_dropped {dropped})")
+
+
+def summary_behind(args, checks):
+    """A one-page pipe: filled while nobody reads, drained once (records go in again), filled again
+    by the app's last records; the reader comes back 100 ms later, as the app exits. The summary,
+    written at exit, waits for room rather than being dropped."""
+    r, w = os.pipe()
+    fcntl.fcntl(w, 1031, PIPE_BUF)  # F_SETPIPE_SZ: one page, a few records
+    reader = PipeReader(r, paused=True)
+    app = subprocess.Popen([args.app, "flood", "50", "pause"], env=shim_env(args, args.work_dir),
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=w, text=True)
+    os.close(w)
+    ready, _, _ = select.select([app.stdout], [], [], 60)
+    paused = app.stdout.readline().strip() if ready else ""
+    checks.check(paused == "paused", f"summary_behind: the app made its connections with nobody reading ({paused!r})")
+    os.set_blocking(r, False)
+    try:
+        while True:
+            reader.data += os.read(r, 1 << 16)
+    except BlockingIOError:
+        pass
+    os.set_blocking(r, True)
+    app.stdin.write("go on\n")  # 10 connections more: the first records find room, the rest a full pipe
+    app.stdin.flush()
+    app.stdin.close()
+    time.sleep(0.1)  # the app has made them and is exiting, its summary waiting for room (200 ms at most)
+    reader.go.set()
+    checks.check(app.wait(60) == 0, f"summary_behind: the app exits 0 ({app.returncode})")
+    checks.check(reader.join(30), "summary_behind: stderr ends")
+    os.close(r)
+    _, records = classify(reader.data, checks, "summary_behind")
+    summary = [r for r in records if r.get("event") == "summary"]
+    checks.check(len(summary) == 1 and summary[0].get("log_records_dropped", 0) > 0,
+                 f"summary_behind: the summary arrives, counting the records dropped "
+                 f"({summary[0].get('log_records_dropped') if summary else None}; {len(records)} records)")
 
 
 def unread(args, checks, other_user):
@@ -451,6 +488,7 @@ def main():
         "unread": lambda: unread(args, checks, False),
         "unread_relay": lambda: unread(args, checks, True),
         "behind": lambda: behind(args, checks),
+        "summary_behind": lambda: summary_behind(args, checks),
         "reader_gone": lambda: reader_gone(args, checks, False),
         "reader_gone_relay": lambda: reader_gone(args, checks, True),
         "closed_by_app": lambda: closed_by_app(args, checks),
