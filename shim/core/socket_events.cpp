@@ -440,7 +440,39 @@ void on_socket_created(int fd, int domain, int type, int protocol) noexcept {
   }
 }
 
+namespace {
+
+// connect(AF_UNSPEC) disconnects: the socket is unconnected again, and its next connect makes a
+// new connection. The one it had (or was making) ends here, as at a close, while the kernel still
+// knows its ends; the socket starts afresh, its rule chosen again at that connect, keeping what the
+// app set on it.
+void before_disconnect(int fd, SocketSlot& slot) noexcept {
+  const std::uint16_t app_options = slot.app_options.load(std::memory_order_relaxed);
+  end_connection(fd, slot);
+  fd_table().retire(fd);
+  if (SocketSlot* fresh = fd_table().get(fd)) {
+    fresh->app_options.store(app_options, std::memory_order_relaxed);
+    fresh->kind.store(FdKind::tcp, std::memory_order_release);
+  }
+}
+
+bool is_disconnect(const sockaddr* addr, socklen_t len) noexcept {
+  return len >= static_cast<socklen_t>(sizeof(sa_family_t)) &&
+         read_app_object<sa_family_t>(addr) == std::optional<sa_family_t>(AF_UNSPEC);
+}
+
+}  // namespace
+
 void before_connect(int fd, const sockaddr* addr, socklen_t len) noexcept {
+  // A later connect on a socket that connected, or began to: a disconnect, or the same
+  // connection asked about again (a non-blocking connect polled), which changes nothing here.
+  if (SocketSlot* slot = fd_table().find(fd); slot != nullptr && slot->is_tcp() && rule_chosen(*slot)) {
+    if (active_runtime() != nullptr && is_disconnect(addr, len) && !in_child_sharing_memory()) {
+      const ErrnoSaver saver;
+      before_disconnect(fd, *slot);
+    }
+    return;
+  }
   for_unchosen_tcp_socket(fd, [&](SocketSlot& slot, const Runtime& runtime) {
     config::ConnectionFacts facts;
     facts.role = config::Role::client;

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""connect(AF_UNSPEC), the disconnect, then a new connect on the same socket: each connection the
+socket made is a connection of its own, with one conn_open and one conn_close naming its own ends.
+- a connect still waiting (its listener's queue is full, the SYN dropped) is disconnected, then
+  the socket connects to another listener;
+- an established connection is disconnected, then the socket connects again;
+- a disconnect of a socket that never connected changes nothing.
+The program calls libc's connect (ctypes) for the disconnect, as a C program would."""
+import json
+
+from testlib import Checks, parse_args, port_of, records, start_logged_python
+
+APP = r"""
+import ctypes, json, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+UNSPEC = (ctypes.c_char * 16)()  # sa_family 0: AF_UNSPEC
+
+def disconnect(one):
+    result = libc.connect(one.fileno(), UNSPEC, 16)
+    assert result == 0, ctypes.get_errno()
+
+full = socket.socket()
+full.bind(("127.0.0.1", 0))
+full.listen(0)
+filler = socket.create_connection(full.getsockname())  # queued, never accepted: later SYNs are dropped
+good = socket.socket()
+good.bind(("127.0.0.1", 0))
+good.listen(16)
+out = {"full": full.getsockname()[1], "good": good.getsockname()[1], "filler": filler.getsockname()[1]}
+
+# A connect still waiting, disconnected, then a connect elsewhere.
+waiting = socket.socket()
+waiting.setblocking(False)
+assert waiting.connect_ex(full.getsockname()) != 0
+out["waiting_first"] = waiting.getsockname()[1]
+disconnect(waiting)
+waiting.setblocking(True)
+waiting.connect(good.getsockname())
+out["waiting_second"] = waiting.getsockname()[1]
+accepted, _ = good.accept()
+waiting.sendall(b"x" * 100)
+assert accepted.recv(100)
+accepted.close()
+
+# An established connection, disconnected, then connected again.
+again = socket.create_connection(good.getsockname())
+out["again_first"] = again.getsockname()[1]
+first_accepted, _ = good.accept()
+disconnect(again)
+again.connect(good.getsockname())
+out["again_second"] = again.getsockname()[1]
+second_accepted, _ = good.accept()
+first_accepted.close()
+second_accepted.close()
+
+# Never connected: the disconnect is nothing; the first connect is the connection.
+fresh = socket.socket()
+disconnect(fresh)
+fresh.connect(good.getsockname())
+out["fresh"] = fresh.getsockname()[1]
+good.accept()[0].close()
+
+waiting.close()
+again.close()
+fresh.close()
+print(json.dumps(out), flush=True)
+"""
+
+
+def main():
+    args = parse_args()
+    checks = Checks()
+    app, log = start_logged_python(args, "disconnect", APP)
+    try:
+        out = json.loads(app.stdout.readline())
+        checks.check(app.wait(timeout=60) == 0, "the program ran to its end")
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+    clients = [r for r in records(log) if r.get("role") == "client" and r.get("event") in ("conn_open", "conn_close")]
+    seen = {}
+    for record in clients:
+        key = (record["event"], port_of(record.get("local")), port_of(record.get("peer")))
+        seen[key] = seen.get(key, 0) + 1
+    connections = {
+        "the waiting connect": (out["waiting_first"], out["full"]),
+        "the connect after its disconnect": (out["waiting_second"], out["good"]),
+        "the established connection": (out["again_first"], out["good"]),
+        "the connection after its disconnect": (out["again_second"], out["good"]),
+        "the connect after a disconnect of nothing": (out["fresh"], out["good"]),
+    }
+    for name, (local, peer) in connections.items():
+        for event in ("conn_open", "conn_close"):
+            checks.check(seen.get((event, local, peer)) == 1,
+                         f"{name}: one {event} naming its ends ({local} -> {peer}: {seen.get((event, local, peer))})")
+    expected = {(event, local, peer) for local, peer in connections.values() for event in ("conn_open", "conn_close")}
+    expected |= {(event, out["filler"], out["full"]) for event in ("conn_open", "conn_close")}
+    others = {key: count for key, count in seen.items() if key not in expected}
+    checks.check(not others, f"no other client records ({others})")
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main()
