@@ -612,12 +612,14 @@ void post_idle_restart(const IdleRestart& event) noexcept {
 
 namespace {
 
-// conn_opens no snapshot took: their connection's close record was lost (counted).
+// conn_opens no snapshot took (at _exit, which summarizes no connection, or their close record
+// was lost, counted): their connects are still under way on their descriptors, which name the
+// local end.
 void write_pending_opens(const Runtime& runtime) {
-  fd_table().for_each_slot([&](int /*fd*/, SocketSlot& slot) {
+  fd_table().for_each_slot([&](int fd, SocketSlot& slot) {
     if (ConnectionNames* names = names_if_any(slot)) {
       if (PendingOpen* open = names->pending.exchange(nullptr, std::memory_order_acq_rel)) {
-        write_pending_open(open, *runtime.policy, {}, {});
+        write_pending_open(open, *runtime.policy, local_endpoint(fd), {});
       }
     }
   });

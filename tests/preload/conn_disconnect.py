@@ -5,7 +5,9 @@ socket made is a connection of its own, with one conn_open and one conn_close na
   the socket connects to another listener;
 - an established connection is disconnected, then the socket connects again;
 - a disconnect of a socket that never connected changes nothing.
-The program calls libc's connect (ctypes) for the disconnect, as a C program would."""
+The program calls libc's connect (ctypes) for the disconnect, as a C program would.
+And a process that _exits with a connect still waiting: its conn_open names its local end (the
+_exit hook writes what is pending; no conn_close, as _exit summarizes no connection)."""
 import json
 
 from testlib import Checks, parse_args, port_of, records, start_logged_python
@@ -66,6 +68,35 @@ fresh.close()
 print(json.dumps(out), flush=True)
 """
 
+QUICK_EXIT = r"""
+import json, os, socket
+full = socket.socket()
+full.bind(("127.0.0.1", 0))
+full.listen(0)
+filler = socket.create_connection(full.getsockname())
+waiting = socket.socket()
+waiting.setblocking(False)
+assert waiting.connect_ex(full.getsockname()) != 0
+print(json.dumps({"local": waiting.getsockname()[1], "peer": full.getsockname()[1]}), flush=True)
+os._exit(0)
+"""
+
+
+def quick_exit(args, checks):
+    app, log = start_logged_python(args, "disconnect_quick_exit", QUICK_EXIT)
+    try:
+        out = json.loads(app.stdout.readline())
+        checks.check(app.wait(timeout=60) == 0, "_exit: the program ran to its end")
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+    opens = [r for r in records(log) if r.get("event") == "conn_open" and port_of(r.get("peer")) == out["peer"]
+             and port_of(r.get("local")) != out["peer"]]
+    waiting = [r for r in opens if port_of(r.get("local")) == out["local"]]
+    checks.check(len(waiting) == 1, f"_exit with a connect waiting: its conn_open names its local end "
+                                    f"({out}: {[(r.get('local'), r.get('peer')) for r in opens]})")
+
 
 def main():
     args = parse_args()
@@ -98,6 +129,7 @@ def main():
     expected |= {(event, out["filler"], out["full"]) for event in ("conn_open", "conn_close")}
     others = {key: count for key, count in seen.items() if key not in expected}
     checks.check(not others, f"no other client records ({others})")
+    quick_exit(args, checks)
     checks.finish()
 
 
