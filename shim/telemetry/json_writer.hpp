@@ -3,6 +3,7 @@
 // which JSON cannot carry, are written as null.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -11,6 +12,12 @@ namespace tcptune::telemetry {
 
 class JsonObject {
  public:
+  // Room for a typical record's nested object (tcp_info, a latency summary) from the start: grown
+  // by doubling from "{", a record's objects were reallocated and copied half a dozen times each.
+  JsonObject() { body_.reserve(kTypicalSize); }
+  static constexpr std::size_t kTypicalSize = 320;
+  void reserve(std::size_t size) { body_.reserve(size); }
+
   JsonObject& field(std::string_view name, std::string_view value);
   JsonObject& field(std::string_view name, const char* value) { return field(name, std::string_view(value)); }
   JsonObject& field(std::string_view name, std::int64_t value);
@@ -42,6 +49,9 @@ class JsonArray {
 };
 
 void append_json_string(std::string& out, std::string_view text);
+// `value` in decimal, as std::to_string writes it, without a string of its own.
+template <typename Integer>
+void append_integer(std::string& out, Integer value);
 // `value` as printf's "%.6g" writes it: six significant digits, the exponent form for large and
 // small values.
 void append_general(std::string& out, double value);

@@ -11,6 +11,7 @@ namespace tcptune::telemetry {
 namespace {
 
 constexpr std::uint8_t kText = 1;
+constexpr std::size_t kTypicalRecordSize = 1024;  // a conn_close is about 900 bytes
 constexpr std::uint8_t kJson = 2;
 constexpr std::uint8_t kJsonFieldSpans = 4;
 std::atomic<std::uint8_t> g_forms{kText | kJson | kJsonFieldSpans};
@@ -30,6 +31,9 @@ RecordForms record_forms() noexcept {
 }
 
 Record::Record(std::string_view event) : forms_(record_forms()), event_(event), text_(event) {
+  if (forms_.json) {
+    json_.reserve(kTypicalRecordSize);
+  }
   if (forms_.json_field_spans) {
     spans_.reserve(16);
   }
@@ -84,7 +88,9 @@ Record& Record::add(std::string_view key, std::string_view value) {
 template <typename Integer>
 Record& Record::add_integer(std::string_view key, Integer value) {
   if (forms_.text) {
-    add_text(key, std::to_string(value), false);
+    std::string number;
+    append_integer(number, value);
+    add_text(key, number, false);
   }
   if (forms_.json) {
     const std::size_t before = json_.open_body().size();
@@ -185,8 +191,7 @@ std::string Record::json_fields_within(std::size_t limit) const {
 }
 
 std::string Record::json_fields() const {
-  const std::string object = json_.str();
-  return object.substr(1, object.size() - 2);
+  return json_.open_body().substr(1);  // past the opening brace; the closing one is not there yet
 }
 
 }  // namespace tcptune::telemetry

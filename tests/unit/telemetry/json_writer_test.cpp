@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <string>
+#include <utility>
 
 namespace tcptune::telemetry {
 namespace {
@@ -37,6 +39,26 @@ TEST(JsonObject, KeepsUtf8AndReplacesBytesThatAreNotUtf8) {
   EXPECT_EQ(JsonObject().field("p", "\xC0\xAF").str(), R"({"p":"\ufffd\ufffd"})");
   EXPECT_EQ(JsonObject().field("p", "\xED\xA0\x80x").str(), R"({"p":"\ufffd\ufffd\ufffdx"})");
   EXPECT_EQ(JsonObject().field("p", "\xF4\x90\x80\x80").str(), R"({"p":"\ufffd\ufffd\ufffd\ufffd"})");
+}
+
+// Strings are scanned eight bytes at a time for what needs escaping: each kind of such byte, at
+// every position of a string long enough for whole words, is found and escaped.
+TEST(JsonObject, EscapesEachKindOfByteWhereverItIs) {
+  const std::pair<std::string, std::string> kinds[] = {
+      {"\"", "\\\""}, {"\\", "\\\\"}, {"\n", "\\n"}, {"\x1f", "\\u001f"},
+      {std::string(1, '\0'), "\\u0000"}, {"\xC3\xA9", "\xC3\xA9"}, {"\xFF", "\\ufffd"}, {"\x7f", "\x7f"}};
+  for (const auto& [raw, escaped] : kinds) {
+    for (std::size_t at = 0; at <= 20; ++at) {
+      const std::string text = std::string(at, 'a') + raw + std::string(20 - at, 'b');
+      std::string out;
+      append_json_string(out, text);
+      EXPECT_EQ(out, "\"" + std::string(at, 'a') + escaped + std::string(20 - at, 'b') + "\"")
+          << "a " << escaped << " at " << at;
+    }
+  }
+  std::string plain;
+  append_json_string(plain, "127.0.0.1:50716 (defaults) !#$%&'()*+,-./~");
+  EXPECT_EQ(plain, "\"127.0.0.1:50716 (defaults) !#$%&'()*+,-./~\"");
 }
 
 TEST(JsonArray, JoinsValues) {
