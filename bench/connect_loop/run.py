@@ -3,7 +3,8 @@
 and under `tcptune run`, interleaved round by round, in one run.
 
     bench/connect_loop/run.py [--build build/release] [--rounds 9] [--connections 3000] [--warmup 20]
-                              [--realtime] [--netns] [--cpu N] [--compare NAME=BUILD] [--floor] [--out bench/results]
+                              [--realtime] [--netns] [--cpu N] [--compare NAME=BUILD] [--floor] [--neighbour]
+                              [--out bench/results]
     bench/connect_loop/run.py --realtime --netns --cpu 1   # as the README's figures were taken (root)
     bench/connect_loop/run.py --quick --check        # the smoke run (ctest -R bench.connect_loop_quick)
 
@@ -21,7 +22,10 @@ it times the loop itself (CLOCK_MONOTONIC) and prints one JSON line. Arms, each 
   floor:records, floor:getpid   with --floor: the program without tcptune, making itself system
             calls the shim makes per pair, and nothing else (`--floor` of connect_loop.c): those
             the records need (getsockname of the client, TCP_INFO of each end: the floor of the
-            log arm), and the getpid before each close that the shim made before its vfork hook.
+            log arm), and the getpid before each close that the shim made before its vfork hook;
+  neighbour with --neighbour (and --cpu): the program as it is while tcptune_neighbour_load
+            (neighbour_load.c) keeps another CPU busy with memory work: what a busy thread beside
+            the loop costs it, as tcptune's worker is while it formats and writes the records.
 Every round runs every arm once, in an order that rotates from round to round; each tcptune
 arm's loop time is divided by the bare loop's of the same round, and the median of those ratios
 over the rounds is the figure (a loaded machine slows whole rounds; pairing cancels part of
@@ -102,7 +106,7 @@ def read_log(path):
 def command_for(arm, program_args, builds, realtime, netns):
     build, mode = builds[arm]
     program = [str(builds["bare"][0] / "bin" / "tcptune_connect_loop")] + program_args
-    if mode == "bare":
+    if mode in ("bare", "neighbour"):
         command = program
     elif mode.startswith("floor_"):
         command = program + ["--floor", mode.removeprefix("floor_")]
@@ -116,19 +120,27 @@ def command_for(arm, program_args, builds, realtime, netns):
     return command
 
 
-def run_once(arm, program_args, builds, work, label, realtime, netns):
+def run_once(arm, program_args, builds, work, label, realtime, netns, neighbour_cpu=None):
     state = work / label
     shutil.rmtree(state, ignore_errors=True)
     state.mkdir(parents=True)
     env = clean_env()
     env["XDG_STATE_HOME"] = str(state)  # tcptune run's default log goes there
     load = os.getloadavg()[0]
+    neighbour = None
+    if builds[arm][1] == "neighbour":
+        neighbour = subprocess.Popen([str(builds[arm][0] / "bin" / "tcptune_neighbour_load"), str(neighbour_cpu)])
+        time.sleep(0.05)  # busy before the loop starts
     started = time.monotonic()
     try:
         proc = subprocess.run(command_for(arm, program_args, builds, realtime, netns), env=env, capture_output=True,
                               text=True, timeout=RUN_TIMEOUT_S, cwd=state)
     except subprocess.TimeoutExpired:
         return {"arm": arm, "ok": False, "error": f"no result within {RUN_TIMEOUT_S} s"}
+    finally:
+        if neighbour is not None:
+            neighbour.kill()
+            neighbour.wait()
     result = {"arm": arm, "ok": proc.returncode == 0, "returncode": proc.returncode,
               "wall_s": round(time.monotonic() - started, 4), "load_1min_before": load}
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -249,6 +261,8 @@ def main():
                         help="also the no_log and log arms with the tcptune of another build tree")
     parser.add_argument("--floor", action="store_true",
                         help="also the loop without tcptune making the shim's added system calls itself")
+    parser.add_argument("--neighbour", action="store_true",
+                        help="also the loop while another CPU is kept busy with memory work (needs --cpu)")
     parser.add_argument("--quick", action="store_true", help="the smoke run: 2 rounds of 300 connections")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 unless every run ran and every log run's log has every socket's conn_open and "
@@ -269,8 +283,15 @@ def main():
     if args.floor:
         builds["floor:records"] = (build, "floor_records")
         builds["floor:getpid"] = (build, "floor_getpid")
+    others = sorted(os.sched_getaffinity(0) - {args.cpu}) if args.cpu is not None else []
+    neighbour_cpu = others[0] if others else None
+    if args.neighbour:
+        if neighbour_cpu is None:
+            parser.error("--neighbour needs --cpu N and another CPU")
+        builds["neighbour"] = (build, "neighbour")
     needed = [build / "bin" / "tcptune_connect_loop"] + [b / "bin" / "tcptune" for b, mode in builds.values()
                                                           if mode in ("no_log", "log")]
+    needed += [build / "bin" / "tcptune_neighbour_load"] if args.neighbour else []
     absent = sorted({str(p) for p in needed if not p.exists()})
     if absent:
         print(f"not built: {', '.join(absent)} (cmake --build --preset release --target tcptune_cli tcptune "
@@ -305,7 +326,7 @@ def main():
     for round_index in range(args.rounds):
         for arm in rotated(arms, round_index):
             label = f"{arm.replace(':', '-')}-round{round_index + 1}"
-            run = run_once(arm, program_args, builds, work, label, args.realtime, args.netns)
+            run = run_once(arm, program_args, builds, work, label, args.realtime, args.netns, neighbour_cpu)
             run["label"], run["round"] = label, round_index + 1
             results["runs"].append(run)
             res = run.get("result", {})
