@@ -4,7 +4,8 @@ socket made is a connection of its own, with one conn_open and one conn_close na
 - a connect still waiting (its listener's queue is full, the SYN dropped) is disconnected, then
   the socket connects to another listener;
 - an established connection is disconnected, then the socket connects again;
-- a disconnect of a socket that never connected changes nothing.
+- a disconnect of a socket that never connected changes nothing;
+- a disconnect the kernel refuses (EINVAL: a length past sockaddr_storage) ends nothing.
 The program calls libc's connect (ctypes) for the disconnect, as a C program would.
 And a process that _exits with a connect still waiting: its conn_open names its local end (the
 _exit hook writes what is pending; no conn_close, as _exit summarizes no connection)."""
@@ -13,7 +14,7 @@ import json
 from testlib import Checks, parse_args, port_of, records, start_logged_python
 
 APP = r"""
-import ctypes, json, socket, sys
+import ctypes, errno, json, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
 UNSPEC = (ctypes.c_char * 16)()  # sa_family 0: AF_UNSPEC
 
@@ -62,9 +63,27 @@ fresh.connect(good.getsockname())
 out["fresh"] = fresh.getsockname()[1]
 good.accept()[0].close()
 
+# A disconnect the kernel refuses (a length past sockaddr_storage, or negative as an int: EINVAL
+# before the family is looked at): the connection goes on, its later bytes its own.
+kept = socket.create_connection(good.getsockname())
+out["kept"] = kept.getsockname()[1]
+kept_accepted, _ = good.accept()
+for length in (256, -1):
+    assert libc.connect(kept.fileno(), (ctypes.c_char * 256)(), length) == -1, length
+    assert ctypes.get_errno() == errno.EINVAL, (length, ctypes.get_errno())
+kept.sendall(b"k" * 5000)
+assert kept_accepted.recv(5000)
+try:
+    kept.connect(good.getsockname())
+    raise AssertionError("a connect on the connected socket succeeded")
+except OSError as error:
+    assert error.errno == errno.EISCONN, error
+kept_accepted.close()
+
 waiting.close()
 again.close()
 fresh.close()
+kept.close()
 print(json.dumps(out), flush=True)
 """
 
@@ -120,6 +139,7 @@ def main():
         "the established connection": (out["again_first"], out["good"]),
         "the connection after its disconnect": (out["again_second"], out["good"]),
         "the connect after a disconnect of nothing": (out["fresh"], out["good"]),
+        "the connection whose disconnect the kernel refused": (out["kept"], out["good"]),
     }
     for name, (local, peer) in connections.items():
         for event in ("conn_open", "conn_close"):
@@ -127,6 +147,10 @@ def main():
                          f"{name}: one {event} naming its ends ({local} -> {peer}: {seen.get((event, local, peer))})")
     expected = {(event, local, peer) for local, peer in connections.values() for event in ("conn_open", "conn_close")}
     expected |= {(event, out["filler"], out["full"]) for event in ("conn_open", "conn_close")}
+    kept_closes = [r for r in clients if r["event"] == "conn_close" and port_of(r.get("local")) == out["kept"]]
+    checks.check(len(kept_closes) == 1 and kept_closes[0].get("bytes", 0) >= 5000,
+                 f"a refused disconnect ends nothing: the conn_close counts the bytes sent after it "
+                 f"({[r.get('bytes') for r in kept_closes]})")
     others = {key: count for key, count in seen.items() if key not in expected}
     checks.check(not others, f"no other client records ({others})")
     quick_exit(args, checks)
