@@ -177,6 +177,10 @@ void StderrStream::move_away_from(int fd) noexcept {
 }
 
 void StderrStream::detach_in_child() noexcept {
+  // The reader the parent saw draining may have stopped long since: the child's summary waits for
+  // it only once the child itself has seen it drain, or each of many children waits out its exit.
+  was_full_ = false;
+  drained_after_full_ = false;
   if (fd_ < 0) {
     return;
   }

@@ -11,6 +11,11 @@
  *                                 takes number 2), connects more, sends "payload from the app\n"
  *                                 on it, prints "fd N", then stays 1.5 s
  *   say CONNECTIONS               writes "app says hi\n" to fd 2, connects, prints "done"
+ *   forked_exits CHILDREN         floods stderr's pipe with records, drains it itself through fd 3
+ *                                 (its copy of the read end), connects once more (that record
+ *                                 finds room), floods it again, then forks CHILDREN one after
+ *                                 another, each connecting once and exiting; prints the seconds
+ *                                 the children took
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -20,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,6 +66,19 @@ static void* connect_many(void* count) {
   return NULL;
 }
 
+static double seconds_now(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+/* Connections, then a pause in which the worker writes their records. */
+static void flood_and_settle(long connections) {
+  connect_many((void*)connections);
+  const struct timespec settle = {0, 300000000};
+  nanosleep(&settle, NULL);
+}
+
 /* Line i: "app line i <padding>\n", one write(), 12 to 4000 bytes. */
 static void* write_lines(void* count) {
   static char line[4096];
@@ -76,7 +95,7 @@ static void* write_lines(void* count) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: stderr_app interleave|flood|close_stderr|say N [LINES]\n");
+    fprintf(stderr, "usage: stderr_app interleave|flood|close_stderr|say|forked_exits N [LINES]\n");
     return 2;
   }
   const long count = atol(argv[2]);
@@ -104,6 +123,25 @@ int main(int argc, char** argv) {
     if (write(STDERR_FILENO, hi, sizeof hi - 1) != (ssize_t)(sizeof hi - 1)) fail("write stderr");
     connect_many((void*)count);
     printf("done\n");
+  } else if (strcmp(argv[1], "forked_exits") == 0) {
+    flood_and_settle(40);
+    if (fcntl(3, F_SETFL, O_NONBLOCK) != 0) fail("fd 3");
+    char drained[65536];
+    while (read(3, drained, sizeof drained) > 0) {
+    }
+    flood_and_settle(1);
+    flood_and_settle(40);
+    const double started = seconds_now();
+    for (long i = 0; i < count; ++i) {
+      const pid_t child = fork();
+      if (child < 0) fail("fork");
+      if (child == 0) {
+        one_connection();
+        exit(0);
+      }
+      if (waitpid(child, NULL, 0) != child) fail("waitpid");
+    }
+    printf("%.3f\n", seconds_now() - started);
   } else if (strcmp(argv[1], "close_stderr") == 0) {
     one_connection();
     close(STDERR_FILENO);

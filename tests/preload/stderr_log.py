@@ -15,6 +15,9 @@ collect it. stderr_app (stderr_app.c) makes the connections and writes its own l
                     were lost, and the summary's log_records_dropped counts the same
   summary_behind    the pipe full as the app exits, its reader back soon after: the summary waits
                     for room and arrives
+  summary_forked    the reader drained the pipe once, then stopped: children forked since, each
+                    exiting with the pipe full, do not each wait for it (the parent saw it drain,
+                    they did not)
   reader_gone       the reader closes its end while the app runs: the next records meet EPIPE, and
                     the app, whose SIGPIPE is not ignored, runs on and exits 0
   reader_gone_relay the same through the relay (another user)
@@ -453,6 +456,24 @@ else:
 """
 
 
+def summary_forked(args, checks):
+    """Children forked after the parent saw its reader drain the pipe, the reader gone quiet since:
+    25 of them (stderr_app forked_exits), each would wait 200 ms at its exit (5 s); without waiting,
+    well under 0.5 s."""
+    r, w = os.pipe()
+    fcntl.fcntl(w, 1031, PIPE_BUF)  # F_SETPIPE_SZ: one page, a few records
+    children = 25
+    app = subprocess.run([args.app, "forked_exits", str(children)], env=shim_env(args, args.work_dir),
+                         stdout=subprocess.PIPE, stderr=w, text=True, timeout=120, pass_fds=(r,),
+                         preexec_fn=lambda: os.dup2(r, 3))
+    os.close(w)
+    os.close(r)
+    checks.check(app.returncode == 0, f"summary_forked: the app exits 0 ({app.returncode})")
+    elapsed = float(app.stdout.strip() or "inf")
+    checks.check(elapsed < 2.5, f"summary_forked: {children} children exit without waiting for a reader "
+                                f"that stopped ({elapsed} s; 200 ms each would be {children * 0.2:.1f} s)")
+
+
 def fork_relay(args, checks):
     r, w = os.pipe()
     reader = PipeReader(r)
@@ -497,6 +518,7 @@ def main():
         "too_long": lambda: too_long(args, checks),
         "quiet_process": lambda: quiet_process(args, checks),
         "fork_relay": lambda: fork_relay(args, checks),
+        "summary_forked": lambda: summary_forked(args, checks),
     }
     cases[args.case]()
     checks.finish()
