@@ -458,8 +458,8 @@ else:
 
 def summary_forked(args, checks):
     """Children forked after the parent saw its reader drain the pipe, the reader gone quiet since:
-    25 of them (stderr_app forked_exits), each would wait 200 ms at its exit (5 s); without waiting,
-    well under 0.5 s."""
+    25 of them (stderr_app forked_exits), each of which would wait 200 ms at its exit for that
+    reader; without waiting an exit takes a few milliseconds."""
     r, w = os.pipe()
     fcntl.fcntl(w, 1031, PIPE_BUF)  # F_SETPIPE_SZ: one page, a few records
     children = 25
@@ -469,9 +469,9 @@ def summary_forked(args, checks):
     os.close(w)
     os.close(r)
     checks.check(app.returncode == 0, f"summary_forked: the app exits 0 ({app.returncode})")
-    elapsed = float(app.stdout.strip() or "inf")
-    checks.check(elapsed < 2.5, f"summary_forked: {children} children exit without waiting for a reader "
-                                f"that stopped ({elapsed} s; 200 ms each would be {children * 0.2:.1f} s)")
+    longest = float(app.stdout.strip() or "inf")
+    checks.check(longest < 0.1, f"summary_forked: none of {children} children waits at its exit for a reader "
+                                f"that stopped (the longest exit {longest} s; a wait is 0.2 s)")
 
 
 def fork_relay(args, checks):
