@@ -612,14 +612,15 @@ void post_idle_restart(const IdleRestart& event) noexcept {
 
 namespace {
 
-// conn_opens no snapshot took (at _exit, which summarizes no connection, or their close record
-// was lost, counted): their connects are still under way on their descriptors, which name the
-// local end.
+// conn_opens no snapshot took: at _exit, which summarizes no connection, connects still under
+// way, whose descriptors name their local end; or ones whose close record was lost (counted),
+// whose descriptor may name another socket since (its generation moved on at the close).
 void write_pending_opens(const Runtime& runtime) {
   fd_table().for_each_slot([&](int fd, SocketSlot& slot) {
     if (ConnectionNames* names = names_if_any(slot)) {
       if (PendingOpen* open = names->pending.exchange(nullptr, std::memory_order_acq_rel)) {
-        write_pending_open(open, *runtime.policy, local_endpoint(fd), {});
+        const bool still_open = slot.generation.load(std::memory_order_acquire) == open->generation;
+        write_pending_open(open, *runtime.policy, still_open ? local_endpoint(fd) : config::Endpoint{}, {});
       }
     }
   });
