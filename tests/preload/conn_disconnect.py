@@ -9,9 +9,8 @@ socket made is a connection of its own, with one conn_open and one conn_close na
 The program calls libc's connect (ctypes) for the disconnect, as a C program would.
 And a process that _exits with a connect still waiting: its conn_open names its local end (the
 _exit hook writes what is pending; no conn_close, as _exit summarizes no connection)."""
-import json
 
-from testlib import Checks, parse_args, port_of, records, start_logged_python
+from testlib import Checks, parse_args, port_of, records, run_logged_python
 
 APP = r"""
 import ctypes, errno, json, socket, sys
@@ -102,14 +101,7 @@ os._exit(0)
 
 
 def quick_exit(args, checks):
-    app, log = start_logged_python(args, "disconnect_quick_exit", QUICK_EXIT)
-    try:
-        out = json.loads(app.stdout.readline())
-        checks.check(app.wait(timeout=60) == 0, "_exit: the program ran to its end")
-    finally:
-        if app.poll() is None:
-            app.kill()
-            app.wait()
+    out, log = run_logged_python(args, checks, "disconnect_quick_exit", QUICK_EXIT)
     opens = [r for r in records(log) if r.get("event") == "conn_open" and port_of(r.get("peer")) == out["peer"]
              and port_of(r.get("local")) != out["peer"]]
     waiting = [r for r in opens if port_of(r.get("local")) == out["local"]]
@@ -120,14 +112,7 @@ def quick_exit(args, checks):
 def main():
     args = parse_args()
     checks = Checks()
-    app, log = start_logged_python(args, "disconnect", APP)
-    try:
-        out = json.loads(app.stdout.readline())
-        checks.check(app.wait(timeout=60) == 0, "the program ran to its end")
-    finally:
-        if app.poll() is None:
-            app.kill()
-            app.wait()
+    out, log = run_logged_python(args, checks, "disconnect", APP)
     clients = [r for r in records(log) if r.get("role") == "client" and r.get("event") in ("conn_open", "conn_close")]
     seen = {}
     for record in clients:

@@ -135,6 +135,20 @@ def start_logged_python(args, name, program, *program_args, policy_text=JSONL_LO
     return app, log
 
 
+def run_logged_python(args, checks, name, program):
+    """start_logged_python, run to its end: what its first line of stdout says (JSON), its exit 0
+    checked (killed if it does not end within a minute), and its log's path."""
+    app, log = start_logged_python(args, name, program)
+    try:
+        out = json.loads(app.stdout.readline())
+        checks.check(app.wait(timeout=60) == 0, f"{name}: the program ran to its end")
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+    return out, log
+
+
 def run(cmd, env, timeout=60, **kwargs):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kwargs)
 
