@@ -82,7 +82,7 @@ std::atomic<int> g_log_fd{-1};
 std::atomic<bool> g_log_transient{false};
 std::atomic<std::uint64_t> g_lines_without_descriptor{0};
 std::string* g_waiting_lines = nullptr;  // under the log's mutex; never freed, like the formatters
-constexpr std::size_t kMostWaiting = 64 * 1024;
+constexpr std::size_t kMostWaiting = std::size_t{64} * 1024;
 // open_log_fd's answer when it opened the file but keeps no descriptor (transient).
 constexpr int kTransientLog = -2;
 constexpr int kLogOpenFlags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
@@ -783,7 +783,9 @@ PatientStderrWrites::PatientStderrWrites(int patience_ms) noexcept {
   t_stderr_patient_until_ns = monotonic_ns() + std::int64_t{patience_ms} * 1'000'000;
 }
 
-PatientStderrWrites::~PatientStderrWrites() { t_stderr_patient_until_ns = 0; }
+PatientStderrWrites::~PatientStderrWrites() {
+  t_stderr_patient_until_ns = 0;
+}
 
 void write_waiting_log_lines() noexcept {
   if (!g_log_transient.load(std::memory_order_acquire) || g_log_ended.load(std::memory_order_acquire) || t_in_logger) {

@@ -459,7 +459,8 @@ void before_disconnect(int fd, SocketSlot& slot) noexcept {
 // As the kernel takes it: a length past sockaddr_storage (or negative as its int) is EINVAL
 // before the family is looked at, and the connection goes on.
 bool is_disconnect(const sockaddr* addr, socklen_t len) noexcept {
-  return len >= static_cast<socklen_t>(sizeof(sa_family_t)) && len <= static_cast<socklen_t>(sizeof(sockaddr_storage)) &&
+  return len >= static_cast<socklen_t>(sizeof(sa_family_t)) &&
+         len <= static_cast<socklen_t>(sizeof(sockaddr_storage)) &&
          read_app_object<sa_family_t>(addr) == std::optional<sa_family_t>(AF_UNSPEC);
 }
 
