@@ -109,8 +109,10 @@ std::atomic<std::string*> g_pending_start{nullptr};
 config::LogLevel g_pending_start_level = config::LogLevel::info;
 // The drop notice (a "dropped" record) is not counted when stderr cannot take it either.
 thread_local bool t_drop_notice = false;
-thread_local std::int64_t t_stderr_patient_until_ns = 0;  // 0: a full pipe drops the record
 thread_local bool t_drop_notice_dropped = false;
+// Until when this thread's records wait for room on a full stderr pipe (PatientStderrWrites); 0:
+// a full pipe drops them.
+thread_local std::int64_t t_stderr_patient_until_ns = 0;
 
 void publish_stderr_fds() noexcept {
   g_log_fd.store(g_stderr->descriptor(0), std::memory_order_release);

@@ -9,8 +9,6 @@
 
 namespace tcptune::telemetry {
 
-// A byte that starts no valid UTF-8 character (a program named by raw bytes) becomes U+FFFD,
-// so that the line stays JSON that every reader accepts.
 namespace {
 
 // Whether any of the 8 bytes in `word` needs escaping: a control character (below 0x20), not
@@ -39,6 +37,8 @@ std::size_t plain_prefix(std::string_view text) noexcept {
 
 }  // namespace
 
+// A byte that starts no valid UTF-8 character (a program named by raw bytes) becomes U+FFFD,
+// so that the line stays JSON that every reader accepts.
 void append_json_string(std::string& out, std::string_view text) {
   out += '"';
   std::size_t plain = 0;  // where the printable ASCII not yet appended starts: appended a run at a time

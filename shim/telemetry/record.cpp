@@ -11,9 +11,9 @@ namespace tcptune::telemetry {
 namespace {
 
 constexpr std::uint8_t kText = 1;
-constexpr std::size_t kTypicalRecordSize = 1024;  // a conn_close is about 900 bytes
 constexpr std::uint8_t kJson = 2;
 constexpr std::uint8_t kJsonFieldSpans = 4;
+constexpr std::size_t kTypicalRecordSize = 1024;  // a conn_close is about 900 bytes
 std::atomic<std::uint8_t> g_forms{kText | kJson | kJsonFieldSpans};
 
 }  // namespace
