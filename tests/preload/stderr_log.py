@@ -206,15 +206,7 @@ def summary_behind(args, checks):
     """A one-page pipe: filled while nobody reads, drained once (records go in again), filled again
     by the app's last records; the reader comes back 100 ms later, as the app exits. The summary,
     written at exit, waits for room rather than being dropped."""
-    r, w = os.pipe()
-    fcntl.fcntl(w, 1031, PIPE_BUF)  # F_SETPIPE_SZ: one page, a few records
-    reader = PipeReader(r, paused=True)
-    app = subprocess.Popen([args.app, "flood", "50", "pause"], env=shim_env(args, args.work_dir),
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=w, text=True)
-    os.close(w)
-    ready, _, _ = select.select([app.stdout], [], [], 60)
-    paused = app.stdout.readline().strip() if ready else ""
-    checks.check(paused == "paused", f"summary_behind: the app made its connections with nobody reading ({paused!r})")
+    app, r, reader = flood_unread(args, checks, "summary_behind", 50, PIPE_BUF)  # one page: a few records
     os.set_blocking(r, False)
     try:
         while True:
@@ -274,16 +266,24 @@ def unread(args, checks, other_user):
                  f"(tcptune_log_records_dropped_total{{reason=\"stderr_full\"}} {full})")
 
 
-def behind(args, checks):
+def flood_unread(args, checks, what, connections, pipe_size):
+    """stderr_app flood CONNECTIONS pause on a pipe of `pipe_size` bytes that nobody reads until the
+    app has made its connections and waits on stdin: the app, the pipe's read end, and its reader,
+    paused (reader.go starts it)."""
     r, w = os.pipe()
-    fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ: once read again, the last records find room
+    fcntl.fcntl(w, 1031, pipe_size)  # F_SETPIPE_SZ
     reader = PipeReader(r, paused=True)
-    app = subprocess.Popen([args.app, "flood", "1500", "pause"], env=shim_env(args, args.work_dir),
+    app = subprocess.Popen([args.app, "flood", str(connections), "pause"], env=shim_env(args, args.work_dir),
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=w, text=True)
     os.close(w)
     ready, _, _ = select.select([app.stdout], [], [], 60)
     paused = app.stdout.readline().strip() if ready else ""
-    checks.check(paused == "paused", f"behind: the app made its connections with nobody reading ({paused!r})")
+    checks.check(paused == "paused", f"{what}: the app made its connections with nobody reading ({paused!r})")
+    return app, r, reader
+
+
+def behind(args, checks):
+    app, r, reader = flood_unread(args, checks, "behind", 1500, 1 << 20)  # once read again, the last records fit
     reader.go.set()
     time.sleep(0.5)  # the reader empties the pipe
     app.stdin.write("go on\n")
