@@ -20,8 +20,12 @@ double us(double ns) {
 
 }  // namespace
 
-void take_snapshot(int fd, SocketSlot& slot, std::uint32_t generation, bool open_at_exit,
-                   ConnectionSnapshot& out) noexcept {
+bool wrote_anything(const SocketSlot& slot) noexcept {
+  return slot.stats.counters.writes.load(std::memory_order_relaxed) != 0;
+}
+
+void take_snapshot(int fd, SocketSlot& slot, std::uint32_t generation, bool open_at_exit, ConnectionSnapshot& out,
+                   telemetry::LatencyHistogram* write_latency) noexcept {
   const ErrnoSaver saver;
   const telemetry::ConnectionStats& stats = slot.stats;
   out.fd = fd;
@@ -34,10 +38,11 @@ void take_snapshot(int fd, SocketSlot& slot, std::uint32_t generation, bool open
   out.closed_ns = monotonic_ns();
   out.counters = stats.counters.load();
   out.histogram_lost_carries = stats.carries.lost();
-  out.write_latency_gathered = out.counters.writes != 0;  // else there is no latency to gather
-  if (out.write_latency_gathered) {
-    out.write_latency = telemetry::LatencyHistogram();
-    stats.write_latency_into(out.write_latency);
+  // Without a histogram, a write that raced this close from another thread goes unmeasured.
+  out.write_latency = out.counters.writes != 0 ? write_latency : nullptr;
+  if (out.write_latency != nullptr) {
+    *out.write_latency = telemetry::LatencyHistogram();
+    stats.write_latency_into(*out.write_latency);
   }
   out.tcp_info = read_tcp_info(fd);
   const ConnectionNames* names = names_if_any(slot);

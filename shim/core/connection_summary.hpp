@@ -1,7 +1,8 @@
 // A connection's measurements, frozen when it closes (or when the process exits with it
 // open), and the conn_close record the worker makes of them. Taking the snapshot is
-// async-signal-safe (no lock, no allocation: snapshots come from a fixed pool), because
-// close() may be called anywhere; formatting it happens on the worker thread.
+// async-signal-safe (no lock, no allocation: a snapshot travels in the worker's ring, and its
+// write latencies, when it wrote, in a histogram from a fixed pool), because close() may be
+// called anywhere; formatting it happens on the worker thread.
 #pragma once
 
 #include <cstdint>
@@ -36,13 +37,12 @@ struct ConnectionSnapshot {
   std::int64_t closed_ns = 0;
   telemetry::ConnectionCounters counters;
   std::uint32_t histogram_lost_carries = 0;
-  // False for a connection that wrote nothing: write_latency is then not gathered (nor its
-  // 1.5 KiB written by the closing thread and read by the worker) and stands for an empty one.
-  bool write_latency_gathered = true;
-  telemetry::LatencyHistogram write_latency;
+  // Out of line, and only for a connection that wrote: 1.5 KiB written by the closing thread
+  // and read by the worker. nullptr stands for an empty one.
+  telemetry::LatencyHistogram* write_latency = nullptr;
   [[nodiscard]] const telemetry::LatencyHistogram& gathered_write_latency() const noexcept {
     static const telemetry::LatencyHistogram none;
-    return write_latency_gathered ? write_latency : none;
+    return write_latency != nullptr ? *write_latency : none;
   }
   std::optional<TcpInfoSummary> tcp_info;
   config::Endpoint local;
@@ -54,10 +54,13 @@ struct ConnectionSnapshot {
 };
 
 // Fills `out` from the slot's connection `generation` and the kernel (TCP_INFO; the endpoints
-// kept since its conn_open, else the kernel's), and takes its pending conn_open. Preserves errno;
-// no lock, no allocation.
-void take_snapshot(int fd, SocketSlot& slot, std::uint32_t generation, bool open_at_exit,
-                   ConnectionSnapshot& out) noexcept;
+// kept since its conn_open, else the kernel's), and takes its pending conn_open. Its write
+// latencies go to `write_latency` if it wrote (none without one). Preserves errno; no lock, no
+// allocation.
+void take_snapshot(int fd, SocketSlot& slot, std::uint32_t generation, bool open_at_exit, ConnectionSnapshot& out,
+                   telemetry::LatencyHistogram* write_latency) noexcept;
+// Whether the slot's connection wrote, so that its snapshot needs a histogram.
+[[nodiscard]] bool wrote_anything(const SocketSlot& slot) noexcept;
 
 // {"p50","p90","p99","p999","max"} in microseconds, and its text form.
 telemetry::JsonObject latency_object_us(const telemetry::LatencyHistogram& histogram);

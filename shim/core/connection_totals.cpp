@@ -22,8 +22,8 @@ void ConnectionTotals::add_closed(const ConnectionSnapshot& snapshot, const tele
   const auto add = [&](Totals& totals) {
     ++totals.connections;
     totals.counters += snapshot.counters;
-    if (snapshot.write_latency_gathered) {
-      totals.write_latency.merge(snapshot.write_latency);
+    if (snapshot.write_latency != nullptr) {
+      totals.write_latency.merge(*snapshot.write_latency);
     }
     totals.acks += acks;
   };

@@ -78,7 +78,9 @@ struct OpenedConnection {
 
 // A closed connection's snapshot, an idle restart, an ack sample, a write, a line, a
 // connection to keep warm, a connect to look at, or a conn_open to write: one of them, as
-// `kind` says (a union: each push copies the largest, a write, and no more).
+// `kind` says (a union: each push copies the largest, a closed connection, and no more). A
+// closed connection travels in the ring itself, not in memory the worker gives back: the
+// closing thread then writes only what the worker reads (event_ring.hpp).
 struct TelemetryEvent {
   enum class Kind : std::uint8_t {
     closed,
@@ -92,7 +94,7 @@ struct TelemetryEvent {
     idle_restart_check
   } kind = Kind::line;
   union {
-    ConnectionSnapshot* snapshot = nullptr;
+    ConnectionSnapshot closed_connection{};
     IdleRestart idle;
     AckSample ack;
     WriteEvent write;
@@ -114,21 +116,24 @@ ConnectionTotals* g_totals = nullptr;
 KeepWarmScheduler* g_keep_warm = nullptr;
 std::vector<PendingConnect>* g_connects = nullptr;  // the worker's only
 
-// Bounded memory: 512 snapshots of about 3 KiB and 4096 events of about 300 bytes (in .bss,
-// touched only as used) wait for the worker, which wakes every 1 to 20 ms, and at once when a
-// quarter of the snapshots wait (kWakeAtClosed). A closing thread that finds them all taken
-// waits for the worker to free one (wait_for_room) rather than drop its record.
-telemetry::EventRing<TelemetryEvent, 4096> g_ring;
-constexpr std::uint32_t kSnapshots = 512;
-telemetry::SnapshotPool<ConnectionSnapshot, kSnapshots> g_pool;
+// Bounded memory: 4096 events of about 350 bytes and 512 write-latency histograms of 1.5 KiB
+// (in .bss, touched only as used) wait for the worker, which wakes every 1 to 20 ms, and at
+// once when a quarter of the ring or of the histograms wait (kWakeAtEvents, kWakeAtHistograms).
+// A closing thread that finds them all taken waits for the worker to free one (wait_for_room)
+// rather than drop its record.
+constexpr std::size_t kEvents = 4096;
+telemetry::EventRing<TelemetryEvent, kEvents> g_ring;
+constexpr std::size_t kWakeAtEvents = kEvents / 4;
+constexpr std::uint32_t kHistograms = 512;
+telemetry::SnapshotPool<telemetry::LatencyHistogram, kHistograms> g_histograms;
 std::atomic<std::uint64_t> g_pool_exhausted{0};
-// Closed connections handed over and not yet handled: past kWakeAtClosed the worker is woken
-// (one futex call per that many closes at a high rate, none at a low one).
-std::atomic<std::uint32_t> g_closed_waiting{0};
+// Histograms handed over and not yet handled: past kWakeAtHistograms the worker is woken (one
+// futex call per that many closes at a high rate, none at a low one).
+std::atomic<std::uint32_t> g_histograms_waiting{0};
 // How long the summary at exit or exec waits for room on a stderr pipe that its reader drains:
 // the process's exit is held that long at most, and only where the reader keeps up.
 constexpr int kSummaryStderrPatienceMs = 200;
-constexpr std::uint32_t kWakeAtClosed = kSnapshots / 4;
+constexpr std::uint32_t kWakeAtHistograms = kHistograms / 4;
 // Events the worker has taken from the ring so far: a waiting producer sees it move.
 std::atomic<std::uint64_t> g_events_taken{0};
 
@@ -209,7 +214,7 @@ void drain(const Runtime& runtime) {
     g_events_taken.fetch_add(1, std::memory_order_release);
     try {
       switch (event.kind) {
-        case TelemetryEvent::Kind::closed: handle(*event.snapshot, runtime); break;
+        case TelemetryEvent::Kind::closed: handle(event.closed_connection, runtime); break;
         case TelemetryEvent::Kind::opened: handle_opened(event.opened, runtime); break;
         case TelemetryEvent::Kind::idle_restart_check:
           note_idle_restart_possible(event.connect.fd, event.connect.generation);
@@ -224,9 +229,9 @@ void drain(const Runtime& runtime) {
     } catch (...) {
       // Out of memory while formatting: the record is lost, the app is not.
     }
-    if (event.kind == TelemetryEvent::Kind::closed) {
-      g_pool.release(event.snapshot);
-      g_closed_waiting.fetch_sub(1, std::memory_order_acq_rel);
+    if (event.kind == TelemetryEvent::Kind::closed && event.closed_connection.write_latency != nullptr) {
+      g_histograms.release(event.closed_connection.write_latency);
+      g_histograms_waiting.fetch_sub(1, std::memory_order_acq_rel);
     } else if (event.kind == TelemetryEvent::Kind::line) {
       delete event.line;
     }
@@ -509,35 +514,44 @@ void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) 
     return;
   }
   const ErrnoSaver saver;
-  ConnectionSnapshot* snapshot = g_pool.acquire();
-  while (snapshot == nullptr && wait_for_room()) {
-    snapshot = g_pool.acquire();
+  telemetry::LatencyHistogram* write_latency = nullptr;
+  if (wrote_anything(slot)) {
+    write_latency = g_histograms.acquire();
+    while (write_latency == nullptr && wait_for_room()) {
+      write_latency = g_histograms.acquire();
+    }
+    if (write_latency == nullptr) {
+      g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
+      count_unrecorded(slot);  // a pending conn_open stays in the slot, written at the exit
+      return;
+    }
   }
-  if (snapshot == nullptr) {
-    g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
-    count_unrecorded(slot);  // a pending conn_open stays in the slot, written at the exit
-    return;
-  }
-  take_snapshot(fd, slot, generation, false, *snapshot);
-  const TelemetryEvent closed{.kind = TelemetryEvent::Kind::closed, .snapshot = snapshot};
+  TelemetryEvent closed{.kind = TelemetryEvent::Kind::closed, .closed_connection = {}};
+  ConnectionSnapshot& snapshot = closed.closed_connection;
+  take_snapshot(fd, slot, generation, false, snapshot, write_latency);
   bool pushed = g_ring.try_push(closed, /*counted=*/false);
   while (!pushed && wait_for_room()) {
     pushed = g_ring.try_push(closed, /*counted=*/false);
   }
   if (!pushed) {
     g_ring.count_dropped();
-    if (snapshot->pending_open != nullptr) {  // back where the exit finds it
+    if (snapshot.pending_open != nullptr) {  // back where the exit finds it
       if (ConnectionNames* names = names_if_any(slot)) {
         PendingOpen* none = nullptr;
-        (void)names->pending.compare_exchange_strong(none, snapshot->pending_open, std::memory_order_acq_rel);
+        (void)names->pending.compare_exchange_strong(none, snapshot.pending_open, std::memory_order_acq_rel);
       }
-      snapshot->pending_open = nullptr;
     }
-    g_pool.release(snapshot);
+    if (write_latency != nullptr) {
+      g_histograms.release(write_latency);
+    }
     count_unrecorded(slot);  // the ring counted the drop
     return;
   }
-  if (g_closed_waiting.fetch_add(1, std::memory_order_acq_rel) + 1 >= kWakeAtClosed) {
+  const bool histograms_crowded = write_latency != nullptr && g_histograms_waiting.fetch_add(
+                                                                  1, std::memory_order_acq_rel) +
+                                                                      1 >=
+                                                                  kWakeAtHistograms;
+  if (histograms_crowded || g_ring.backlog_at_least(kWakeAtEvents)) {
     g_thread.wake_if_sleeping();
   }
 }
@@ -651,8 +665,9 @@ void flush_telemetry_at_exit() noexcept {
     // Connections still open at exit are summarized too, marked open_at_exit.
     fd_table().for_each_tcp([&](int fd, SocketSlot& slot) {
       if (slot.has_flag(flag_measured)) {
-        static ConnectionSnapshot snapshot;  // 3 KiB: not on a possibly small exit-time stack
-        take_snapshot(fd, slot, slot.generation.load(std::memory_order_acquire), true, snapshot);
+        static ConnectionSnapshot snapshot;  // not on a possibly small exit-time stack
+        static telemetry::LatencyHistogram write_latency;
+        take_snapshot(fd, slot, slot.generation.load(std::memory_order_acquire), true, snapshot, &write_latency);
         handle(snapshot, *runtime);
       }
     });
@@ -712,10 +727,11 @@ namespace {
 void summarize_open_connections_at_exec(const Runtime& runtime) {
   fd_table().for_each_tcp([&](int fd, SocketSlot& slot) {
     if (slot.has_flag(flag_measured)) {
-      static ConnectionSnapshot snapshot;  // 3 KiB: not on the app's stack
+      static ConnectionSnapshot snapshot;  // not on the app's stack
+      static telemetry::LatencyHistogram write_latency;
       // -1 (closed meanwhile) has FD_CLOEXEC's bit set: not inherited.
       const bool inherited = (next::fcntl(fd, F_GETFD, 0) & FD_CLOEXEC) == 0;
-      take_snapshot(fd, slot, slot.generation.load(std::memory_order_acquire), inherited, snapshot);
+      take_snapshot(fd, slot, slot.generation.load(std::memory_order_acquire), inherited, snapshot, &write_latency);
       snapshot.at_exec = inherited ? AtExec::inherited : AtExec::closed;
       handle(snapshot, runtime);
     }
@@ -797,7 +813,8 @@ void telemetry_after_fork_in_child() noexcept {
   g_thread.forget_in_child();
   g_write_clock.reset();  // until the child's worker calibrates it again
   g_ring.reset_in_child();
-  g_pool.reset_in_child();
+  g_histograms.reset_in_child();
+  g_histograms_waiting.store(0, std::memory_order_relaxed);
   g_pool_exhausted.store(0, std::memory_order_relaxed);
   g_dropped_total = 0;
   g_log_drops_reported = log_drops();  // the parent's drops are the parent's to report

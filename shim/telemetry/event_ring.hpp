@@ -1,8 +1,14 @@
 // The bounded queue between the app's threads and the telemetry worker: many producers, one
-// consumer (D. Vyukov's bounded queue, with one sequence number per cell). try_push never
-// blocks and never allocates: when the ring is full the event is dropped and counted, and the
-// worker reports the count in its next record. A push interrupted by a signal handler that
-// pushes too is fine: each claims its own cell; the consumer waits only for published cells.
+// consumer. try_push never blocks and never allocates: when the ring is full the event is
+// dropped and counted, and the worker reports the count in its next record. A push interrupted
+// by a signal handler that pushes too is fine: each claims its own cell; the consumer waits only
+// for published cells.
+//
+// The consumer only reads cells, and says how far it has read in one counter of its own that
+// producers look at only when the ring seems full by the last value they saw. A cache line moves
+// between CPUs each time the other side has written it, and that costs an app thread more than
+// the rest of a push: a producer reads nothing the consumer writes on its way, and the consumer
+// reads what producers wrote.
 #pragma once
 
 #include <array>
@@ -26,49 +32,51 @@ class EventRing {
   // sample, whose loss only means one write is not timed).
   bool try_push(const Event& event, bool counted = true) noexcept {
     std::size_t position = tail_.load(std::memory_order_relaxed);
-    for (;;) {
-      const std::size_t index = position & (Capacity - 1);
-      Cell& cell = cells_[index];
-      const std::size_t sequence = cell.sequence_from_index.load(std::memory_order_acquire) + index;
-      const auto lag = static_cast<std::ptrdiff_t>(sequence) - static_cast<std::ptrdiff_t>(position);
-      if (lag == 0) {
-        if (tail_.compare_exchange_weak(position, position + 1, std::memory_order_relaxed)) {
-          cell.event = event;
-          cell.sequence_from_index.store(position + 1 - index, std::memory_order_release);
-          return true;
-        }
-      } else if (lag < 0) {
+    do {
+      if (ahead_of(position, head_seen_.load(std::memory_order_acquire)) >= kCapacity &&
+          ahead_of(position, refresh_head()) >= kCapacity) {
         if (counted) {
           dropped_.fetch_add(1, std::memory_order_relaxed);
         }
-        return false;  // full: the consumer has not freed this cell yet
-      } else {
-        position = tail_.load(std::memory_order_relaxed);
+        return false;  // full: the consumer has not read this cell's previous event yet
       }
-    }
+    } while (!tail_.compare_exchange_weak(position, position + 1, std::memory_order_relaxed));
+    Cell& cell = cells_[position & (Capacity - 1)];
+    cell.event = event;
+    cell.published.store(position + 1, std::memory_order_release);
+    return true;
+  }
+
+  // Producer side: whether at least `events` wait for the consumer. Asks the consumer's counter
+  // only when the last value seen says so, so that, while the consumer keeps up, a producer
+  // asking at every push reads it once per `events` pushes.
+  [[nodiscard]] bool backlog_at_least(std::size_t events) noexcept {
+    const std::size_t tail = tail_.load(std::memory_order_relaxed);
+    return ahead_of(tail, head_seen_.load(std::memory_order_acquire)) >= static_cast<std::ptrdiff_t>(events) &&
+           ahead_of(tail, refresh_head()) >= static_cast<std::ptrdiff_t>(events);
   }
 
   // Consumer side only (the worker thread).
   bool try_pop(Event& out) noexcept {
-    const std::size_t index = head_ & (Capacity - 1);
-    Cell& cell = cells_[index];
-    const std::size_t sequence = cell.sequence_from_index.load(std::memory_order_acquire) + index;
-    if (sequence != head_ + 1) {
+    const Cell& cell = cells_[head_ & (Capacity - 1)];
+    if (cell.published.load(std::memory_order_acquire) != head_ + 1) {
       return false;  // empty, or the next producer has not published yet
     }
     out = cell.event;
-    cell.sequence_from_index.store(head_ + Capacity - index, std::memory_order_release);
     ++head_;
+    read_.store(head_, std::memory_order_release);  // the cell may be written again
     return true;
   }
 
   // In a fork child (one thread): events the parent had in flight are the parent's to report.
   void reset_in_child() noexcept {
     for (auto& cell : cells_) {
-      cell.sequence_from_index.store(0, std::memory_order_relaxed);
+      cell.published.store(0, std::memory_order_relaxed);
     }
     tail_.store(0, std::memory_order_relaxed);
+    head_seen_.store(0, std::memory_order_relaxed);
     head_ = 0;
+    read_.store(0, std::memory_order_relaxed);
     dropped_.store(0, std::memory_order_relaxed);
   }
 
@@ -79,15 +87,29 @@ class EventRing {
   std::uint64_t take_dropped() noexcept { return dropped_.exchange(0, std::memory_order_relaxed); }
 
  private:
-  // Each cell's sequence number minus its index: the classic algorithm starts cell i at i,
-  // this form starts every cell at zero.
+  // Signed: a position read before another thread's count may be behind it (its CAS then fails).
+  static std::ptrdiff_t ahead_of(std::size_t position, std::size_t read) noexcept {
+    return static_cast<std::ptrdiff_t>(position - read);
+  }
+  static constexpr auto kCapacity = static_cast<std::ptrdiff_t>(Capacity);
+
+  // The consumer's count of events read, for producers; the value they last saw is kept
+  // beside the tail (it only grows: a stale one is smaller, and at worst asks again).
+  std::size_t refresh_head() noexcept {
+    const std::size_t read = read_.load(std::memory_order_acquire);
+    head_seen_.store(read, std::memory_order_release);
+    return read;
+  }
+
   struct Cell {
-    std::atomic<std::size_t> sequence_from_index{0};
+    std::atomic<std::size_t> published{0};  // its event's position + 1, once written
     Event event{};
   };
   std::array<Cell, Capacity> cells_{};
-  alignas(64) std::atomic<std::size_t> tail_{0};
-  alignas(64) std::size_t head_ = 0;
+  alignas(64) std::atomic<std::size_t> tail_{0};  // producers' line: the next position, and
+  std::atomic<std::size_t> head_seen_{0};         // the consumer's count as last seen
+  alignas(64) std::size_t head_ = 0;               // consumer's line: its position, and
+  std::atomic<std::size_t> read_{0};               // the same, published
   alignas(64) std::atomic<std::uint64_t> dropped_{0};
 };
 

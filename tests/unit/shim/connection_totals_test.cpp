@@ -5,18 +5,24 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <deque>
 
 namespace tcptune::shim {
 namespace {
 
+// The snapshot of a connection that wrote `writes` times, each taking `latency_ns`; its
+// histogram lives as long as the test.
 ConnectionSnapshot closed(std::int16_t rule_index, std::uint64_t writes, std::uint64_t latency_ns) {
+  static std::deque<telemetry::LatencyHistogram> histograms;
+  telemetry::LatencyHistogram& storage = histograms.emplace_back();
   ConnectionSnapshot snapshot;
   snapshot.rule_index = rule_index;
   snapshot.counters.writes = writes;
   snapshot.counters.bytes = 10 * writes;
   for (std::uint64_t i = 0; i < writes; ++i) {
-    snapshot.write_latency.record(latency_ns);
+    storage.record(latency_ns);
   }
+  snapshot.write_latency = &storage;
   return snapshot;
 }
 

@@ -46,6 +46,32 @@ TEST(EventRing, FullRingDropsAndCountsInsteadOfBlocking) {
   EXPECT_TRUE(ring.try_push({0, 1000}));
 }
 
+TEST(EventRing, BacklogCountsWhatTheConsumerHasNotRead) {
+  static EventRing<TestEvent, 8> ring;
+  EXPECT_FALSE(ring.backlog_at_least(1));
+  for (std::uint32_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE(ring.try_push({0, i}));
+  }
+  EXPECT_TRUE(ring.backlog_at_least(5));
+  EXPECT_FALSE(ring.backlog_at_least(6));
+  TestEvent event{};
+  ASSERT_TRUE(ring.try_pop(event));
+  ASSERT_TRUE(ring.try_pop(event));
+  EXPECT_FALSE(ring.backlog_at_least(4)) << "two of the five were read";
+  EXPECT_TRUE(ring.backlog_at_least(3));
+  for (std::uint32_t i = 5; i < 10; ++i) {  // the two cells read are written again
+    ASSERT_TRUE(ring.try_push({0, i}));
+  }
+  EXPECT_FALSE(ring.try_push({0, 10})) << "full";
+  EXPECT_TRUE(ring.backlog_at_least(8));
+  for (std::uint32_t i = 2; i < 10; ++i) {
+    ASSERT_TRUE(ring.try_pop(event));
+    EXPECT_EQ(event.sequence, i);
+  }
+  EXPECT_FALSE(ring.try_pop(event));
+  EXPECT_EQ(ring.take_dropped(), 1U);
+}
+
 TEST(EventRing, ManyProducersOneConsumerKeepEachProducersOrder) {
   static EventRing<TestEvent, 1024> ring;
   constexpr std::uint32_t kProducers = 4;
