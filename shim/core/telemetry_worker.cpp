@@ -103,6 +103,26 @@ struct TelemetryEvent {
     PendingConnect connect;  // for connect and idle_restart_check
     OpenedConnection opened;
   };
+
+  // What the ring copies: up to the end of the member `kind` names.
+  [[nodiscard]] std::size_t used_bytes() const noexcept {
+    const auto end_of = [this](const auto& member) {
+      return static_cast<std::size_t>(reinterpret_cast<const char*>(&member) - reinterpret_cast<const char*>(this)) +
+             sizeof member;
+    };
+    switch (kind) {
+      case Kind::closed: return end_of(closed_connection);
+      case Kind::idle_restart: return end_of(idle);
+      case Kind::ack_sample: return end_of(ack);
+      case Kind::write: return end_of(write);
+      case Kind::line: return end_of(line);
+      case Kind::keep_warm: return end_of(warm);
+      case Kind::connect:
+      case Kind::idle_restart_check: return end_of(connect);
+      case Kind::opened: return end_of(opened);
+    }
+    return sizeof *this;
+  }
 };
 
 thread_local bool t_worker_thread = false;

@@ -15,10 +15,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace tcptune::telemetry {
 
+// An Event with `std::size_t used_bytes() const` (at most its size) is copied in that many bytes.
 template <typename Event, std::size_t Capacity>
 class EventRing {
   static_assert((Capacity & (Capacity - 1)) == 0, "capacity must be a power of two");
@@ -42,7 +44,13 @@ class EventRing {
       }
     } while (!tail_.compare_exchange_weak(position, position + 1, std::memory_order_relaxed));
     Cell& cell = cells_[position & (Capacity - 1)];
-    cell.event = event;
+    if constexpr (requires { event.used_bytes(); }) {
+      // A union of kinds of events copies what its kind uses: each cache line written is one
+      // the consumer's CPU read, and takes a transfer back.
+      std::memcpy(static_cast<void*>(&cell.event), &event, event.used_bytes());
+    } else {
+      cell.event = event;
+    }
     cell.published.store(position + 1, std::memory_order_release);
     return true;
   }

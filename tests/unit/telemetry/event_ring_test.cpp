@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstddef>
 #include <thread>
 #include <vector>
 
@@ -70,6 +72,35 @@ TEST(EventRing, BacklogCountsWhatTheConsumerHasNotRead) {
   }
   EXPECT_FALSE(ring.try_pop(event));
   EXPECT_EQ(ring.take_dropped(), 1U);
+}
+
+// An event that says how many of its bytes are used: a short one after a long one in the same
+// cell arrives whole.
+struct PrefixEvent {
+  std::uint32_t kind;
+  std::uint32_t value;
+  std::array<std::uint64_t, 8> payload;
+  [[nodiscard]] std::size_t used_bytes() const noexcept {
+    return kind == 0 ? offsetof(PrefixEvent, payload) : sizeof(PrefixEvent);
+  }
+};
+
+TEST(EventRing, CopiesTheBytesAnEventSaysItUses) {
+  static EventRing<PrefixEvent, 2> ring;
+  PrefixEvent event{};
+  for (std::uint32_t round = 0; round < 3; ++round) {
+    PrefixEvent whole{1, round, {}};
+    whole.payload.fill(0x1111 * (round + 1));
+    ASSERT_TRUE(ring.try_push(whole));
+    ASSERT_TRUE(ring.try_push({0, 100 + round, {}}));
+    ASSERT_TRUE(ring.try_pop(event));
+    EXPECT_EQ(event.kind, 1U);
+    EXPECT_EQ(event.value, round);
+    EXPECT_EQ(event.payload, whole.payload);
+    ASSERT_TRUE(ring.try_pop(event));
+    EXPECT_EQ(event.kind, 0U);
+    EXPECT_EQ(event.value, 100 + round);
+  }
 }
 
 TEST(EventRing, ManyProducersOneConsumerKeepEachProducersOrder) {
