@@ -70,7 +70,11 @@ class EventRing {
     if (cell.published.load(std::memory_order_acquire) != head_ + 1) {
       return false;  // empty, or the next producer has not published yet
     }
-    out = cell.event;
+    if constexpr (requires { out.used_bytes(); }) {
+      std::memcpy(static_cast<void*>(&out), &cell.event, cell.event.used_bytes());  // the lines it wrote, no more
+    } else {
+      out = cell.event;
+    }
     ++head_;
     read_.store(head_, std::memory_order_release);  // the cell may be written again
     return true;
