@@ -107,8 +107,9 @@ struct TelemetryEvent {
   // What the ring copies: up to the end of the member `kind` names.
   [[nodiscard]] std::size_t used_bytes() const noexcept {
     const auto end_of = [this](const auto& member) {
+      // A member may be a pointer (a line's): copied as one.
       return static_cast<std::size_t>(reinterpret_cast<const char*>(&member) - reinterpret_cast<const char*>(this)) +
-             sizeof member;
+             sizeof member;  // NOLINT(bugprone-sizeof-expression)
     };
     switch (kind) {
       case Kind::closed: return end_of(closed_connection);
@@ -567,10 +568,8 @@ void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) 
     count_unrecorded(slot);  // the ring counted the drop
     return;
   }
-  const bool histograms_crowded = write_latency != nullptr && g_histograms_waiting.fetch_add(
-                                                                  1, std::memory_order_acq_rel) +
-                                                                      1 >=
-                                                                  kWakeAtHistograms;
+  const bool histograms_crowded =
+      write_latency != nullptr && g_histograms_waiting.fetch_add(1, std::memory_order_acq_rel) + 1 >= kWakeAtHistograms;
   if (histograms_crowded || g_ring.backlog_at_least(kWakeAtEvents)) {
     g_thread.wake_if_sleeping();
   }

@@ -120,8 +120,8 @@ class EventRing {
   std::array<Cell, Capacity> cells_{};
   alignas(64) std::atomic<std::size_t> tail_{0};  // producers' line: the next position, and
   std::atomic<std::size_t> head_seen_{0};         // the consumer's count as last seen
-  alignas(64) std::size_t head_ = 0;               // consumer's line: its position, and
-  std::atomic<std::size_t> read_{0};               // the same, published
+  alignas(64) std::size_t head_ = 0;              // consumer's line: its position, and
+  std::atomic<std::size_t> read_{0};              // the same, published
   alignas(64) std::atomic<std::uint64_t> dropped_{0};
 };
 

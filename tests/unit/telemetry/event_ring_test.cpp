@@ -90,7 +90,7 @@ TEST(EventRing, CopiesTheBytesAnEventSaysItUses) {
   PrefixEvent event{};
   for (std::uint32_t round = 0; round < 3; ++round) {
     PrefixEvent whole{1, round, {}};
-    whole.payload.fill(0x1111 * (round + 1));
+    whole.payload.fill(std::uint64_t{0x1111} * (round + 1));
     ASSERT_TRUE(ring.try_push(whole));
     ASSERT_TRUE(ring.try_push({0, 100 + round, {}}));
     ASSERT_TRUE(ring.try_pop(event));
