@@ -60,6 +60,9 @@ double LatencyHistogram::estimated_sum_ns() const noexcept {
 }
 
 void ConnectionWriteHistogram::reset() noexcept {
+  if (min_ns_.load(std::memory_order_relaxed) == UINT64_MAX) {
+    return;  // nothing recorded since the last reset (every record lowers the minimum): all zero
+  }
   for (auto& cell : counts_) {
     cell.store(0, std::memory_order_relaxed);
   }

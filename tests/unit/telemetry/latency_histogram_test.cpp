@@ -143,6 +143,26 @@ TEST(ConnectionWriteHistogram, CarriesWrapIntoTheWorkersHighParts) {
   EXPECT_NEAR(worker.percentile_ns(50), 1500, 45);
 }
 
+TEST(ConnectionWriteHistogram, ResetEmptiesWhatWasRecordedAndLeavesAnEmptyOneEmpty) {
+  ConnectionWriteHistogram per_connection;
+  for (const std::uint64_t ns : {0U, 700U, 1'500U, 90'000'000U}) {  // 0 ns too: the minimum still moves
+    per_connection.record(ns);
+    per_connection.reset();
+    LatencyHistogram after;
+    per_connection.merged_into(after);
+    EXPECT_EQ(after.count(), 0U) << ns;
+    per_connection.reset();  // nothing recorded since: stays empty
+    per_connection.merged_into(after);
+    EXPECT_EQ(after.count(), 0U) << ns;
+  }
+  per_connection.record(2'000);
+  LatencyHistogram kept;
+  per_connection.merged_into(kept);
+  EXPECT_EQ(kept.count(), 1U);
+  EXPECT_EQ(kept.min_ns(), 2'000U);
+  EXPECT_EQ(kept.max_ns(), 2'000U);
+}
+
 TEST(ConnectionWriteHistogram, ConcurrentWritersLoseNoCounts) {
   ConnectionWriteHistogram per_connection;
   std::atomic<std::uint64_t> carried{0};
