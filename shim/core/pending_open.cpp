@@ -11,6 +11,7 @@
 #include "errno_saver.hpp"
 #include "fd_table.hpp"
 #include "idle_restart.hpp"
+#include "interned_reports.hpp"
 #include "process_runtime.hpp"
 #include "shim_log.hpp"
 #include "snapshot_pool.hpp"
@@ -33,13 +34,12 @@ bool names_an_end(const config::Endpoint& endpoint) {
   return has_address(endpoint) && !config::is_unspecified(endpoint);
 }
 
-// Every connection's conn_open is made on the app's thread and done with on the worker's: from
-// the heap, each new one would come from the allocator's shared arena (its per-thread cache
-// holds what the worker freed), a slow path on every logged connection. Reused from this fixed
-// reserve instead, an entry's earlier report is freed when the next one is moved in, on the
-// app's thread, whose cache then serves the next report. A fork child keeps the parent's
-// reserve as it was: what was in flight there is not reused. Never destroyed: the app's threads
-// may still take and give back entries while the process exits.
+// A client's conn_open waits in the slot for its connect, and may be done with on the worker's
+// thread: from the heap, each new one would come from the allocator's shared arena (its
+// per-thread cache holds what the worker freed), a slow path on every logged connection. Taken
+// from this fixed reserve instead. A fork child keeps the parent's reserve as it was: what was
+// in flight there is not reused. Never destroyed: the app's threads may still take and give
+// back entries while the process exits.
 constexpr std::uint32_t kReservedOpens = 512;
 union ReservedOpens {
   telemetry::SnapshotPool<PendingOpen, kReservedOpens> pool;
@@ -56,7 +56,9 @@ constinit ReservedOpens g_reserved_opens;
 // worker cannot take it.
 void hand_over_or_write(PendingOpen* open, const config::Policy& policy, const config::Endpoint& local,
                         const config::Endpoint& peer, int connect_error) noexcept {
-  if (post_completed_connect(open, local, peer, connect_error)) {
+  if (post_completed_connect(*open, local, peer, connect_error)) {
+    open->owns_report = false;  // its report went with the copy handed over
+    free_pending_open(open);
     return;
   }
   const int fd = open->fd;
@@ -85,15 +87,36 @@ telemetry::Record conn_open_record(int fd, SocketRole role, const config::Policy
   return record;
 }
 
-PendingOpen* new_pending_open(PendingOpen&& contents) {
+const ApplyReport& PendingOpen::options() const noexcept {
+  static const ApplyReport none;
+  return report != nullptr ? *report : none;
+}
+
+void keep_report(PendingOpen& open, ApplyReport&& report) {
+  release_report(open);
+  open.report = intern_report(report);
+  open.owns_report = open.report == nullptr;
+  if (open.owns_report) {
+    open.report = new ApplyReport(std::move(report));
+  }
+}
+
+void release_report(const PendingOpen& open) noexcept {
+  if (open.owns_report) {
+    delete open.report;
+  }
+}
+
+PendingOpen* new_pending_open(const PendingOpen& contents) {
   if (PendingOpen* open = g_reserved_opens.pool.acquire()) {
-    *open = std::move(contents);
+    *open = contents;
     return open;
   }
-  return new PendingOpen(std::move(contents));
+  return new PendingOpen(contents);
 }
 
 void free_pending_open(PendingOpen* open) noexcept {
+  release_report(*open);
   if (g_reserved_opens.pool.holds(open)) {
     g_reserved_opens.pool.release(open);
   } else {
@@ -135,17 +158,22 @@ PendingOpen* take_pending_open(SocketSlot& slot, std::uint32_t generation) noexc
   return nullptr;
 }
 
-void write_pending_open(PendingOpen* open, const config::Policy& policy, const config::Endpoint& local,
-                        const config::Endpoint& peer, int connect_error) noexcept {
-  const OwnedPendingOpen owned(open, &free_pending_open);
+void write_conn_open(const PendingOpen& open, const config::Policy& policy, const config::Endpoint& local,
+                     const config::Endpoint& peer, int connect_error) noexcept {
   try {
-    log_record(config::LogLevel::info, conn_open_record(open->fd, open->role, policy, open->rule, open->phase,
+    log_record(config::LogLevel::info, conn_open_record(open.fd, open.role, policy, open.rule, open.phase,
                                                         names_an_end(local) ? local : config::Endpoint{},
-                                                        names_an_end(peer) ? peer : open->connect_peer, open->site,
-                                                        open->report, connect_error));
+                                                        names_an_end(peer) ? peer : open.connect_peer, open.site,
+                                                        open.options(), connect_error));
   } catch (...) {
     // Out of memory while formatting: the record is lost, the app is not.
   }
+}
+
+void write_pending_open(PendingOpen* open, const config::Policy& policy, const config::Endpoint& local,
+                        const config::Endpoint& peer, int connect_error) noexcept {
+  const OwnedPendingOpen owned(open, &free_pending_open);
+  write_conn_open(*open, policy, local, peer, connect_error);
 }
 
 void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& policy, int connect_error,

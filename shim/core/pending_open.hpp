@@ -30,14 +30,26 @@ struct PendingOpen {
   ApplyPhase phase = ApplyPhase::before_connect;
   config::Endpoint connect_peer;  // the address given to connect(): the peer when the kernel no longer says
   CallSite site;
-  ApplyReport report;
+  // The options' report: an interned one (interned_reports.hpp), or, past their number, one of
+  // the heap's that whoever holds this PendingOpen owns (`owns_report`). Plain data, so that a
+  // conn_open travels by copy in the worker's ring.
+  const ApplyReport* report = nullptr;
+  bool owns_report = false;
+
+  [[nodiscard]] const ApplyReport& options() const noexcept;
 };
 
-// A PendingOpen holding `contents`: one the worker has written and given back when there is one
-// (most are), else a new one. Freed with free_pending_open. Not from a signal handler.
-PendingOpen* new_pending_open(PendingOpen&& contents);
-// Gives `open` back (the worker, once its record is written). Lock-free; no allocation when it
-// came from new_pending_open's reserve.
+// `report` kept in `open`: interned, or moved to the heap. Not from a signal handler.
+void keep_report(PendingOpen& open, ApplyReport&& report);
+// Frees the report `open` owns, if it owns one: `open` is done with.
+void release_report(const PendingOpen& open) noexcept;
+
+// A PendingOpen holding `contents` (and what it owns): one the worker has written and given back
+// when there is one (most are), else a new one. Freed with free_pending_open. Not from a signal
+// handler.
+PendingOpen* new_pending_open(const PendingOpen& contents);
+// Gives `open` back with its report (the worker, once its record is written). Lock-free; no
+// allocation when it came from new_pending_open's reserve.
 void free_pending_open(PendingOpen* open) noexcept;
 // One owned until it is written, given back whichever way the writing ends.
 using OwnedPendingOpen = std::unique_ptr<PendingOpen, decltype(&free_pending_open)>;
@@ -57,8 +69,11 @@ bool park_pending_open(SocketSlot& slot, PendingOpen* open) noexcept;
 // async-signal-safe.
 PendingOpen* take_pending_open(SocketSlot& slot, std::uint32_t generation) noexcept;
 
-// Writes `open` (and deletes it) with the endpoints it completed with: `peer` falls back to the
+// Writes `open`'s conn_open with the endpoints it completed with: `peer` falls back to the
 // address given to connect(). Off the write path.
+void write_conn_open(const PendingOpen& open, const config::Policy& policy, const config::Endpoint& local,
+                     const config::Endpoint& peer, int connect_error = 0) noexcept;
+// write_conn_open, then free_pending_open.
 void write_pending_open(PendingOpen* open, const config::Policy& policy, const config::Endpoint& local,
                         const config::Endpoint& peer, int connect_error = 0) noexcept;
 

@@ -98,12 +98,16 @@ bool open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int
     // Parked only where something will write it: the worker runs (it polls a connect still
     // under way when connect() returns, and writes what the close or the exit hands it).
     if (slot.has_flag(flag_measured) && telemetry_running()) {
-      PendingOpen* open = new_pending_open({fd, generation, rule, role, phase, connect_peer, site, std::move(report)});
+      PendingOpen contents{fd, generation, rule, role, phase, connect_peer, site};
+      keep_report(contents, std::move(report));
+      PendingOpen* open = new_pending_open(contents);
       if (park_pending_open(slot, open)) {
         return true;
       }
-      report = std::move(open->report);
-      free_pending_open(open);
+      const OwnedPendingOpen owned(open, &free_pending_open);
+      log_record(LogLevel::info, conn_open_record(fd, role, policy, rule, phase, local_endpoint(fd), connect_peer, site,
+                                                  open->options()));
+      return false;
     }
     log_record(LogLevel::info,
                conn_open_record(fd, role, policy, rule, phase, local_endpoint(fd), connect_peer, site, report));
@@ -119,12 +123,14 @@ bool open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int
     }
   }
   if (telemetry_running()) {
-    PendingOpen* open = new_pending_open({fd, generation, rule, role, phase, connect_peer, site, std::move(report)});
+    PendingOpen open{fd, generation, rule, role, phase, connect_peer, site};
+    keep_report(open, std::move(report));
     if (post_conn_open(open, local, peer)) {
-      return true;
+      return true;  // with its report
     }
-    report = std::move(open->report);
-    free_pending_open(open);
+    log_record(LogLevel::info, conn_open_record(fd, role, policy, rule, phase, local, peer, site, open.options()));
+    release_report(open);
+    return false;
   }
   log_record(LogLevel::info, conn_open_record(fd, role, policy, rule, phase, local, peer, site, report));
   return false;

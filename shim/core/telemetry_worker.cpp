@@ -69,7 +69,7 @@ constexpr std::int64_t kLastConnectLookNs = 1'000'000'000;  // a connect that ta
 // A conn_open to write with the endpoints its socket had: the worker formats it, not the app's
 // thread. `completed`: a client's, whose connect ended with `connect_error` (pending_open.hpp).
 struct OpenedConnection {
-  PendingOpen* open = nullptr;
+  PendingOpen open;
   config::Endpoint local;
   config::Endpoint peer;
   int connect_error = 0;
@@ -213,17 +213,20 @@ void report_log_drops() {
 // A conn_open handed over by post_conn_open, written as the app's thread would have; then, its
 // connection established, whether the kernel may restart its window after idle.
 void handle_opened(const OpenedConnection& opened, const Runtime& runtime) {
-  const int fd = opened.open->fd;
-  const std::uint32_t generation = opened.open->generation;
+  const PendingOpen& open = opened.open;
   if (opened.completed) {
-    write_pending_open(opened.open, *runtime.policy, opened.local, opened.peer, opened.connect_error);
+    write_conn_open(open, *runtime.policy, opened.local, opened.peer, opened.connect_error);
   } else {
-    const OwnedPendingOpen open(opened.open, &free_pending_open);
-    log_record(LogLevel::info, conn_open_record(open->fd, open->role, *runtime.policy, open->rule, open->phase,
-                                                opened.local, opened.peer, open->site, open->report));
+    try {
+      log_record(LogLevel::info, conn_open_record(open.fd, open.role, *runtime.policy, open.rule, open.phase,
+                                                  opened.local, opened.peer, open.site, open.options()));
+    } catch (...) {
+      // Out of memory while formatting: the record is lost, the app is not.
+    }
   }
+  release_report(open);
   if (opened.connect_error == 0) {
-    note_idle_restart_possible(fd, generation);
+    note_idle_restart_possible(open.fd, open.generation);
   }
 }
 
@@ -581,12 +584,12 @@ bool post_idle_restart_check(int fd, std::uint32_t generation) noexcept {
                          /*counted=*/false);
 }
 
-bool post_conn_open(PendingOpen* open, const config::Endpoint& local, const config::Endpoint& peer) noexcept {
+bool post_conn_open(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer) noexcept {
   return g_state.load(std::memory_order_acquire) == WorkerState::running &&
          g_ring.try_push({.kind = TelemetryEvent::Kind::opened, .opened = {open, local, peer}}, /*counted=*/false);
 }
 
-bool post_completed_connect(PendingOpen* open, const config::Endpoint& local, const config::Endpoint& peer,
+bool post_completed_connect(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer,
                             int connect_error) noexcept {
   return g_state.load(std::memory_order_acquire) == WorkerState::running &&
          g_ring.try_push(

@@ -35,12 +35,13 @@ void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) 
 // False when the worker is not running or its ring is full: the caller looks itself. Lock-free.
 bool post_idle_restart_check(int fd, std::uint32_t generation) noexcept;
 // A conn_open (an accepted or adopted socket's, with the endpoints it has) for the worker to
-// format and write, which it then owns; false when the worker is not running or its ring is
-// full: the caller writes it. Lock-free.
-bool post_conn_open(PendingOpen* open, const config::Endpoint& local, const config::Endpoint& peer) noexcept;
+// format and write: a copy, which owns what `open` owned when this returns true; false when the
+// worker is not running or its ring is full: the caller writes it. Lock-free.
+bool post_conn_open(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer) noexcept;
 // A client's conn_open whose connect ended (`connect_error`, 0 when established), with the
-// endpoints it ended with: the worker writes it as write_pending_open would. False as above.
-bool post_completed_connect(PendingOpen* open, const config::Endpoint& local, const config::Endpoint& peer,
+// endpoints it ended with: the worker writes it as write_pending_open would, from a copy that
+// owns what `open` owned. False as above.
+bool post_completed_connect(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer,
                             int connect_error) noexcept;
 // A measured write that returned after another thread closed its descriptor: counted in its
 // rule's totals, since its connection's record is already taken. Lock-free; async-signal-safe.

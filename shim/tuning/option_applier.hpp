@@ -46,6 +46,7 @@ struct EffectiveProbe {
   Kind kind = Kind::none;
   int level = 0;
   int name = 0;
+  bool operator==(const EffectiveProbe&) const = default;
 };
 
 struct OptionReport {
@@ -63,6 +64,7 @@ struct OptionReport {
   }
   // Did not take effect as asked (tcptune_options_not_as_requested_total).
   [[nodiscard]] bool missed() const noexcept { return refused() || status == OptionStatus::capped; }
+  bool operator==(const OptionReport&) const = default;
 };
 
 struct ApplyReport {
@@ -71,6 +73,7 @@ struct ApplyReport {
   [[nodiscard]] std::string to_string() const;
   // [{"name","requested","effective","note"}, ...] for a jsonl log.
   [[nodiscard]] std::string to_json() const;
+  bool operator==(const ApplyReport&) const = default;
 };
 
 // What applying a Tuning leaves for the caller to act on from now on.
