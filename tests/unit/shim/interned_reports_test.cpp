@@ -54,9 +54,13 @@ TEST(InternedReports, ThreadsInterningTheSameReportGetOneCopy) {
 }
 
 TEST(InternedReports, PastTheTableAPendingOpenOwnsItsReport) {
-  for (int i = 0; i < kMostInternedReports; ++i) {
-    ASSERT_NE(intern_report(report_with("fill " + std::to_string(i))), nullptr) << i;
+  // Other tests of this process may have kept some already: new ones fill it within its size.
+  int kept = 0;
+  while (kept <= kMostInternedReports && intern_report(report_with("fill " + std::to_string(kept))) != nullptr) {
+    ++kept;
   }
+  ASSERT_GT(kept, 3);
+  ASSERT_LE(kept, kMostInternedReports);
   EXPECT_EQ(intern_report(report_with("one too many")), nullptr);
   EXPECT_NE(intern_report(report_with("fill 3")), nullptr) << "kept ones are still found";
 
