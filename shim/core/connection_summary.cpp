@@ -38,8 +38,10 @@ void take_snapshot(int fd, SocketSlot& slot, std::uint32_t generation, bool open
   out.closed_ns = monotonic_ns();
   out.counters = stats.counters.load();
   out.histogram_lost_carries = stats.carries.lost();
-  // Without a histogram, a write that raced this close from another thread goes unmeasured.
-  out.write_latency = out.counters.writes != 0 ? write_latency : nullptr;
+  // Given one, it is used even if the counts read now say no write (another thread's exec may
+  // have reset them since the caller looked): the caller gets it back with the snapshot. Without
+  // one, a write that raced this close from another thread goes unmeasured.
+  out.write_latency = write_latency;
   if (out.write_latency != nullptr) {
     *out.write_latency = telemetry::LatencyHistogram();
     stats.write_latency_into(*out.write_latency);

@@ -55,8 +55,8 @@ struct ConnectionSnapshot {
 
 // Fills `out` from the slot's connection `generation` and the kernel (TCP_INFO; the endpoints
 // kept since its conn_open, else the kernel's), and takes its pending conn_open. Its write
-// latencies go to `write_latency` if it wrote (none without one). Preserves errno; no lock, no
-// allocation.
+// latencies go to `write_latency`, if given (none without one; give one where it wrote).
+// Preserves errno; no lock, no allocation.
 void take_snapshot(int fd, SocketSlot& slot, std::uint32_t generation, bool open_at_exit, ConnectionSnapshot& out,
                    telemetry::LatencyHistogram* write_latency) noexcept;
 // Whether the slot's connection wrote, so that its snapshot needs a histogram.

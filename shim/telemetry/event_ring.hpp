@@ -106,7 +106,8 @@ class EventRing {
   static constexpr auto kCapacity = static_cast<std::ptrdiff_t>(Capacity);
 
   // The consumer's count of events read, for producers; the value they last saw is kept
-  // beside the tail (it only grows: a stale one is smaller, and at worst asks again).
+  // beside the tail. Two producers refreshing it at once may leave the older value: never more
+  // than the count, so a push at worst asks again.
   std::size_t refresh_head() noexcept {
     const std::size_t read = read_.load(std::memory_order_acquire);
     head_seen_.store(read, std::memory_order_release);
