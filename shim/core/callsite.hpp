@@ -10,8 +10,8 @@
 namespace tcptune::shim {
 
 struct CallSite {
+  std::array<void*, 12> frames{};
   int depth = 0;
-  std::array<void*, 12> frames{};  // last: a copy may stop after the first `depth`
 };
 
 // Loads libunwind once (dlopen: not for the write path). False if it is not installed.

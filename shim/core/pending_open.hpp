@@ -29,12 +29,12 @@ struct PendingOpen {
   SocketRole role = SocketRole::client;
   ApplyPhase phase = ApplyPhase::before_connect;
   config::Endpoint connect_peer;  // the address given to connect(): the peer when the kernel no longer says
+  CallSite site;
   // The options' report: an interned one (interned_reports.hpp), or, past their number, one of
   // the heap's that whoever holds this PendingOpen owns (`owns_report`). Plain data, so that a
   // conn_open travels by copy in the worker's ring.
   const ApplyReport* report = nullptr;
   bool owns_report = false;
-  CallSite site;  // last: a copy may stop after the frames it has
 
   [[nodiscard]] const ApplyReport& options() const noexcept;
 };

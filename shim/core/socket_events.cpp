@@ -98,13 +98,7 @@ bool open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int
     // Parked only where something will write it: the worker runs (it polls a connect still
     // under way when connect() returns, and writes what the close or the exit hands it).
     if (slot.has_flag(flag_measured) && telemetry_running()) {
-      PendingOpen contents{.fd = fd,
-                           .generation = generation,
-                           .rule = rule,
-                           .role = role,
-                           .phase = phase,
-                           .connect_peer = connect_peer,
-                           .site = site};
+      PendingOpen contents{fd, generation, rule, role, phase, connect_peer, site};
       keep_report(contents, std::move(report));
       PendingOpen* open = new_pending_open(contents);
       if (park_pending_open(slot, open)) {
@@ -129,13 +123,7 @@ bool open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int
     }
   }
   if (telemetry_running()) {
-    PendingOpen open{.fd = fd,
-                     .generation = generation,
-                     .rule = rule,
-                     .role = role,
-                     .phase = phase,
-                     .connect_peer = connect_peer,
-                     .site = site};
+    PendingOpen open{fd, generation, rule, role, phase, connect_peer, site};
     keep_report(open, std::move(report));
     if (post_conn_open(open, local, peer)) {
       return true;  // with its report

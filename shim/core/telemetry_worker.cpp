@@ -9,7 +9,6 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstddef>
 #include <limits>
 #include <memory>
 #include <new>
@@ -70,16 +69,12 @@ constexpr std::int64_t kLastConnectLookNs = 1'000'000'000;  // a connect that ta
 // A conn_open to write with the endpoints its socket had: the worker formats it, not the app's
 // thread. `completed`: a client's, whose connect ended with `connect_error` (pending_open.hpp).
 struct OpenedConnection {
+  PendingOpen open;
   config::Endpoint local;
   config::Endpoint peer;
   int connect_error = 0;
   bool completed = false;
-  PendingOpen open;  // last, and its call site last in it: copied up to the frames it has
 };
-// What TelemetryEvent::used_bytes leaves out of an opened connection is only call-site frames.
-static_assert(offsetof(CallSite, frames) + sizeof(CallSite::frames) == sizeof(CallSite));
-static_assert(offsetof(PendingOpen, site) + sizeof(CallSite) == sizeof(PendingOpen));
-static_assert(offsetof(OpenedConnection, open) + sizeof(PendingOpen) == sizeof(OpenedConnection));
 
 // A closed connection's snapshot, an idle restart, an ack sample, a write, a line, a
 // connection to keep warm, a connect to look at, or a conn_open to write: one of them, as
@@ -125,11 +120,7 @@ struct TelemetryEvent {
       case Kind::keep_warm: return end_of(warm);
       case Kind::connect:
       case Kind::idle_restart_check: return end_of(connect);
-      case Kind::opened: {
-        const CallSite& site = opened.open.site;
-        const auto frames = static_cast<std::size_t>(std::clamp(site.depth, 0, static_cast<int>(site.frames.size())));
-        return end_of(site) - sizeof site.frames + frames * sizeof site.frames[0];
-      }
+      case Kind::opened: return end_of(opened);
     }
     return sizeof *this;
   }
@@ -595,17 +586,14 @@ bool post_idle_restart_check(int fd, std::uint32_t generation) noexcept {
 
 bool post_conn_open(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer) noexcept {
   return g_state.load(std::memory_order_acquire) == WorkerState::running &&
-         g_ring.try_push({.kind = TelemetryEvent::Kind::opened, .opened = {.local = local, .peer = peer, .open = open}},
-                         /*counted=*/false);
+         g_ring.try_push({.kind = TelemetryEvent::Kind::opened, .opened = {open, local, peer}}, /*counted=*/false);
 }
 
 bool post_completed_connect(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer,
                             int connect_error) noexcept {
   return g_state.load(std::memory_order_acquire) == WorkerState::running &&
          g_ring.try_push(
-             {.kind = TelemetryEvent::Kind::opened,
-              .opened =
-                  {.local = local, .peer = peer, .connect_error = connect_error, .completed = true, .open = open}},
+             {.kind = TelemetryEvent::Kind::opened, .opened = {open, local, peer, connect_error, /*completed=*/true}},
              /*counted=*/false);
 }
 
