@@ -243,9 +243,10 @@ int main(int argc, char** argv) {
   usleep(100000);
   atomic_store(&g_server_stop, 1);
   pthread_join(server, NULL);
-  printf("parent %d: %ld connections + %ld from the handler, %ld failures, accepted %ld (children's included), "
-         "corrupt %ld\n",
-         getpid(), atomic_load(&g_connections), atomic_load(&g_handler_connections), atomic_load(&g_failures),
-         atomic_load(&g_accepted), atomic_load(&g_corrupt));
+  printf(
+      "parent %d: %ld connections + %ld from the handler, %ld failures, accepted %ld (children's included), "
+      "corrupt %ld\n",
+      getpid(), atomic_load(&g_connections), atomic_load(&g_handler_connections), atomic_load(&g_failures),
+      atomic_load(&g_accepted), atomic_load(&g_corrupt));
   return atomic_load(&g_failures) == 0 && atomic_load(&g_corrupt) == 0 ? 0 : 1;
 }
