@@ -165,4 +165,8 @@ void count_untuned_in_signal_handler() noexcept {
   g_untuned.fetch_add(1, std::memory_order_relaxed);
 }
 
+void forget_untuned_in_child() noexcept {
+  g_untuned.store(0, std::memory_order_relaxed);
+}
+
 }  // namespace tcptune::shim

@@ -27,5 +27,7 @@ void adopt_installed_handlers(void (*app_view)(int signal_number, struct sigacti
 // Sockets the app set up from inside its signal handlers, left untuned (for the summary).
 [[nodiscard]] unsigned long untuned_in_signal_handlers() noexcept;
 void count_untuned_in_signal_handler() noexcept;
+// In a fork child: the parent's count is the parent's to report.
+void forget_untuned_in_child() noexcept;
 
 }  // namespace tcptune::shim

@@ -839,6 +839,7 @@ void telemetry_after_fork_in_child() noexcept {
   g_histograms_waiting.store(0, std::memory_order_relaxed);
   g_pool_exhausted.store(0, std::memory_order_relaxed);
   g_dropped_total = 0;
+  forget_untuned_in_child();
   g_log_drops_reported = log_drops();  // the parent's drops are the parent's to report
   option_misses_after_fork_in_child();
   if (g_textfile != nullptr) {

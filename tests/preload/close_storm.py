@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Records under a storm of connections (close_storm.c): 4 threads open, write to and close
-loopback connections while a SIGALRM handler connects every 2 ms, two of them fork a child that
+loopback connections while a SIGALRM handler connects every 2 ms (counted as untuned, in the
+parent's summary only), two of them fork a child that
 goes on, and one child execs a fresh client. Checked, per process: the app's bytes all arrive
 whole; every connection's conn_close has a conn_open with the same ends; a conn_close's write
 count matches its latency histogram's, with both ends named; and the summary counts exactly the
 conn_close records written plus the records it says were dropped."""
 import collections
 import os
+import re
 import subprocess
 
 from testlib import Checks, JSONL_LOG_POLICY, clean_env, parse_args, records
@@ -43,6 +45,7 @@ def check_process(checks, pid, recs):
                                 f"{unmatched[:3]})")
     checks.check(summarized == written + dropped,
                  f"pid {pid}: the summary counts {summarized} connections: {written} written + {dropped} dropped")
+    return sum(s.get("untuned_in_signal_handlers", 0) for s in summaries)
 
 
 def main():
@@ -71,8 +74,12 @@ def main():
     checks.check(len(by_pid) == 3 and images == 4, f"the parent, two forked children and the image one of them "
                                                    f"execs each logged a summary ({len(by_pid)} processes, "
                                                    f"{images} summaries)")
-    for pid, recs in sorted(by_pid.items()):
-        check_process(checks, pid, recs)
+    untuned = {pid: check_process(checks, pid, recs) for pid, recs in sorted(by_pid.items())}
+    # Only the parent's timer runs the handler (a child does not inherit it): a child's summary
+    # counts none of the parent's sockets set up there.
+    parent = int(re.search(r"^parent (\d+):", run.stdout, re.M).group(1))
+    checks.check(untuned[parent] > 0 and all(count == 0 for pid, count in untuned.items() if pid != parent),
+                 f"only the parent ({parent}) counts sockets set up in its signal handler ({untuned})")
     checks.finish()
 
 
