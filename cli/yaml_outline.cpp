@@ -140,6 +140,35 @@ std::string YamlDocument::scalar(int index) const {
   return node(index).value;
 }
 
+namespace {
+
+// YAML ends a line at a carriage return alone as at "\n" or "\r\n", and the edits, which count
+// lines by "\n", would then take the next line for the end of this one: such a stream is refused,
+// at the first one, named as libyaml numbers lines.
+void refuse_lone_carriage_return(std::string_view text, std::size_t base, const std::vector<YamlDocument>& documents) {
+  std::size_t line = 1;
+  std::size_t line_start = base;
+  for (std::size_t i = base; i < text.size(); ++i) {
+    if (text[i] == '\n' || (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n')) {
+      i += text[i] == '\r' ? 1 : 0;
+      ++line;
+      line_start = i + 1;
+    } else if (text[i] == '\r') {
+      std::size_t document = documents.empty() ? 1 : documents.front().number;
+      for (const YamlDocument& candidate : documents) {
+        if (candidate.root >= 0 && candidate.node(candidate.root).start <= i) {
+          document = candidate.number;
+        }
+      }
+      throw ManifestError(document, line, i - line_start + 1,
+                          "a line ends in a carriage return alone (an old Mac line end), which edits made by "
+                          "lines would misplace; convert the line ends first (tr '\\r' '\\n')");
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<YamlDocument> read_yaml_outline(std::string_view text) {
   const auto bytes = [&](std::size_t count) { return text.substr(0, std::min(count, text.size())); };
   if (bytes(2) == "\xFE\xFF" || bytes(2) == "\xFF\xFE") {
@@ -248,6 +277,7 @@ std::vector<YamlDocument> read_yaml_outline(std::string_view text) {
       }
     }
   }
+  refuse_lone_carriage_return(text, base, documents);
   return documents;
 }
 

@@ -55,6 +55,29 @@ TEST(YamlOutline, AByteOrderMarkLeavesTheFirstLineWhereItIs) {
   EXPECT_EQ(document.node(document.key_of(document.root, "kind")).column, 1U);
 }
 
+// YAML ends a line there, the edits would not: refused where it is, "\r\n" read as always.
+TEST(YamlOutline, ACarriageReturnAloneIsRefusedWhereItIs) {
+  const auto error_of = [](const std::string& text) {
+    try {
+      read_yaml_outline(text);
+    } catch (const ManifestError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("a: 1\r\n---\nb: 2\r\nc: 3\rd: 4\n")
+                .rfind("document 2, line 4, column 5: a line ends in a "
+                       "carriage return alone",
+                       0),
+            0U)
+      << error_of("a: 1\r\n---\nb: 2\r\nc: 3\rd: 4\n");
+  EXPECT_EQ(error_of("\xEF\xBB\xBF"
+                     "a: 1\r")
+                .rfind("document 1, line 1, column 5: ", 0),
+            0U);
+  EXPECT_NO_THROW(read_yaml_outline("kind: Pod\r\nspec: {}\r\n"));
+}
+
 TEST(YamlOutline, NestingPastAThousandIsRefused) {
   EXPECT_NO_THROW(read_yaml_outline(std::string(1000, '[') + std::string(1000, ']')));
   EXPECT_THROW(read_yaml_outline(std::string(1001, '[') + std::string(1001, ']')), ManifestError);
