@@ -44,9 +44,8 @@ void keep_report(PendingOpen& open, ApplyReport&& report);
 // Frees the report `open` owns, if it owns one: `open` is done with.
 void release_report(const PendingOpen& open) noexcept;
 
-// A PendingOpen holding `contents` (and what it owns): one the worker has written and given back
-// when there is one (most are), else a new one. Freed with free_pending_open. Not from a signal
-// handler.
+// A PendingOpen holding `contents` (and what it owns): one given back to the reserve when there
+// is one, else a new one. Freed with free_pending_open. Not from a signal handler.
 PendingOpen* new_pending_open(const PendingOpen& contents);
 // Gives `open` back with its report (the worker, once its record is written). Lock-free; no
 // allocation when it came from new_pending_open's reserve.

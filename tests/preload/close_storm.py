@@ -7,11 +7,10 @@ whole; every connection's conn_close has a conn_open with the same ends; a conn_
 count matches its latency histogram's, with both ends named; and the summary counts exactly the
 conn_close records written plus the records it says were dropped."""
 import collections
-import os
 import re
 import subprocess
 
-from testlib import Checks, JSONL_LOG_POLICY, clean_env, parse_args, records
+from testlib import Checks, logged_env, parse_args, records
 
 THREADS = 4
 PER_THREAD = 600
@@ -51,13 +50,7 @@ def check_process(checks, pid, recs):
 def main():
     args = parse_args()
     checks = Checks()
-    policy = os.path.join(args.work_dir, "storm.toml")
-    with open(policy, "w") as f:
-        f.write(JSONL_LOG_POLICY)
-    log = os.path.join(args.work_dir, "storm.jsonl")
-    if os.path.exists(log):
-        os.remove(log)
-    env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy, TCPTUNE_LOG=log)
+    env, log = logged_env(args, "storm")
     try:
         run = subprocess.run([args.probe, str(THREADS), str(PER_THREAD)], env=env, capture_output=True, text=True,
                              timeout=180)

@@ -119,17 +119,23 @@ level = "info"
 """
 
 
-def start_logged_python(args, name, program, *program_args, policy_text=JSONL_LOG_POLICY):
-    """`program` (Python source) started by this interpreter under the shim, with the policy
-    `policy_text` and its log at WORK_DIR/NAME.jsonl (removed first); stdin and stdout are pipes
-    (text). Returns the process and the log's path."""
+def logged_env(args, name, policy_text=JSONL_LOG_POLICY):
+    """The environment of a program under the shim with the policy `policy_text` (written to
+    WORK_DIR/NAME.toml) and its log at WORK_DIR/NAME.jsonl (removed first), and the log's path."""
     policy = os.path.join(args.work_dir, f"{name}.toml")
     with open(policy, "w") as f:
         f.write(policy_text)
     log = os.path.join(args.work_dir, f"{name}.jsonl")
     if os.path.exists(log):
         os.remove(log)
-    env = clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy, TCPTUNE_LOG=log)
+    return clean_env(LD_PRELOAD=args.shim, TCPTUNE_POLICY=policy, TCPTUNE_LOG=log), log
+
+
+def start_logged_python(args, name, program, *program_args, policy_text=JSONL_LOG_POLICY):
+    """`program` (Python source) started by this interpreter under the shim, with the policy
+    `policy_text` and its log at WORK_DIR/NAME.jsonl (removed first); stdin and stdout are pipes
+    (text). Returns the process and the log's path."""
+    env, log = logged_env(args, name, policy_text)
     app = subprocess.Popen([sys.executable, "-c", program, *program_args], env=env, stdin=subprocess.PIPE,
                            stdout=subprocess.PIPE, text=True)
     return app, log
