@@ -107,12 +107,12 @@ void CallRecords::record_tuned(FollowUp& done) {
   if (is_connect && watch_ != nullptr) {
     // Its conn_open once the watch sees both ends (connection_watch.hpp).
     watch_->watch_connection(inode, done.app_fd, shim::SocketRole::client, done.rule, pid, program,
-                             {done.local, done.peer, done.cookie},
+                             {done.local, done.peer, done.cookie, done.family},
                              records ? std::optional<shim::ApplyReport>(std::move(done.outcome.report)) : std::nullopt);
     return;
   }
   if (watch_ != nullptr) {
-    watch_->watch_listener(done.inode, done.local, pid, program);
+    watch_->watch_listener(done.inode, done.local, done.family, pid, program);
   }
   if (records) {
     const shim::ApplyPhase phase = is_connect ? shim::ApplyPhase::before_connect : shim::ApplyPhase::before_listen;
@@ -126,7 +126,7 @@ void CallRecords::record_setsockopt(FollowUp& done) {
   const pid_t pid = done.process;
   if (watch_ != nullptr && done.accepted && done.inode != 0) {
     watch_->watch_connection(done.inode, done.app_fd, shim::SocketRole::server, done.rule, pid, done.program,
-                             {done.local, done.peer, 0});
+                             {done.local, done.peer, 0, done.family});
   }
   if (done.kept_option == nullptr) {
     return;

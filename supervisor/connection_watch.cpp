@@ -1,6 +1,7 @@
 #include "connection_watch.hpp"
 
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -128,10 +129,10 @@ void ConnectionWatch::write_pending_opens(const std::vector<DiagSocket>& dump, s
   }
 }
 
-void ConnectionWatch::watch_listener(std::uint64_t inode, const config::Endpoint& local, pid_t pid,
+void ConnectionWatch::watch_listener(std::uint64_t inode, const config::Endpoint& local, int family, pid_t pid,
                                      const std::string& program) {
   if (diag_.has_value() && inode != 0) {
-    listeners_[inode] = Listener{local, pid, program};
+    listeners_[inode] = Listener{local, family, pid, program};
     listened_ports_.insert(local.port);
   }
 }
@@ -157,20 +158,35 @@ void ConnectionWatch::follow_known_by_inode(std::int64_t now_ns) {
     facts.program = it->second.program;
     const int rule = config::match_rule(policy_, facts);
     follow(it->first, Watched{it->second.app_fd, server ? shim::SocketRole::server : shim::SocketRole::client, rule,
-                              it->second.pid, it->second.program, now_ns});
+                              it->second.pid, it->second.program, now_ns, 0, KnownEnds{{}, {}, 0, found->family}});
     it = by_inode_.erase(it);
   }
 }
 
-std::optional<PortFilter> ConnectionWatch::dump_filter() const {
-  if (!by_inode_.empty()) {
-    return std::nullopt;
+namespace {
+
+unsigned family_bit(int family) {
+  switch (family) {
+    case AF_INET: return PortFilter::kInet;
+    case AF_INET6: return PortFilter::kInet6;
+    default: return PortFilter::kInet | PortFilter::kInet6;  // unknown: both
   }
+}
+
+}  // namespace
+
+PortFilter ConnectionWatch::dump_filter() const {
+  PortFilter filter;
+  if (!by_inode_.empty()) {
+    return filter;
+  }
+  filter.families = 0;
   std::set<std::uint16_t> local_ports(listened_ports_);
   std::set<std::uint16_t> peer_ports;
   bool every_port_known = true;
   tracked_.for_each_connection([&](const TrackedConnections<Watched>::Connection& connection) {
     const Watched& watched = connection.metadata;
+    filter.families |= family_bit(watched.ends.family);
     const bool client = watched.role == shim::SocketRole::client;
     const config::Endpoint& known = client ? watched.ends.peer : watched.ends.local;
     if (known.family != 0) {
@@ -183,12 +199,14 @@ std::optional<PortFilter> ConnectionWatch::dump_filter() const {
     }
   });
   for (const auto& [inode, listener] : listeners_) {
+    filter.families |= family_bit(listener.family);
     local_ports.insert(listener.local.port);
   }
-  if (!every_port_known || local_ports.size() + peer_ports.size() > kMostFilterPorts) {
-    return std::nullopt;
+  if (every_port_known && local_ports.size() + peer_ports.size() <= kMostFilterPorts) {
+    filter.local_ports.assign(local_ports.begin(), local_ports.end());
+    filter.peer_ports.assign(peer_ports.begin(), peer_ports.end());
   }
-  return PortFilter{{local_ports.begin(), local_ports.end()}, {peer_ports.begin(), peer_ports.end()}};
+  return filter;
 }
 
 const DiagSocket* ConnectionWatch::in_dump(std::uint64_t inode) const {
@@ -224,7 +242,7 @@ void ConnectionWatch::poll(bool at_exit) {
                                (pending_opens_ == 0 ? 0 : tcp_state_bit(TCP_TIME_WAIT));
   // Only the sockets of the ports the watch follows, where it knows them all: on a host with many
   // connections (or a loop's thousands of TIME_WAIT entries) the rest is most of a dump's cost.
-  const bool dumped = diag_->dump(states, dump_, error, dump_filter().value_or(PortFilter{}));
+  const bool dumped = diag_->dump(states, dump_, error, dump_filter());
   last_dump_cost_ns_ = monotonic_ns() - now_ns;
   if (!dumped) {
     return;  // a partial dump would close what it missed: wait for the next one
@@ -288,7 +306,8 @@ void ConnectionWatch::follow_accepted(const std::vector<DiagSocket>& dump, std::
     const auto listener = std::find_if(listeners_.begin(), listeners_.end(), [&socket](const auto& entry) {
       const config::Endpoint& local = entry.second.local;
       const bool any_address = std::all_of(local.bytes.begin(), local.bytes.end(), [](auto b) { return b == 0; });
-      return local.port == socket.local.port &&
+      const bool same_family = entry.second.family == 0 || entry.second.family == socket.family;
+      return local.port == socket.local.port && same_family &&
              (any_address || (local.family == socket.local.family && local.bytes == socket.local.bytes));
     });
     if (listener == listeners_.end()) {
@@ -300,8 +319,8 @@ void ConnectionWatch::follow_accepted(const std::vector<DiagSocket>& dump, std::
     facts.local_port = socket.local.port;
     facts.program = listener->second.program;
     const int rule = config::match_rule(policy_, facts);
-    follow(socket.inode,
-           Watched{-1, shim::SocketRole::server, rule, listener->second.pid, listener->second.program, now_ns});
+    follow(socket.inode, Watched{-1, shim::SocketRole::server, rule, listener->second.pid, listener->second.program,
+                                 now_ns, 0, KnownEnds{{}, {}, 0, socket.family}});
   }
 }
 

@@ -34,6 +34,7 @@ struct KnownEnds {
   config::Endpoint local;
   config::Endpoint peer;
   std::uint64_t cookie = 0;  // a client's SO_COOKIE, which its TIME_WAIT entry keeps
+  int family = 0;            // the socket's own (AF_INET6 for a v4-mapped one); 0 if unknown
 };
 
 class ConnectionWatch {
@@ -64,7 +65,8 @@ class ConnectionWatch {
                         const std::string& program, const KnownEnds& ends = {},
                         std::optional<shim::ApplyReport> open = std::nullopt);
   // A listener: the sockets it accepts are followed from the first dump they appear in.
-  void watch_listener(std::uint64_t inode, const config::Endpoint& local, pid_t pid, const std::string& program);
+  void watch_listener(std::uint64_t inode, const config::Endpoint& local, int family, pid_t pid,
+                      const std::string& program);
   // A TCP socket known only by inode (where sockets are handed over, one the supervisor never
   // had, seen at a trapped setsockopt: an accepted one): followed from the first dump that shows
   // it connected, a server if its local port is one a watched listener listened on, with the
@@ -94,6 +96,7 @@ class ConnectionWatch {
   };
   struct Listener {
     config::Endpoint local;  // the address (any, if all zero) and port it listens on
+    int family = 0;          // the socket's own, as KnownEnds::family
     pid_t pid = 0;
     std::string program;
     // Dumps that did not show it listening yet: the dump may come before the program's listen
@@ -113,10 +116,10 @@ class ConnectionWatch {
 
   void poll(bool at_exit);
   // The ports that name every socket the next dump must show: the listeners' and the servers'
-  // local ports, the clients' peer ports. nullopt (a dump of everything) while a socket known by
-  // inode alone waits (its ports are what the dump is for), or one followed has no port known,
-  // or beyond kMostFilterPorts.
-  [[nodiscard]] std::optional<PortFilter> dump_filter() const;
+  // local ports, the clients' peer ports; none (every port) while a socket known by inode alone
+  // waits (its ports are what the dump is for), or one followed has no port known, or beyond
+  // kMostFilterPorts. And the families of the sockets followed: both while one's is unknown.
+  [[nodiscard]] PortFilter dump_filter() const;
   // The last dump's socket with this inode, or nullptr.
   [[nodiscard]] const DiagSocket* in_dump(std::uint64_t inode) const;
   void follow_known_by_inode(std::int64_t now_ns);

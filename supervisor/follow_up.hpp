@@ -44,6 +44,7 @@ struct FollowUp {
   config::Endpoint local;             // listen: before the call; setsockopt on an accepted socket
   config::Endpoint peer;              // connect: the address given; setsockopt on an accepted socket
   std::uint64_t cookie = 0;           // connect: SO_COOKIE, to find the connection once it is TIME_WAIT
+  int family = 0;                     // connect, listen, accepted: the socket's (AF_INET6 if v4-mapped)
   shim::TuningOutcome outcome;        // connect, listen
   bool accepted = false;              // setsockopt: on an accepted socket
   const char* kept_option = nullptr;  // setsockopt: answered unmade, the rule's value kept

@@ -170,8 +170,11 @@ bool SockDiag::dump(std::uint32_t states, std::vector<DiagSocket>& out, std::str
         error = "sock_diag: no socket (moved from)";
         return false;
       }
-      DumpOutcome outcome = dump_family(AF_INET, states, bytecode, out, error);
-      if (outcome == DumpOutcome::kDone) {
+      DumpOutcome outcome = DumpOutcome::kDone;
+      if ((filter.families & PortFilter::kInet) != 0) {
+        outcome = dump_family(AF_INET, states, bytecode, out, error);
+      }
+      if (outcome == DumpOutcome::kDone && (filter.families & PortFilter::kInet6) != 0) {
         outcome = dump_family(AF_INET6, states, bytecode, out, error);
       }
       if (outcome == DumpOutcome::kDone) {
@@ -337,6 +340,7 @@ bool parse_diag_message(const void* message, std::size_t length, DiagSocket& out
   out.cookie = std::uint64_t{diag.id.idiag_cookie[0]} | (std::uint64_t{diag.id.idiag_cookie[1]} << 32U);
   out.local = endpoint_of(diag.idiag_family, diag.id.idiag_src, diag.id.idiag_sport);
   out.peer = endpoint_of(diag.idiag_family, diag.id.idiag_dst, diag.id.idiag_dport);
+  out.family = diag.idiag_family;
   out.state = diag.idiag_state;
   out.uid = diag.idiag_uid;
 

@@ -22,6 +22,7 @@ struct DiagSocket {
   std::uint64_t cookie = 0;  // getsockopt(SO_COOKIE): unique in the boot, never reused
   config::Endpoint local;
   config::Endpoint peer;
+  int family = 0;          // the socket's own, AF_INET or AF_INET6 (whose v4-mapped ends are IPv4 here)
   std::uint8_t state = 0;  // TCP_ESTABLISHED, TCP_CLOSE_WAIT, ... (<netinet/tcp.h>)
   std::uint32_t uid = 0;
   std::optional<shim::TcpInfoSummary> info;  // absent for TIME_WAIT and SYN_RECV entries
@@ -41,10 +42,14 @@ std::uint32_t connected_tcp_states();
 // Which sockets a dump returns: those whose local port is one of `local_ports` or whose peer port
 // is one of `peer_ports`, judged by the kernel (an inet_diag bytecode filter: the others are never
 // filled in, copied or parsed, which on a host with many connections is most of a dump's cost).
-// Both empty: every socket.
+// Both empty: every socket. Only sockets of the families in `families` (each dump of a family walks
+// the host's whole table of connections, about a millisecond for 256 Ki buckets).
 struct PortFilter {
+  static constexpr unsigned kInet = 1;
+  static constexpr unsigned kInet6 = 2;
   std::vector<std::uint16_t> local_ports;
   std::vector<std::uint16_t> peer_ports;
+  unsigned families = kInet | kInet6;
   [[nodiscard]] bool empty() const noexcept { return local_ports.empty() && peer_ports.empty(); }
 };
 
@@ -65,7 +70,7 @@ class SockDiag {
   ~SockDiag();
 
   // Every TCP socket (AF_INET, then AF_INET6: a dual-stack socket once, as AF_INET6 with its
-  // v4-mapped addresses made IPv4) in the given states that `filter` takes, appended to out. A
+  // v4-mapped addresses made IPv4) of the families and in the given states `filter` takes, appended to out. A
   // kernel that refuses the filter (before 4.16, no port equality) gets dumps without one from
   // then on, which return more, never less. On false, error is one line and out may hold part of
   // the sockets.

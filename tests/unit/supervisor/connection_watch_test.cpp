@@ -91,7 +91,8 @@ TEST_F(ConnectionWatchTest, ClosedConnectionsAreReportedWithTheirLastTcpInfo) {
   Loopback loopback;
   ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
   watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe");
-  watch.watch_listener(inode_of(loopback.listener), shim::local_endpoint(loopback.listener), getpid(), "probe");
+  watch.watch_listener(inode_of(loopback.listener), shim::local_endpoint(loopback.listener), AF_INET, getpid(),
+                       "probe");
   ASSERT_EQ(write(loopback.client, "hello", 5), 5);
   tick_after(watch);  // sees both: the accepted socket by its listener's port
   EXPECT_TRUE(conn_closes(path_).empty()) << "nothing is closed yet";
@@ -140,7 +141,8 @@ TEST_F(ConnectionWatchTest, FollowedConnectionsAreCountedPerRuleOnceOpenAndClose
   ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
   watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, -1, getpid(), "probe");
   watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, -1, getpid(), "probe");
-  watch.watch_listener(inode_of(loopback.listener), shim::local_endpoint(loopback.listener), getpid(), "probe");
+  watch.watch_listener(inode_of(loopback.listener), shim::local_endpoint(loopback.listener), AF_INET, getpid(),
+                       "probe");
   EXPECT_EQ(watch.counts_by_rule().at(-1).connections, 1U) << "a client counts once, from its connect";
   EXPECT_EQ(watch.counts_by_rule().count(0), 0U) << "the accepted socket is not found yet";
   tick_after(watch);
@@ -188,7 +190,7 @@ TEST_F(ConnectionWatchTest, OnlyTheWatchedListenersAcceptedSocketsAreFollowed) {
   auto ours = std::make_optional<OnAddress>("127.0.0.1", 0);
   ASSERT_GE(ours->accepted, 0) << std::strerror(ours->error);
   const std::uint16_t port = local_port(ours->listener);
-  watch.watch_listener(inode_of(ours->listener), shim::local_endpoint(ours->listener), getpid(), "probe");
+  watch.watch_listener(inode_of(ours->listener), shim::local_endpoint(ours->listener), AF_INET, getpid(), "probe");
   const OnAddress other_address("127.0.0.2", port);
   ASSERT_GE(other_address.accepted, 0) << std::strerror(other_address.error);
   tick_after(watch);
@@ -208,7 +210,8 @@ TEST_F(ConnectionWatchTest, ASocketKnownByInodeIsFollowedWithTheRoleAndRuleOfIts
   ConnectionWatch watch(policy_, log_, std::int64_t{3600} * 1'000'000'000);  // no poll but the early one
   Loopback loopback;
   ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
-  watch.watch_listener(inode_of(loopback.listener), shim::local_endpoint(loopback.listener), getpid(), "probe");
+  watch.watch_listener(inode_of(loopback.listener), shim::local_endpoint(loopback.listener), AF_INET, getpid(),
+                       "probe");
   close(loopback.listener);
   loopback.listener = -1;
   watch.watch_by_inode(inode_of(loopback.accepted), loopback.accepted, getpid(), "probe");
@@ -311,7 +314,7 @@ TEST_F(ConnectionWatchTest, AListenerNotListeningYetAtTheFirstDumpIsKept) {
   in.sin_family = AF_INET;
   inet_pton(AF_INET, "127.0.0.1", &in.sin_addr);
   ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&in), sizeof in), 0);
-  watch.watch_listener(inode_of(listener), shim::local_endpoint(listener), getpid(), "probe");
+  watch.watch_listener(inode_of(listener), shim::local_endpoint(listener), AF_INET, getpid(), "probe");
   tick_after(watch);  // before its listen
   ASSERT_EQ(::listen(listener, 4), 0);
   in.sin_port = htons(local_port(listener));
@@ -322,6 +325,58 @@ TEST_F(ConnectionWatchTest, AListenerNotListeningYetAtTheFirstDumpIsKept) {
   tick_after(watch);
   EXPECT_EQ(watch.counts_by_rule().count(0), 1U) << "its accepted socket is followed";
   for (const int fd : {accepted, client, listener}) {
+    close(fd);
+  }
+}
+
+// A dual-stack client connected to an IPv4 address has IPv4 ends, but only the AF_INET6 dump
+// shows it: the family the watch dumps is the socket's, not its ends'.
+TEST_F(ConnectionWatchTest, ADualStackClientIsFoundByItsSocketsFamily) {
+  ConnectionWatch watch(policy_, log_, kHourNs);
+  Loopback loopback;
+  if (!loopback.open(AF_INET6, "::", "::ffff:127.0.0.1")) {
+    GTEST_SKIP() << "no dual-stack loopback here";
+  }
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe",
+                         {{}, shim::peer_endpoint(loopback.client), cookie_of(loopback.client), AF_INET6},
+                         shim::ApplyReport{});
+  std::this_thread::sleep_for(std::chrono::nanoseconds(ConnectionWatch::kEarlyPollGap));
+  tick_after(watch);
+  const std::vector<nlohmann::json> opens = records_of(path_, "conn_open");
+  ASSERT_EQ(opens.size(), 1U) << "the AF_INET6 dump was made";
+  EXPECT_EQ(opens[0]["local"], local_of(loopback.client)) << opens[0];
+  EXPECT_EQ(opens[0]["peer"], "127.0.0.1:" + std::to_string(shim::peer_endpoint(loopback.client).port)) << opens[0];
+}
+
+// An IPv4 listener on any address takes the IPv4 connections of its port, not those an IPv6-only
+// listener on the same port number accepts (nor does the watch dump IPv6 sockets for it).
+TEST_F(ConnectionWatchTest, AListenersAcceptedSocketsAreOfItsFamily) {
+  ConnectionWatch watch(policy_, log_, kIntervalNs);
+  Loopback ipv4;
+  ASSERT_TRUE(ipv4.open(AF_INET, "0.0.0.0", "127.0.0.1"));
+  const std::uint16_t port = local_port(ipv4.listener);
+  const int listener6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener6, 0);
+  const int only = 1;
+  ASSERT_EQ(setsockopt(listener6, IPPROTO_IPV6, IPV6_V6ONLY, &only, sizeof only), 0);
+  sockaddr_in6 in6{};
+  in6.sin6_family = AF_INET6;
+  in6.sin6_addr = in6addr_loopback;
+  in6.sin6_port = htons(port);
+  if (bind(listener6, reinterpret_cast<sockaddr*>(&in6), sizeof in6) != 0) {
+    close(listener6);
+    GTEST_SKIP() << "no IPv6 loopback here, or its port is taken: " << std::strerror(errno);
+  }
+  ASSERT_EQ(::listen(listener6, 4), 0);
+  const int client6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(connect(client6, reinterpret_cast<sockaddr*>(&in6), sizeof in6), 0);
+  const int accepted6 = accept4(listener6, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(accepted6, 0);
+  watch.watch_listener(inode_of(ipv4.listener), shim::local_endpoint(ipv4.listener), AF_INET, getpid(), "probe");
+  tick_after(watch);
+  ASSERT_EQ(watch.counts_by_rule().count(0), 1U);
+  EXPECT_EQ(watch.counts_by_rule().at(0).connections, 1U) << "the IPv4 listener's accepted socket alone";
+  for (const int fd : {accepted6, client6, listener6}) {
     close(fd);
   }
 }

@@ -193,6 +193,37 @@ TEST(SockDiag, APortFilterKeepsTheSocketsOfItsPortsAndOnlyThem) {
   }
 }
 
+// Each socket comes with its own family (a dual-stack one's IPv4 ends notwithstanding), and a
+// filter of one family dumps that family alone.
+TEST(SockDiag, AFamilyFilterDumpsThatFamilyAlone) {
+  Loopback ipv4;
+  Loopback dual_stack;
+  ASSERT_TRUE(ipv4.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  if (!dual_stack.open(AF_INET6, "::", "::ffff:127.0.0.1")) {
+    GTEST_SKIP() << "no dual-stack loopback here";
+  }
+  std::optional<SockDiag> diag = open_diag();
+  ASSERT_TRUE(diag.has_value());
+  std::string error;
+  for (const unsigned families : {PortFilter::kInet, PortFilter::kInet6, PortFilter::kInet | PortFilter::kInet6}) {
+    PortFilter filter;
+    filter.families = families;
+    std::vector<DiagSocket> sockets;
+    ASSERT_TRUE(diag->dump(connected_tcp_states(), sockets, error, filter)) << error;
+    const DiagSocket* const ipv4_client = find_by_inode(sockets, inode_of(ipv4.client));
+    const DiagSocket* const dual_stack_client = find_by_inode(sockets, inode_of(dual_stack.client));
+    EXPECT_EQ(ipv4_client != nullptr, (families & PortFilter::kInet) != 0) << families;
+    EXPECT_EQ(dual_stack_client != nullptr, (families & PortFilter::kInet6) != 0) << families;
+    if (dual_stack_client != nullptr) {
+      EXPECT_EQ(dual_stack_client->family, AF_INET6);
+      EXPECT_EQ(dual_stack_client->peer.family, 4) << "its ends are IPv4";
+    }
+    for (const DiagSocket& socket : sockets) {
+      EXPECT_NE(families & (socket.family == AF_INET ? PortFilter::kInet : PortFilter::kInet6), 0U) << socket.family;
+    }
+  }
+}
+
 TEST(SockDiag, AClosedSocketLeavesTheInodesAndItsPeerGoesToCloseWait) {
   Loopback loopback;
   ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
