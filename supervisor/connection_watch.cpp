@@ -216,7 +216,7 @@ const DiagSocket* ConnectionWatch::in_dump(std::uint64_t inode) const {
 
 void ConnectionWatch::tick() {
   const std::int64_t since_ns = monotonic_ns() - last_poll_ns_;
-  const bool early = early_poll_ && since_ns >= std::max(kEarlyPollGap, 5 * last_dump_cost_ns_);
+  const bool early = early_poll_ && since_ns >= std::max(kEarlyPollGap, kEarlyPollCostShare * last_dump_cost_ns_);
   if (diag_.has_value() && (tracked_.size() != 0 || !listeners_.empty() || !by_inode_.empty()) &&
       (since_ns >= interval_ns_ || early)) {
     poll(false);

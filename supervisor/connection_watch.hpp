@@ -47,6 +47,10 @@ class ConnectionWatch {
 
   // The least time between a dump and an early one (watch_by_inode).
   static constexpr std::int64_t kEarlyPollGap = 20'000'000;
+  // And the least as a multiple of the last dump's duration: at most a twentieth of a thread on
+  // early dumps. A dump walks every TCP socket of the host, TIME_WAIT entries of every namespace
+  // included: about 10 ms for 120,000 of them here.
+  static constexpr std::int64_t kEarlyPollCostShare = 20;
   // How long after its connect a client's conn_open still gets early dumps: then the poll's.
   static constexpr std::int64_t kPendingOpenEarlyNs = 200'000'000;
 
@@ -70,9 +74,9 @@ class ConnectionWatch {
   // A TCP socket known only by inode (where sockets are handed over, one the supervisor never
   // had, seen at a trapped setsockopt: an accepted one): followed from the first dump that shows
   // it connected, a server if its local port is one a watched listener listened on, with the
-  // rule its endpoints choose. A dump is made early for it (kEarlyPollGap after the last, or five
-  // times the last dump's duration if longer: at most a fifth of a thread on dumps), since its
-  // role and rule come from the dump; one never shown is given up after kUnseenPolls dumps.
+  // rule its endpoints choose. A dump is made early for it (kEarlyPollGap after the last, or
+  // kEarlyPollCostShare times the last dump's duration if longer), since its role and rule come
+  // from the dump; one never shown is given up after kUnseenPolls dumps.
   void watch_by_inode(std::uint64_t inode, int app_fd, pid_t pid, const std::string& program);
   // A dump if one is due: new accepted sockets are followed, closed ones get conn_close.
   void tick();
