@@ -4,7 +4,7 @@
 // the price of entering the kernel at all; the other lines are the calls of a connect tuned by a
 // rule that sets nodelay, a congestion control and both buffers (docs/benchmarks.md, "Supervised
 // mode: cost"), less the seccomp receive, the still-pending check and the answer (ioctls on a
-// seccomp listener).
+// seccomp listener); and one sock_diag dump of the records thread, not counted in the connect's.
 //
 //   tcptune_supervised_call_costs [LOOPS]
 #define _GNU_SOURCE
@@ -19,12 +19,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
 #include <linux/sock_diag.h>
 
 enum { kRepetitions = 5 };
 
 static int g_socket = -1;
 static int g_pidfd = -1;
+static int g_netlink = -1;
 
 static double now_ns(void) {
   struct timespec time;
@@ -96,6 +99,38 @@ static void read_own_memory(void) {
   (void)process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
 }
 
+// One sock_diag dump of the IPv4 TCP sockets in the states the records thread asks for, as it
+// makes one per address family followed (connection_watch.cpp): its cost is the walk of every TCP
+// socket of the host, TIME_WAIT entries included, whatever it returns.
+static void sock_diag_dump(void) {
+  struct {
+    struct nlmsghdr header;
+    struct inet_diag_req_v2 body;
+  } request = {0};
+  request.header.nlmsg_len = sizeof request;
+  request.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  request.body.sdiag_family = AF_INET;
+  request.body.sdiag_protocol = IPPROTO_TCP;
+  request.body.idiag_states = 1U << TCP_ESTABLISHED;
+  if (send(g_netlink, &request, sizeof request, 0) < 0) {
+    return;
+  }
+  static char reply[65536];
+  for (;;) {
+    ssize_t length = recv(g_netlink, reply, sizeof reply, 0);
+    if (length <= 0) {
+      return;
+    }
+    for (const struct nlmsghdr* message = (const void*)reply; NLMSG_OK(message, (size_t)length);
+         message = NLMSG_NEXT(message, length)) {
+      if (message->nlmsg_type == NLMSG_DONE || message->nlmsg_type == NLMSG_ERROR) {
+        return;
+      }
+    }
+  }
+}
+
 struct Call {
   const char* name;
   void (*run)(void);
@@ -116,13 +151,15 @@ static const struct Call kCalls[] = {
     {"so_rcvbuf_set", rcvbuf_set, 1},
     {"so_cookie", cookie_read, 1},
     {"fstat", socket_fstat, 1},
+    {"sock_diag_dump_inet", sock_diag_dump, 0},
 };
 
 int main(int argc, char** argv) {
   const long loops = argc > 1 ? strtol(argv[1], NULL, 10) : 20000;
   g_socket = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   g_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-  if (g_socket < 0 || g_pidfd < 0 || loops <= 0) {
+  g_netlink = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (g_socket < 0 || g_pidfd < 0 || g_netlink < 0 || loops <= 0) {
     perror("tcptune_supervised_call_costs: socket or pidfd_open");
     return 1;
   }
@@ -130,18 +167,32 @@ int main(int argc, char** argv) {
   printf("{\"loops\":%ld,\"ns\":{", loops);
   for (size_t call = 0; call < sizeof kCalls / sizeof kCalls[0]; ++call) {
     double least = -1;
+    // A dump takes milliseconds where a call takes a microsecond.
+    const long runs = kCalls[call].run == sock_diag_dump ? (loops + 999) / 1000 : loops;
     for (int repetition = 0; repetition < kRepetitions; ++repetition) {
       const double start = now_ns();
-      for (long i = 0; i < loops; ++i) {
+      for (long i = 0; i < runs; ++i) {
         kCalls[call].run();
       }
-      const double per_call = (now_ns() - start) / (double)loops;
+      const double per_call = (now_ns() - start) / (double)runs;
       least = least < 0 || per_call < least ? per_call : least;
     }
     sum += least * kCalls[call].per_connect;
     printf("%s\"%s\":%.0f", call == 0 ? "" : ",", kCalls[call].name, least);
   }
+  // The TCP sockets the dump walked, as far as this namespace says (/proc/net/sockstat).
+  long in_use = -1;
+  long time_wait = -1;
+  FILE* sockstat = fopen("/proc/net/sockstat", "r");
+  char line[256];
+  while (sockstat != NULL && fgets(line, sizeof line, sockstat) != NULL) {
+    (void)sscanf(line, "TCP: inuse %ld orphan %*d tw %ld", &in_use, &time_wait);
+  }
+  if (sockstat != NULL) {
+    fclose(sockstat);
+  }
+  printf("},\"tcp_in_use\":%ld,\"tcp_time_wait\":%ld", in_use, time_wait);
   // What they add up to for one tuned connect (SO_MEMINFO is read before and after the rule).
-  printf("},\"connect_calls_ns\":%.0f}\n", sum);
+  printf(",\"connect_calls_ns\":%.0f}\n", sum);
   return 0;
 }
