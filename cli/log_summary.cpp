@@ -113,8 +113,19 @@ std::string key_of(const nlohmann::json& record, const std::string& by) {
 
 }  // namespace
 
+namespace {
+
+// Lines read between two looks at the clock: a few milliseconds of parsing.
+constexpr std::uint64_t kLinesPerClockRead = 256;
+
+bool past(std::chrono::steady_clock::time_point deadline, std::uint64_t lines) {
+  return deadline != kNoDeadline && lines % kLinesPerClockRead == 0 && std::chrono::steady_clock::now() >= deadline;
+}
+
+}  // namespace
+
 bool for_each_record(const std::vector<std::string>& files, const std::function<void(const nlohmann::json*)>& fn,
-                     std::vector<FileRead>& reads, std::string& error) {
+                     std::vector<FileRead>& reads, std::string& error, std::chrono::steady_clock::time_point deadline) {
   for (const std::string& file : files) {
     std::error_code code;
     if (std::filesystem::is_directory(file, code)) {
@@ -131,6 +142,10 @@ bool for_each_record(const std::vector<std::string>& files, const std::function<
     read.path = file;
     std::string line;
     while (std::getline(in, line)) {
+      if (past(deadline, read.lines)) {
+        read.unfinished = true;
+        return true;
+      }
       const std::optional<nlohmann::json> record = parse_log_record(line);
       ++read.lines;
       read.records += record.has_value() ? 1 : 0;
@@ -140,14 +155,19 @@ bool for_each_record(const std::vector<std::string>& files, const std::function<
   return true;
 }
 
-bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error) {
+bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error,
+                    std::chrono::steady_clock::time_point deadline) {
   // First where each process's lifetimes begin, so that its records find their lifetime in
   // whatever order the files come.
   ProcessLifetimes lifetimes;
   for (const std::string& file : files) {
     std::ifstream in(file);
     std::string line;
-    while (std::getline(in, line)) {
+    for (std::uint64_t lines = 0; std::getline(in, line); ++lines) {
+      if (past(deadline, lines)) {
+        out.unfinished = true;
+        return true;
+      }
       if (line.find(R"("event":"start")") != std::string::npos) {
         if (const std::optional<nlohmann::json> record = parse_log_record(line);
             record.has_value() && string_field(*record, "event") == "start") {
@@ -169,7 +189,9 @@ bool summarize_logs(const std::vector<std::string>& files, const std::string& by
           out.groups[key_of(*record, by)].add(*record);
         }
       },
-      out.files, error);
+      out.files, error, deadline);
+  out.unfinished =
+      std::any_of(out.files.begin(), out.files.end(), [](const FileRead& file) { return file.unfinished; });
   for (const auto& [key, group] : out.groups) {
     out.total.merge(group);
   }
@@ -200,8 +222,8 @@ bool say_files_without_records(const char* command, const std::vector<FileRead>&
   }
   for (const FileRead& read : reads) {
     if (read.records == 0) {
-      (void)std::fprintf(stderr, "tcptune %s: %s%s: %s\n", command, records == 0 ? "" : "warning: ",
-                         read.path.c_str(), why_no_records(read).c_str());
+      (void)std::fprintf(stderr, "tcptune %s: %s%s: %s\n", command, records == 0 ? "" : "warning: ", read.path.c_str(),
+                         why_no_records(read).c_str());
     }
   }
   if (records == 0) {

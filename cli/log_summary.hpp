@@ -3,6 +3,7 @@
 // through the records' documented JSON (docs/records-and-metrics.md), as every reader outside the shim must.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -54,7 +55,10 @@ struct FileRead {
   std::string path;
   std::uint64_t lines = 0;
   std::uint64_t records = 0;
+  bool unfinished = false;  // reading stopped at a deadline before its end
 };
+// Reading without a deadline.
+constexpr std::chrono::steady_clock::time_point kNoDeadline = std::chrono::steady_clock::time_point::max();
 // Why a file gave no record, in words ("empty ...", "N lines, none a JSON record: a text log?").
 std::string why_no_records(const FileRead& read);
 // Names each file without records, with why, on stderr as "tcptune COMMAND: ..."; none in any of
@@ -70,17 +74,22 @@ struct LogSummary {
   std::uint64_t skipped_lines = 0;  // not JSON: a text log, or a line cut by kill -9
   // Records reported dropped that no summary makes up for: the counts are short (MissingRecords).
   std::uint64_t uncounted_dropped_records = 0;
+  bool unfinished = false;  // reading stopped at the deadline: the counts are short
 };
 
 // fn(record) for every line of every file in order; nullptr for a line that is not a JSON object.
 // What each file gave goes to `reads`. Returns false (with the file in `error`) if one cannot be read.
+// At `deadline` it stops, the file it was reading marked unfinished and the later ones not read.
 bool for_each_record(const std::vector<std::string>& files, const std::function<void(const nlohmann::json*)>& fn,
-                     std::vector<FileRead>& reads, std::string& error);
+                     std::vector<FileRead>& reads, std::string& error,
+                     std::chrono::steady_clock::time_point deadline = kNoDeadline);
 
 // by: "rule", "peer" or "program". Returns false (with the file in `error`) if one is unreadable.
 // Counts are exact where the processes wrote their summaries: a connection whose conn_close
 // record was dropped is added from its summary (ConnectionGroup::without_record).
-bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error);
+// Reading stops at `deadline` (LogSummary::unfinished).
+bool summarize_logs(const std::vector<std::string>& files, const std::string& by, LogSummary& out, std::string& error,
+                    std::chrono::steady_clock::time_point deadline = kNoDeadline);
 
 // slow_write records grouped by call site (their first three frames), for report --by callsite.
 struct SlowWriteSite {

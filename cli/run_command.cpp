@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -72,6 +73,9 @@ void say_without_blocking(const std::string& line) {
   }
 }
 
+// The longest the table at exit may take to read the log.
+constexpr std::chrono::seconds kSummaryReadFor{2};
+
 void print_run_summary(const RunLog& log, bool supervised, bool observed, LogCutNotices& notices, int status) {
   if (!log.no_table.empty()) {
     say_without_blocking("tcptune: " + config::escape_for_display(log.no_table, false) + "\n");
@@ -95,8 +99,17 @@ void print_run_summary(const RunLog& log, bool supervised, bool observed, LogCut
   for (const auto& [path, reason] : notices.take()) {
     cut = absolute(path) == log.file ? reason : cut;
   }
-  if (!summarize_logs({log.file}, "rule", summary, error)) {
+  // Bounded: a long-lived service's log may take minutes to read, and its container's grace period
+  // after SIGTERM is shorter.
+  if (!summarize_logs({log.file}, "rule", summary, error, std::chrono::steady_clock::now() + kSummaryReadFor)) {
     (void)std::fprintf(stderr, "tcptune: log %s: %s\n", shown.c_str(), error.c_str());
+    return;
+  }
+  if (summary.unfinished) {
+    (void)std::fprintf(stderr,
+                       "tcptune: log %s: no table: %.0f MB, longer than %lld s to read at exit (tcptune report %s)\n",
+                       shown.c_str(), static_cast<double>(fs::file_size(log.file, error_code)) / 1e6,
+                       static_cast<long long>(kSummaryReadFor.count()), shown.c_str());
     return;
   }
   if (summary.total.connections == 0 && cut.empty()) {

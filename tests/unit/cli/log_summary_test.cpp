@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "log_file.hpp"
@@ -62,6 +64,55 @@ TEST(LogSummary, GoodAndBadLines) {
   ASSERT_TRUE(summarize_logs({log.path(), log.path()}, "program", by_program, error));
   EXPECT_EQ(by_program.groups["curl"].connections, 2U);
   EXPECT_EQ(by_program.groups["wget"].counters.writes, 6U);
+}
+
+std::string conn_closes(int count) {
+  std::string lines;
+  for (int i = 0; i < count; ++i) {
+    lines += R"({"event":"conn_close","rule":"web","writes":1,"bytes":10})"
+             "\n";
+  }
+  return lines;
+}
+
+// tcptune run's table at exit reads the log for a bounded time: a deadline already past reads
+// nothing and says so; one far off reads every line.
+TEST(LogSummary, ReadingStopsAtTheDeadlineAndSaysSo) {
+  const TempLog log(conn_closes(1000));
+  std::string error;
+  LogSummary late;
+  ASSERT_TRUE(summarize_logs({log.path()}, "rule", late, error, std::chrono::steady_clock::now())) << error;
+  EXPECT_TRUE(late.unfinished);
+  EXPECT_EQ(late.total.connections, 0U);
+  LogSummary in_time;
+  ASSERT_TRUE(
+      summarize_logs({log.path()}, "rule", in_time, error, std::chrono::steady_clock::now() + std::chrono::hours(1)))
+      << error;
+  EXPECT_FALSE(in_time.unfinished);
+  EXPECT_EQ(in_time.total.connections, 1000U);
+}
+
+// A deadline that passes while a file is read stops it at the next look at the clock, marks that
+// file unfinished and leaves the next one unread.
+TEST(LogSummary, ADeadlinePassingMidFileStopsThere) {
+  const TempLog first(conn_closes(1000));
+  const TempLog second(conn_closes(10));
+  std::vector<FileRead> reads;
+  std::string error;
+  std::uint64_t seen = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  ASSERT_TRUE(for_each_record(
+      {first.path(), second.path()},
+      [&seen](const nlohmann::json*) {
+        ++seen;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      },
+      reads, error, deadline));
+  ASSERT_EQ(reads.size(), 1U) << "the second file is not read";
+  EXPECT_TRUE(reads[0].unfinished);
+  EXPECT_GT(seen, 0U);
+  EXPECT_LT(seen, 1000U);
+  EXPECT_EQ(reads[0].lines, seen);
 }
 
 // What each file gave, for report's exit 1 and its reason when no record was read.
