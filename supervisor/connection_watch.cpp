@@ -57,7 +57,16 @@ void ConnectionWatch::watch_connection(std::uint64_t inode, int app_fd, shim::So
 }
 
 void ConnectionWatch::follow(std::uint64_t inode, Watched watched) {
-  if (tracked_.find(inode) != nullptr) {
+  if (TrackedConnections<Watched>::Connection* tracked = tracked_.find(inode); tracked != nullptr) {
+    // A client tuned again before any dump showed it: its first connect failed (refused, or a
+    // sockaddr of the other family) and left it unconnected, so this one is its connection. Counted
+    // once, under the first call's rule.
+    if (!tracked->last_seen.has_value() && tracked->metadata.open.has_value() && watched.open.has_value()) {
+      tracked->metadata = std::move(watched);
+      tracked->unseen_updates = 0;
+      early_poll_ = true;
+      return;
+    }
     write_open(inode, watched);  // followed already: a conn_open is written at once, as known
     return;
   }
@@ -108,7 +117,7 @@ void ConnectionWatch::write_pending_opens(const std::vector<DiagSocket>& dump, s
       const auto waiting = watched.ends.cookie != 0 ? time_wait.find(watched.ends.cookie) : time_wait.end();
       if (waiting == time_wait.end()) {
         // Its connect may not have run yet when the dump was made: early dumps again, for a while.
-        early_poll_ = early_poll_ || now_ns - watched.opened_ns < kPendingOpenEarlyNs;
+        early_poll_ = early_poll_ || now_ns - watched.opened_ns < std::max(kPendingOpenEarlyNs, 2 * early_gap_ns());
         return;
       }
       found = waiting->second;
@@ -186,7 +195,11 @@ PortFilter ConnectionWatch::dump_filter() const {
   bool every_port_known = true;
   tracked_.for_each_connection([&](const TrackedConnections<Watched>::Connection& connection) {
     const Watched& watched = connection.metadata;
-    filter.families |= family_bit(watched.ends.family);
+    // A connect refused for a sockaddr of the other family, then made again, has the first's.
+    const int family = connection.last_seen.has_value() ? connection.last_seen->family
+                       : connection.unseen_updates == 0 ? watched.ends.family
+                                                        : 0;
+    filter.families |= family_bit(family);
     const bool client = watched.role == shim::SocketRole::client;
     const config::Endpoint& known = client ? watched.ends.peer : watched.ends.local;
     if (known.family != 0) {
@@ -214,9 +227,13 @@ const DiagSocket* ConnectionWatch::in_dump(std::uint64_t inode) const {
   return found == dump_index_.end() ? nullptr : found->second;
 }
 
+std::int64_t ConnectionWatch::early_gap_ns() const noexcept {
+  return std::max(kEarlyPollGap, kEarlyPollCostShare * last_dump_cost_ns_);
+}
+
 void ConnectionWatch::tick() {
   const std::int64_t since_ns = monotonic_ns() - last_poll_ns_;
-  const bool early = early_poll_ && since_ns >= std::max(kEarlyPollGap, kEarlyPollCostShare * last_dump_cost_ns_);
+  const bool early = early_poll_ && since_ns >= early_gap_ns();
   if (diag_.has_value() && (tracked_.size() != 0 || !listeners_.empty() || !by_inode_.empty()) &&
       (since_ns >= interval_ns_ || early)) {
     poll(false);

@@ -47,11 +47,14 @@ class ConnectionWatch {
 
   // The least time between a dump and an early one (watch_by_inode).
   static constexpr std::int64_t kEarlyPollGap = 20'000'000;
-  // And the least as a multiple of the last dump's duration: at most a twentieth of a thread on
-  // early dumps. A dump walks every TCP socket of the host, TIME_WAIT entries of every namespace
-  // included: 3.3 ms for 37,700 of them here (tcptune_supervised_call_costs).
-  static constexpr std::int64_t kEarlyPollCostShare = 20;
-  // How long after its connect a client's conn_open still gets early dumps: then the poll's.
+  // And the least as a multiple of the last dump's duration: at most a tenth of a thread on early
+  // dumps. A dump walks every TCP socket of the host, TIME_WAIT entries of every namespace
+  // included: 3.3 ms for 37,700 of them here (tcptune_supervised_call_costs). A client closed by
+  // its peer before a dump shows it leaves no TIME_WAIT entry: its local end is lost, so the gap
+  // is also how long a connection must last to be named in full.
+  static constexpr std::int64_t kEarlyPollCostShare = 10;
+  // How long after its connect a client's conn_open still gets early dumps (at least two early
+  // gaps): then the poll's.
   static constexpr std::int64_t kPendingOpenEarlyNs = 200'000'000;
 
   // Polls at most every `interval_ns`; without sock_diag (a kernel without inet_diag) it
@@ -119,10 +122,13 @@ class ConnectionWatch {
   };
 
   void poll(bool at_exit);
+  // The least time from one dump to an early one, by kEarlyPollGap and kEarlyPollCostShare.
+  [[nodiscard]] std::int64_t early_gap_ns() const noexcept;
   // The ports that name every socket the next dump must show: the listeners' and the servers'
   // local ports, the clients' peer ports; none (every port) while a socket known by inode alone
   // waits (its ports are what the dump is for), or one followed has no port known, or beyond
-  // kMostFilterPorts. And the families of the sockets followed: both while one's is unknown.
+  // kMostFilterPorts. And the families of the sockets followed, each as the last dump that showed
+  // it says, else as its call said until a dump misses it: both while one's is unknown.
   [[nodiscard]] PortFilter dump_filter() const;
   // The last dump's socket with this inode, or nullptr.
   [[nodiscard]] const DiagSocket* in_dump(std::uint64_t inode) const;

@@ -348,6 +348,55 @@ TEST_F(ConnectionWatchTest, ADualStackClientIsFoundByItsSocketsFamily) {
   EXPECT_EQ(opens[0]["peer"], "127.0.0.1:" + std::to_string(shim::peer_endpoint(loopback.client).port)) << opens[0];
 }
 
+// A connect refused for a sockaddr of the other family leaves the socket unconnected, and the
+// family the call gave wrong. Where sockets are handed over the connect made again is not
+// trapped: a dump that misses the client looks in both families from then on.
+TEST_F(ConnectionWatchTest, AClientMissedInTheFamilyItsCallGaveIsLookedForInBoth) {
+  ConnectionWatch watch(policy_, log_, kIntervalNs);
+  Loopback loopback;
+  ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe",
+                         {{}, shim::peer_endpoint(loopback.client), cookie_of(loopback.client), AF_INET6},
+                         shim::ApplyReport{});
+  tick_after(watch);  // the AF_INET6 dump alone: missed
+  EXPECT_TRUE(records_of(path_, "conn_open").empty());
+  tick_after(watch);
+  const std::vector<nlohmann::json> opens = records_of(path_, "conn_open");
+  ASSERT_EQ(opens.size(), 1U);
+  EXPECT_EQ(opens[0]["local"], local_of(loopback.client)) << opens[0];
+}
+
+// Where the connect made again is trapped and tuned again, it replaces the first call's: one
+// conn_open, with the peer and family of the connect that connected.
+TEST_F(ConnectionWatchTest, AClientTunedAgainBeforeAnyDumpShowedItIsOneConnection) {
+  ConnectionWatch watch(policy_, log_, kIntervalNs);
+  Loopback loopback;
+  ASSERT_TRUE(loopback.open(AF_INET, "127.0.0.1", "127.0.0.1"));
+  config::Endpoint refused = shim::peer_endpoint(loopback.client);
+  refused.port = 9;
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe",
+                         {{}, refused, cookie_of(loopback.client), AF_INET6}, shim::ApplyReport{});
+  tick_after(watch);  // missed: its first connect failed
+  watch.watch_connection(inode_of(loopback.client), loopback.client, shim::SocketRole::client, 0, getpid(), "probe",
+                         {{}, shim::peer_endpoint(loopback.client), cookie_of(loopback.client), AF_INET},
+                         shim::ApplyReport{});
+  tick_after(watch);
+  const std::string local = local_of(loopback.client);
+  const std::string peer = peer_of(loopback.client);
+  loopback.close_all();
+  tick_after(watch);
+  watch.finish();
+  log_.flush();
+  const std::vector<nlohmann::json> opens = records_of(path_, "conn_open");
+  ASSERT_EQ(opens.size(), 1U);
+  EXPECT_EQ(opens[0]["local"], local) << opens[0];
+  EXPECT_EQ(opens[0]["peer"], peer) << "the connect that connected, not port 9";
+  const std::vector<nlohmann::json> closes = conn_closes(path_);
+  ASSERT_EQ(closes.size(), 1U);
+  EXPECT_EQ(closes[0]["local"], local) << closes[0];
+  EXPECT_EQ(watch.counts_by_rule().at(0).connections, 1U);
+}
+
 // An IPv4 listener on any address takes the IPv4 connections of its port, not those an IPv6-only
 // listener on the same port number accepts (nor does the watch dump IPv6 sockets for it).
 TEST_F(ConnectionWatchTest, AListenersAcceptedSocketsAreOfItsFamily) {
