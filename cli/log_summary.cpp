@@ -111,10 +111,6 @@ std::string key_of(const nlohmann::json& record, const std::string& by) {
   return string_field(record, by, "(unknown)");
 }
 
-}  // namespace
-
-namespace {
-
 // Lines read between two looks at the clock: a few milliseconds of parsing.
 constexpr std::uint64_t kLinesPerClockRead = 256;
 

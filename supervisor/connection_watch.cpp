@@ -195,7 +195,8 @@ PortFilter ConnectionWatch::dump_filter() const {
   bool every_port_known = true;
   tracked_.for_each_connection([&](const TrackedConnections<Watched>::Connection& connection) {
     const Watched& watched = connection.metadata;
-    // A connect refused for a sockaddr of the other family, then made again, has the first's.
+    // Until a dump shows it, the family its call gave, which a connect refused for a sockaddr of the
+    // other family, then made again, has wrong: both once a dump missed it.
     const int family = connection.last_seen.has_value() ? connection.last_seen->family
                        : connection.unseen_updates == 0 ? watched.ends.family
                                                         : 0;
