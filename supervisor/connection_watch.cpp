@@ -195,15 +195,18 @@ PortFilter ConnectionWatch::dump_filter() const {
   bool every_port_known = true;
   tracked_.for_each_connection([&](const TrackedConnections<Watched>::Connection& connection) {
     const Watched& watched = connection.metadata;
-    // Until a dump shows it, the family its call gave, which a connect refused for a sockaddr of the
-    // other family, then made again, has wrong: both once a dump missed it.
-    const int family = connection.last_seen.has_value() ? connection.last_seen->family
-                       : connection.unseen_updates == 0 ? watched.ends.family
-                                                        : 0;
-    filter.families |= family_bit(family);
+    // Until a dump shows it, the family and peer its call gave, which a connect refused (for a
+    // sockaddr of the other family, or by the peer), then made again where the supervisor does not
+    // see it (sockets handed over), has wrong: every family and port once a dump missed it.
+    const bool missed = !connection.last_seen.has_value() && connection.unseen_updates != 0;
+    filter.families |= family_bit(connection.last_seen.has_value() ? connection.last_seen->family
+                                  : missed                         ? 0
+                                                                   : watched.ends.family);
     const bool client = watched.role == shim::SocketRole::client;
     const config::Endpoint& known = client ? watched.ends.peer : watched.ends.local;
-    if (known.family != 0) {
+    if (missed) {
+      every_port_known = false;
+    } else if (known.family != 0) {
       (client ? peer_ports : local_ports).insert(known.port);
     } else if (connection.last_seen.has_value()) {
       (client ? peer_ports : local_ports)
@@ -230,6 +233,12 @@ const DiagSocket* ConnectionWatch::in_dump(std::uint64_t inode) const {
 
 std::int64_t ConnectionWatch::early_gap_ns() const noexcept {
   return std::max(kEarlyPollGap, kEarlyPollCostShare * last_dump_cost_ns_);
+}
+
+std::int64_t ConnectionWatch::next_dump_in_ns() const {
+  const std::int64_t since_ns = monotonic_ns() - last_poll_ns_;
+  const std::int64_t due_ns = early_poll_ ? std::min(interval_ns_, early_gap_ns()) : interval_ns_;
+  return std::max<std::int64_t>(0, due_ns - since_ns);
 }
 
 void ConnectionWatch::tick() {

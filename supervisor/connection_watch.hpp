@@ -83,6 +83,9 @@ class ConnectionWatch {
   void watch_by_inode(std::uint64_t inode, int app_fd, pid_t pid, const std::string& program);
   // A dump if one is due: new accepted sockets are followed, closed ones get conn_close.
   void tick();
+  // How long until a dump is due (0: now), for the records thread's wait: an early one comes
+  // then even when no call does.
+  [[nodiscard]] std::int64_t next_dump_in_ns() const;
   // The last dump; what is still open is reported with open_at_exit.
   void finish();
   // By rule index (-1: the defaults); only rules that have followed a connection.

@@ -74,6 +74,7 @@ constexpr int kKeptFreeHeap = 32 << 20;
 
 // How often exits are looked for when no call comes (and at most, when calls come).
 constexpr int kReapEveryMs = 100;
+constexpr std::int64_t kNsPerMs = 1'000'000;
 
 bool has_children() noexcept {
   return waitid(P_ALL, 0, nullptr, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD;
@@ -88,7 +89,12 @@ void keep_records(const Supervised& supervised, const config::Policy& policy, Su
     ConnectionWatch watch(policy, log, connection_poll_ns);
     CallRecords records(policy, log, &watch, access);
     MetricsTextfile textfile(policy, log, supervised.program, supervised.child, supervised.arm);
-    while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(std::chrono::milliseconds(kReapEveryMs))) {
+    const auto wait = [&watch] {
+      const std::chrono::milliseconds dump_due(
+          std::max<std::int64_t>(1, (watch.next_dump_in_ns() + kNsPerMs - 1) / kNsPerMs));
+      return std::min(std::chrono::milliseconds(kReapEveryMs), dump_due);
+    };
+    while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(wait())) {
       (void)reaper.reap();
       for (FollowUp& done : *taken) {
         records.record(done);
