@@ -111,13 +111,6 @@ std::string key_of(const nlohmann::json& record, const std::string& by) {
   return string_field(record, by, "(unknown)");
 }
 
-// Lines read between two looks at the clock: a few milliseconds of parsing.
-constexpr std::uint64_t kLinesPerClockRead = 256;
-
-bool past(std::chrono::steady_clock::time_point deadline, std::uint64_t lines) {
-  return deadline != kNoDeadline && lines % kLinesPerClockRead == 0 && std::chrono::steady_clock::now() >= deadline;
-}
-
 }  // namespace
 
 bool for_each_record(const std::vector<std::string>& files, const std::function<void(const nlohmann::json*)>& fn,
@@ -136,16 +129,18 @@ bool for_each_record(const std::vector<std::string>& files, const std::function<
     }
     FileRead& read = reads.emplace_back();
     read.path = file;
+    LogLines lines(in, deadline);
     std::string line;
-    while (std::getline(in, line)) {
-      if (past(deadline, read.lines)) {
-        read.unfinished = true;
-        return true;
-      }
-      const std::optional<nlohmann::json> record = parse_log_record(line);
+    bool cut = false;
+    while (lines.next(line, cut)) {
+      const std::optional<nlohmann::json> record = cut ? std::nullopt : parse_log_record(line);
       ++read.lines;
       read.records += record.has_value() ? 1 : 0;
       fn(record.has_value() ? &*record : nullptr);
+    }
+    if (lines.stopped()) {
+      read.unfinished = true;
+      return true;
     }
   }
   return true;
@@ -158,18 +153,20 @@ bool summarize_logs(const std::vector<std::string>& files, const std::string& by
   ProcessLifetimes lifetimes;
   for (const std::string& file : files) {
     std::ifstream in(file);
+    LogLines lines(in, deadline);
     std::string line;
-    for (std::uint64_t lines = 0; std::getline(in, line); ++lines) {
-      if (past(deadline, lines)) {
-        out.unfinished = true;
-        return true;
-      }
-      if (line.find(R"("event":"start")") != std::string::npos) {
+    bool cut = false;
+    while (lines.next(line, cut)) {
+      if (!cut && line.find(R"("event":"start")") != std::string::npos) {
         if (const std::optional<nlohmann::json> record = parse_log_record(line);
             record.has_value() && string_field(*record, "event") == "start") {
           lifetimes.add_start(*record);
         }
       }
+    }
+    if (lines.stopped()) {
+      out.unfinished = true;
+      return true;
     }
   }
   const bool read = for_each_record(

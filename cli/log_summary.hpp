@@ -15,6 +15,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "connection_counters.hpp"
+#include "log_lines.hpp"
 #include "process_lifetimes.hpp"
 
 namespace tcptune::cli {
@@ -57,8 +58,6 @@ struct FileRead {
   std::uint64_t records = 0;
   bool unfinished = false;  // reading stopped at a deadline before its end
 };
-// Reading without a deadline.
-constexpr std::chrono::steady_clock::time_point kNoDeadline = std::chrono::steady_clock::time_point::max();
 // Why a file gave no record, in words ("empty ...", "N lines, none a JSON record: a text log?").
 std::string why_no_records(const FileRead& read);
 // Names each file without records, with why, on stderr as "tcptune COMMAND: ..."; none in any of
@@ -77,9 +76,10 @@ struct LogSummary {
   bool unfinished = false;  // reading stopped at the deadline: the counts are short
 };
 
-// fn(record) for every line of every file in order; nullptr for a line that is not a JSON object.
-// What each file gave goes to `reads`. Returns false (with the file in `error`) if one cannot be read.
-// At `deadline` it stops, the file it was reading marked unfinished and the later ones not read.
+// fn(record) for every line of every file in order; nullptr for a line that is not a JSON object
+// (or longer than LogLines::kMostLineBytes). What each file gave goes to `reads`. Returns false
+// (with the file in `error`) if one cannot be read. At `deadline` it stops, the file it was
+// reading marked unfinished and the later ones not read.
 bool for_each_record(const std::vector<std::string>& files, const std::function<void(const nlohmann::json*)>& fn,
                      std::vector<FileRead>& reads, std::string& error,
                      std::chrono::steady_clock::time_point deadline = kNoDeadline);
