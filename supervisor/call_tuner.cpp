@@ -110,19 +110,6 @@ std::optional<std::uint8_t> tcp_state(int fd) {
   return info.has_value() ? std::optional<std::uint8_t>(info->state) : std::nullopt;
 }
 
-// The socket's local endpoint, and its own family in `family` (AF_INET6 for a v4-mapped endpoint),
-// which the endpoint does not keep; 0 when the kernel does not say.
-config::Endpoint local_endpoint(int fd, int& family) {
-  sockaddr_storage address{};
-  socklen_t length = sizeof address;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    family = 0;
-    return {};
-  }
-  family = address.ss_family;
-  return config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&address), length);
-}
-
 struct AddressInProgram {
   std::uint64_t address = 0;
   std::uint64_t length = 0;
@@ -283,7 +270,7 @@ void CallTuner::tune_connect_or_listen(const TrappedCall& call) {
     }
     family = address.ss_family;
   } else {
-    local = local_endpoint(socket, family);
+    local = shim::local_endpoint(socket, family);
     facts.local_port = local.port;
     facts.role = config::Role::server;
     listening_ports_.insert(facts.local_port);
@@ -513,7 +500,7 @@ void CallTuner::keep_policy_over_setsockopt(const TrappedCall& call) {
   follow_up.kept_option = option;
   follow_up.app_value = value;
   if (accepted) {
-    follow_up.local = local_endpoint(socket, follow_up.family);
+    follow_up.local = shim::local_endpoint(socket, follow_up.family);
     follow_up.peer = facts.peer;
     read_socket(socket, follow_up, false);
   }

@@ -74,7 +74,6 @@ constexpr int kKeptFreeHeap = 32 << 20;
 
 // How often exits are looked for when no call comes (and at most, when calls come).
 constexpr int kReapEveryMs = 100;
-constexpr std::int64_t kNsPerMs = 1'000'000;
 
 bool has_children() noexcept {
   return waitid(P_ALL, 0, nullptr, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD;
@@ -90,9 +89,9 @@ void keep_records(const Supervised& supervised, const config::Policy& policy, Su
     CallRecords records(policy, log, &watch, access);
     MetricsTextfile textfile(policy, log, supervised.program, supervised.child, supervised.arm);
     const auto wait = [&watch] {
-      const std::chrono::milliseconds dump_due(
-          std::max<std::int64_t>(1, (watch.next_dump_in_ns() + kNsPerMs - 1) / kNsPerMs));
-      return std::min(std::chrono::milliseconds(kReapEveryMs), dump_due);
+      const auto dump_due =
+          std::chrono::ceil<std::chrono::milliseconds>(std::chrono::nanoseconds(watch.next_dump_in_ns()));
+      return std::clamp(dump_due, std::chrono::milliseconds(1), std::chrono::milliseconds(kReapEveryMs));
     };
     while (std::optional<std::vector<FollowUp>> taken = follow_ups.take(wait())) {
       (void)reaper.reap();

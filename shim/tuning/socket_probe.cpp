@@ -13,14 +13,15 @@ namespace tcptune::shim {
 
 namespace {
 using NameFn = int(int, sockaddr*, socklen_t*);
-config::Endpoint endpoint_of(int fd, NameFn* name_fn) {
+config::Endpoint endpoint_of(int fd, NameFn* name_fn, int* family = nullptr) {
   ErrnoSaver saver;
   sockaddr_storage storage{};
   socklen_t len = sizeof storage;
-  if (name_fn(fd, reinterpret_cast<sockaddr*>(&storage), &len) != 0) {
-    return {};
+  const bool named = name_fn(fd, reinterpret_cast<sockaddr*>(&storage), &len) == 0;
+  if (family != nullptr) {
+    *family = named ? storage.ss_family : 0;
   }
-  return config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&storage), len);
+  return named ? config::endpoint_from_sockaddr(reinterpret_cast<const sockaddr*>(&storage), len) : config::Endpoint{};
 }
 }  // namespace
 
@@ -69,6 +70,9 @@ int socket_family(int fd) noexcept {
 
 config::Endpoint local_endpoint(int fd) {
   return endpoint_of(fd, getsockname);
+}
+config::Endpoint local_endpoint(int fd, int& family) {
+  return endpoint_of(fd, getsockname, &family);
 }
 config::Endpoint peer_endpoint(int fd) {
   return endpoint_of(fd, getpeername);

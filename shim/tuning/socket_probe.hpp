@@ -26,6 +26,9 @@ bool is_connected(int fd) noexcept;  // has a peer
 int socket_family(int fd) noexcept;  // AF_INET, AF_INET6, or -1
 
 config::Endpoint local_endpoint(int fd);
+// The same, and the socket's own family in `family` (AF_INET6 for a v4-mapped endpoint, which the
+// endpoint does not keep); 0 when the kernel does not say.
+config::Endpoint local_endpoint(int fd, int& family);
 config::Endpoint peer_endpoint(int fd);
 
 std::optional<int> get_int_option(int fd, int level, int name) noexcept;
