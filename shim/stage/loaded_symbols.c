@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* A version index with this bit set names a hidden version (name@VERSION, not name@@VERSION). */
 enum { kHiddenVersion = 0x8000 };
@@ -160,8 +162,21 @@ static int search_object(struct dl_phdr_info* object, size_t size, void* data) {
   return 1;
 }
 
+/* Walks in flight, and the process whose threads make them. A child forked while another
+   thread of its parent walked may inherit the loader's lock held (glibc 2.36 does not reset
+   it in the child): its one thread would wait for it forever, so it does not walk. */
+static int g_walks;
+static long g_walking_process;
+
 void* stage_loaded_function(const char* name) {
+  const long self = syscall(SYS_getpid);
+  if (__atomic_load_n(&g_walks, __ATOMIC_ACQUIRE) > 0 && __atomic_load_n(&g_walking_process, __ATOMIC_ACQUIRE) != self) {
+    return NULL;
+  }
+  __atomic_store_n(&g_walking_process, self, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&g_walks, 1, __ATOMIC_ACQ_REL);
   struct search search = {name, gnu_hash_of(name), sysv_hash_of(name), NULL};
   (void)dl_iterate_phdr(search_object, &search);
+  __atomic_sub_fetch(&g_walks, 1, __ATOMIC_ACQ_REL);
   return search.found;
 }

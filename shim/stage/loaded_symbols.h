@@ -8,8 +8,9 @@
 #pragma GCC visibility push(hidden)
 /* The address of `name`'s definition as a function (STT_FUNC) in the first loaded object, in
    load order, that defines it: the version an unversioned reference binds to (a hidden,
-   non-default version is passed over). NULL when no loaded object defines it. Takes the
-   loader's lock for the walk (dl_iterate_phdr): not async-signal-safe. */
+   non-default version is passed over). NULL when no loaded object defines it, and in a child
+   forked while its parent walked. Takes the loader's lock for the walk (dl_iterate_phdr): not
+   async-signal-safe. */
 void* stage_loaded_function(const char* name);
 #pragma GCC visibility pop
 
