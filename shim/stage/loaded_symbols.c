@@ -170,7 +170,8 @@ static long g_walking_process;
 
 void* stage_loaded_function(const char* name) {
   const long self = syscall(SYS_getpid);
-  if (__atomic_load_n(&g_walks, __ATOMIC_ACQUIRE) > 0 && __atomic_load_n(&g_walking_process, __ATOMIC_ACQUIRE) != self) {
+  if (__atomic_load_n(&g_walks, __ATOMIC_ACQUIRE) > 0 &&
+      __atomic_load_n(&g_walking_process, __ATOMIC_ACQUIRE) != self) {
     return NULL;
   }
   __atomic_store_n(&g_walking_process, self, __ATOMIC_RELEASE);
