@@ -498,9 +498,11 @@ namespace {
 // is lost to a burst of closes: memory stays bounded, and the closes go at the rate the worker
 // writes their records. A worker that takes nothing for kMostWaitNs (a log on a hung disk),
 // or that stops, lets the record go, counted as before; until it takes another event, no
-// thread waits for it again (one second once, not per close). False: not allowed to wait, or
-// gave up.
+// thread waits for it again (one second once, not per close). The second is counted in looks
+// as well as on the clock: a process stopped as a whole (SIGSTOP, a debugger) has not given its
+// worker that time. False: not allowed to wait, or gave up.
 constexpr std::int64_t kMostWaitNs = 1'000'000'000;
+constexpr long kWaitLookNs = 50'000;
 std::atomic<std::uint64_t> g_gave_up_at_taken{~std::uint64_t{0}};
 bool wait_for_room() noexcept {
   if (t_worker_thread || in_signal_handler()) {
@@ -511,7 +513,8 @@ bool wait_for_room() noexcept {
     return false;
   }
   const std::int64_t since = monotonic_ns();
-  const timespec pause{0, 50'000};
+  const timespec pause{0, kWaitLookNs};
+  std::int64_t looks = 0;
   while (g_state.load(std::memory_order_acquire) == WorkerState::running) {
     g_thread.wake_if_sleeping();
     (void)nanosleep(&pause, nullptr);
@@ -519,7 +522,7 @@ bool wait_for_room() noexcept {
     if (now_taken != taken) {
       return true;
     }
-    if (monotonic_ns() - since > kMostWaitNs) {
+    if (++looks * kWaitLookNs > kMostWaitNs && monotonic_ns() - since > kMostWaitNs) {
       g_gave_up_at_taken.store(taken, std::memory_order_relaxed);
       return false;
     }
