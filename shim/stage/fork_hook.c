@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "core_loader.h"
-#include "dl_functions.h"
+#include "loaded_symbols.h"
 #include "next_fallbacks.h"
 #include "routes.h"
 #include "signal_guard.h"
@@ -21,16 +21,16 @@ typedef pid_t fork_function(void);
 static fork_function* g_next_fork;
 
 /* glibc 2.32's __libc_single_threaded: nonzero while the process has never had a second
-   thread. Asked once; where it cannot be had (an older glibc, musl: no core either), the
-   process is taken as one thread, as before this hook. */
+   thread. Asked once, from the loaded objects' own tables (no dl function, so a shell's fork
+   loads nothing); where it cannot be had (an older glibc, musl: no core either), the process
+   is taken as one thread, as before this hook. */
 static const char* single_threaded_flag(void) {
   static const char* flag;
   static int asked;
   if (__atomic_load_n(&asked, __ATOMIC_ACQUIRE) != 0) {
     return __atomic_load_n(&flag, __ATOMIC_ACQUIRE);
   }
-  const struct stage_dl_functions* dl = stage_dl();
-  const char* found = dl != NULL ? dl->dlsym(RTLD_DEFAULT, "__libc_single_threaded") : NULL;
+  const char* found = stage_loaded_object("__libc_single_threaded");
   __atomic_store_n(&flag, found, __ATOMIC_RELEASE);
   __atomic_store_n(&asked, 1, __ATOMIC_RELEASE);
   return found;

@@ -8,7 +8,7 @@ loads the core before the fork in a process that may have several threads.
 fork_while_loader_busy_app.c forks children while a thread walks the loaded objects (walk) or
 opens and closes libraries (open); each child listens on a TCP socket once. Every child must
 exit on its own (not by its 5 s alarm), and each must be tuned: a listener conn_open in the log
-from every child.
+from every child. A bash whose subshells fork must load no core (no log at all).
 
     fork_while_loader_busy.py --shim LIBTCPTUNE --app APP --work-dir DIR --mode walk|open
 """
@@ -49,8 +49,18 @@ def main():
     if len(listeners) != CHILDREN:
         print(f"FAIL {CHILDREN} children tuned (a listener conn_open from each): {len(listeners)}")
         ok = False
+    # A process that has only ever had one thread loads nothing at a fork: a shell's subshells.
+    shell_log = os.path.join(args.work_dir, f"{args.mode}-shell.jsonl")
+    if os.path.exists(shell_log):
+        os.remove(shell_log)
+    shell = subprocess.run(["bash", "-c", "for i in 1 2 3; do (true); x=$(echo hi); done"],
+                           env=dict(env, TCPTUNE_LOG=shell_log), capture_output=True, text=True, timeout=60)
+    if shell.returncode != 0 or os.path.exists(shell_log):
+        print(f"FAIL a single-threaded shell's forks load no core (status {shell.returncode}, "
+              f"log written: {os.path.exists(shell_log)})")
+        ok = False
     if ok:
-        print(f"ok {CHILDREN} children exited on their own, each tuned ({args.mode})")
+        print(f"ok {CHILDREN} children exited on their own, each tuned ({args.mode}); a shell's forks loaded nothing")
     return 0 if ok else 1
 
 
