@@ -9,6 +9,8 @@
 #include "core_interface.h"
 #include "routes.h"
 
+#define TCPTUNE_HOOK __attribute__((visibility("default")))
+
 TCPTUNE_HOOK int socket(int domain, int type, int protocol) {
   return STAGE_ROUTE(socket)(domain, type, protocol);
 }

@@ -23,7 +23,6 @@ struct symbol_tables {
 
 struct search {
   const char* name;
-  unsigned char type; /* STT_FUNC or STT_OBJECT */
   uint32_t gnu_hash;
   uint32_t sysv_hash;
   void* found;
@@ -56,10 +55,9 @@ static const void* dynamic_address(const struct dl_phdr_info* object, ElfW(Addr)
   return (const void*)(value < object->dlpi_addr ? object->dlpi_addr + value : value);
 }
 
-static const ElfW(Sym) * matching(const struct symbol_tables* tables, uint32_t index, const struct search* search) {
-  const char* name = search->name;
+static const ElfW(Sym) * matching(const struct symbol_tables* tables, uint32_t index, const char* name) {
   const ElfW(Sym)* symbol = &tables->symbols[index];
-  if (symbol->st_shndx == SHN_UNDEF || /* ELF32's is the same */ ELF64_ST_TYPE(symbol->st_info) != search->type ||
+  if (symbol->st_shndx == SHN_UNDEF || /* ELF32's is the same */ ELF64_ST_TYPE(symbol->st_info) != STT_FUNC ||
       symbol->st_value == 0 || symbol->st_name >= tables->strings_size) {
     return NULL;
   }
@@ -89,7 +87,7 @@ static const ElfW(Sym) * gnu_lookup(const struct symbol_tables* tables, const st
   for (;; ++index) {
     const uint32_t entry = chain[index - first_hashed];
     if ((entry | 1U) == (search->gnu_hash | 1U)) {
-      const ElfW(Sym)* symbol = matching(tables, index, search);
+      const ElfW(Sym)* symbol = matching(tables, index, search->name);
       if (symbol != NULL) {
         return symbol;
       }
@@ -112,7 +110,7 @@ static const ElfW(Sym) * sysv_lookup(const struct symbol_tables* tables, const s
   const uint32_t* chain = buckets + buckets_count;
   for (uint32_t index = buckets[search->sysv_hash % buckets_count]; index != STN_UNDEF && index < chain_count;
        index = chain[index]) {
-    const ElfW(Sym)* symbol = matching(tables, index, search);
+    const ElfW(Sym)* symbol = matching(tables, index, search->name);
     if (symbol != NULL) {
       return symbol;
     }
@@ -170,7 +168,7 @@ static int search_object(struct dl_phdr_info* object, size_t size, void* data) {
 static int g_walks;
 static long g_walking_process;
 
-static void* loaded_symbol(const char* name, unsigned char type) {
+void* stage_loaded_function(const char* name) {
   const long self = syscall(SYS_getpid);
   if (__atomic_load_n(&g_walks, __ATOMIC_ACQUIRE) > 0 &&
       __atomic_load_n(&g_walking_process, __ATOMIC_ACQUIRE) != self) {
@@ -178,16 +176,8 @@ static void* loaded_symbol(const char* name, unsigned char type) {
   }
   __atomic_store_n(&g_walking_process, self, __ATOMIC_RELEASE);
   __atomic_add_fetch(&g_walks, 1, __ATOMIC_ACQ_REL);
-  struct search search = {name, type, gnu_hash_of(name), sysv_hash_of(name), NULL};
+  struct search search = {name, gnu_hash_of(name), sysv_hash_of(name), NULL};
   (void)dl_iterate_phdr(search_object, &search);
   __atomic_sub_fetch(&g_walks, 1, __ATOMIC_ACQ_REL);
   return search.found;
-}
-
-void* stage_loaded_function(const char* name) {
-  return loaded_symbol(name, STT_FUNC);
-}
-
-void* stage_loaded_object(const char* name) {
-  return loaded_symbol(name, STT_OBJECT);
 }

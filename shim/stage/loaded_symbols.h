@@ -12,8 +12,6 @@
    forked while its parent walked. Takes the loader's lock for the walk (dl_iterate_phdr): not
    async-signal-safe. */
 void* stage_loaded_function(const char* name);
-/* The same for a variable (STT_OBJECT). */
-void* stage_loaded_object(const char* name);
 #pragma GCC visibility pop
 
 #endif

@@ -9,9 +9,6 @@
 
 #include "core_interface.h"
 
-/* An exported hook (hook_table.def): the stage is built with hidden visibility. */
-#define TCPTUNE_HOOK __attribute__((visibility("default")))
-
 #pragma GCC visibility push(hidden)
 
 /* Any function, as routes store them; called only through a cast back to its own type. */
