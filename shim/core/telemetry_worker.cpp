@@ -21,6 +21,7 @@
 #include "connection_names.hpp"
 #include "connection_summary.hpp"
 #include "connection_totals.hpp"
+#include "drain_pacer.hpp"
 #include "errno_saver.hpp"
 #include "event_ring.hpp"
 #include "fd_table.hpp"
@@ -78,9 +79,10 @@ struct OpenedConnection {
 
 // A closed connection's snapshot, an idle restart, an ack sample, a write, a line, a
 // connection to keep warm, a connect to look at, or a conn_open to write: one of them, as
-// `kind` says (a union: each push copies the largest, a closed connection, and no more). A
-// closed connection travels in the ring itself, not in memory the worker gives back: the
-// closing thread then writes only what the worker reads (event_ring.hpp).
+// `kind` says (a union: each push copies what its kind uses, and no more). A closed
+// connection travels in the ring itself, not in memory the worker gives back: the closing
+// thread then writes only what the worker reads (event_ring.hpp). The two largest, a closed
+// connection and a conn_open, are written in place in their cell.
 struct TelemetryEvent {
   enum class Kind : std::uint8_t {
     closed,
@@ -139,13 +141,15 @@ std::vector<PendingConnect>* g_connects = nullptr;  // the worker's only
 
 // Bounded memory: 1024 events of about 350 bytes and 512 write-latency histograms of 1.5 KiB
 // (static, touched only as used) wait for the worker, which wakes every 1 to 20 ms, and at
-// once when a quarter of the ring or of the histograms wait (kWakeAtEvents, kWakeAtHistograms).
+// once when a quarter of the ring or of the histograms wait (kWakeAtEvents, kWakeAtHistograms);
+// while events arrive fast, it wakes itself before that (drain_pacer.hpp).
 // A closing thread that finds them all taken waits for the worker to free one (wait_for_room)
 // rather than drop its record. The ring is small enough (360 KiB) to stay in a core's cache
 // between two uses of a cell: at 4096 cells each push wrote lines fetched from memory, which
 // cost a close more than the rest of its hand-over (bench/connect_loop).
 constexpr std::size_t kEvents = 1024;
-telemetry::EventRing<TelemetryEvent, kEvents> g_ring;
+using Ring = telemetry::EventRing<TelemetryEvent, kEvents>;
+Ring g_ring;
 constexpr std::size_t kWakeAtEvents = kEvents / 4;
 constexpr std::uint32_t kHistograms = 512;
 telemetry::SnapshotPool<telemetry::LatencyHistogram, kHistograms> g_histograms;
@@ -232,11 +236,14 @@ void handle_opened(const OpenedConnection& opened, const Runtime& runtime) {
   }
 }
 
-void drain(const Runtime& runtime) {
+// Writes what waits in the ring; returns how many events it took.
+std::size_t drain(const Runtime& runtime) {
   TelemetryEvent event{};
+  std::size_t taken = 0;
   log_batch_begin();
   refresh_log_file_size_limit();
   while (g_ring.try_pop(event)) {
+    ++taken;
     g_events_taken.fetch_add(1, std::memory_order_release);
     try {
       switch (event.kind) {
@@ -267,6 +274,7 @@ void drain(const Runtime& runtime) {
   report_log_drops();
   log_batch_end();
   write_waiting_log_lines();
+  return taken;
 }
 
 // The textfile's reads and writes through libc's next definitions, past the shim's own hooks.
@@ -389,9 +397,8 @@ std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
   auto calibrator = std::make_shared<WriteClockCalibrator>(g_write_clock, tsc_trusted());
   auto next_textfile_ns = std::make_shared<std::int64_t>(0);
   return {
-      [&runtime](std::int64_t /*now*/) {
-        drain(runtime);
-        return kWhenWoken;
+      [&runtime, pacer = std::make_shared<DrainPacer>(kWakeAtEvents)](std::int64_t now) {
+        return pacer->next_due(now, drain(runtime));
       },
       [calibrator](std::int64_t now) {
         calibrator->tick(now);
@@ -555,27 +562,23 @@ void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) 
       return;
     }
   }
-  TelemetryEvent closed{.kind = TelemetryEvent::Kind::closed, .closed_connection = {}};
-  ConnectionSnapshot& snapshot = closed.closed_connection;
-  take_snapshot(fd, slot, generation, false, snapshot, write_latency);
-  bool pushed = g_ring.try_push(closed, /*counted=*/false);
-  while (!pushed && wait_for_room()) {
-    pushed = g_ring.try_push(closed, /*counted=*/false);
+  // Its cell first, then the snapshot taken straight into it.
+  std::optional<Ring::Claim> cell = g_ring.try_claim(/*counted=*/false);
+  while (!cell.has_value() && wait_for_room()) {
+    cell = g_ring.try_claim(/*counted=*/false);
   }
-  if (!pushed) {
+  if (!cell.has_value()) {
     g_ring.count_dropped();
-    if (snapshot.pending_open != nullptr) {  // back where the exit finds it
-      if (ConnectionNames* names = names_if_any(slot)) {
-        PendingOpen* none = nullptr;
-        (void)names->pending.compare_exchange_strong(none, snapshot.pending_open, std::memory_order_acq_rel);
-      }
-    }
     if (write_latency != nullptr) {
       g_histograms.release(write_latency);
     }
-    count_unrecorded(slot);  // the ring counted the drop
+    count_unrecorded(slot);  // the ring counted the drop; a pending conn_open stays in the slot, written at the exit
     return;
   }
+  TelemetryEvent& closed = *cell->event;
+  closed.kind = TelemetryEvent::Kind::closed;
+  take_snapshot(fd, slot, generation, false, *new (&closed.closed_connection) ConnectionSnapshot, write_latency);
+  g_ring.publish(*cell);
   const bool histograms_crowded =
       write_latency != nullptr && g_histograms_waiting.fetch_add(1, std::memory_order_acq_rel) + 1 >= kWakeAtHistograms;
   if (histograms_crowded || g_ring.backlog_at_least(kWakeAtEvents)) {
@@ -589,17 +592,33 @@ bool post_idle_restart_check(int fd, std::uint32_t generation) noexcept {
                          /*counted=*/false);
 }
 
+namespace {
+
+// A conn_open's cell, filled in place (it is the second largest event).
+bool post_opened(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer,
+                 int connect_error, bool completed) noexcept {
+  if (g_state.load(std::memory_order_acquire) != WorkerState::running) {
+    return false;
+  }
+  const std::optional<Ring::Claim> cell = g_ring.try_claim(/*counted=*/false);
+  if (!cell.has_value()) {
+    return false;
+  }
+  cell->event->kind = TelemetryEvent::Kind::opened;
+  new (&cell->event->opened) OpenedConnection{open, local, peer, connect_error, completed};
+  g_ring.publish(*cell);
+  return true;
+}
+
+}  // namespace
+
 bool post_conn_open(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer) noexcept {
-  return g_state.load(std::memory_order_acquire) == WorkerState::running &&
-         g_ring.try_push({.kind = TelemetryEvent::Kind::opened, .opened = {open, local, peer}}, /*counted=*/false);
+  return post_opened(open, local, peer, 0, false);
 }
 
 bool post_completed_connect(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer,
                             int connect_error) noexcept {
-  return g_state.load(std::memory_order_acquire) == WorkerState::running &&
-         g_ring.try_push(
-             {.kind = TelemetryEvent::Kind::opened, .opened = {open, local, peer, connect_error, /*completed=*/true}},
-             /*counted=*/false);
+  return post_opened(open, local, peer, connect_error, /*completed=*/true);
 }
 
 void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_t offered, int error) noexcept {

@@ -48,6 +48,33 @@ TEST(EventRing, FullRingDropsAndCountsInsteadOfBlocking) {
   EXPECT_TRUE(ring.try_push({0, 1000}));
 }
 
+TEST(EventRing, AClaimedCellIsReadOnlyOncePublishedAndTheEventsAfterItWait) {
+  static EventRing<TestEvent, 8> ring;
+  auto claim = ring.try_claim();
+  ASSERT_TRUE(claim.has_value());
+  ASSERT_TRUE(ring.try_push({1, 2}));  // after the claim: waits for it
+  TestEvent event{};
+  EXPECT_FALSE(ring.try_pop(event));
+  *claim->event = TestEvent{1, 1};  // filled in place
+  ring.publish(*claim);
+  ASSERT_TRUE(ring.try_pop(event));
+  EXPECT_EQ(event.sequence, 1U);
+  ASSERT_TRUE(ring.try_pop(event));
+  EXPECT_EQ(event.sequence, 2U);
+  EXPECT_FALSE(ring.try_pop(event));
+}
+
+TEST(EventRing, AClaimOnAFullRingIsRefusedAndCountedOnlyWhenAsked) {
+  static EventRing<TestEvent, 4> ring;
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(ring.try_push({0, i}));
+  }
+  EXPECT_FALSE(ring.try_claim(/*counted=*/false).has_value());
+  EXPECT_EQ(ring.take_dropped(), 0U);
+  EXPECT_FALSE(ring.try_claim().has_value());
+  EXPECT_EQ(ring.take_dropped(), 1U);
+}
+
 TEST(EventRing, BacklogCountsWhatTheConsumerHasNotRead) {
   static EventRing<TestEvent, 8> ring;
   EXPECT_FALSE(ring.backlog_at_least(1));
