@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "worker_thread.hpp"
+
 namespace tcptune::shim {
 
 std::int64_t DrainPacer::next_due(std::int64_t now_ns, std::size_t taken) noexcept {
@@ -10,7 +12,7 @@ std::int64_t DrainPacer::next_due(std::int64_t now_ns, std::size_t taken) noexce
   last_drain_ns_ = now_ns;
   // A few events per wake-up: the idle timeout or an app thread's wake-up is soon enough.
   if (first || since <= 0 || taken < wake_at_events_ / 8) {
-    return kWhenWoken;
+    return kDueWhenWoken;
   }
   const auto half_backlog = static_cast<std::int64_t>(wake_at_events_ / 2);
   const std::int64_t fill_ns = since * half_backlog / static_cast<std::int64_t>(taken);

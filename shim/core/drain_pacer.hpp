@@ -1,19 +1,17 @@
 // When the telemetry worker next drains its ring, as its own choice. While events arrive fast,
 // it wakes itself about when half the backlog that would make an app thread wake it has built
 // up, so that app threads seldom pay for that wake-up (a futex wake and the wakee's
-// interrupt: 10 to 40 us of the app thread's time each on a virtual machine); while they
+// interrupt: 9 to 20 us of the app thread's time each on the development VM); while they
 // trickle, it sleeps until woken, or until its idle timeout.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 
 namespace tcptune::shim {
 
 class DrainPacer {
  public:
-  static constexpr std::int64_t kWhenWoken = std::numeric_limits<std::int64_t>::max();
   // Past this many wake-ups a second the worker's own timer costs more than it saves.
   static constexpr std::int64_t kShortestPaceNs = 200'000;
 
@@ -21,7 +19,7 @@ class DrainPacer {
   explicit DrainPacer(std::size_t wake_at_events) noexcept : wake_at_events_(wake_at_events) {}
 
   // After a drain at `now_ns` that took `taken` events: when the next should run, or
-  // kWhenWoken. The rate is the events taken over the time since the previous drain.
+  // kDueWhenWoken (worker_thread.hpp). The rate is the events taken over the time since the previous drain.
   std::int64_t next_due(std::int64_t now_ns, std::size_t taken) noexcept;
 
  private:

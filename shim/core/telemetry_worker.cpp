@@ -9,7 +9,6 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <limits>
 #include <memory>
 #include <new>
 #include <system_error>
@@ -372,8 +371,7 @@ bool defer_line(config::LogLevel level, std::string&& text) {
 
 // The connects whose conn_open waits: each looked at when due, less often the longer it takes.
 std::int64_t look_at_connects(std::int64_t now, const config::Policy& policy) {
-  constexpr std::int64_t kWhenWoken = std::numeric_limits<std::int64_t>::max();
-  std::int64_t next = kWhenWoken;
+  std::int64_t next = kDueWhenWoken;
   std::erase_if(*g_connects, [&](PendingConnect& connect) {
     if (connect.next_ns == 0) {
       connect.interval_ns = kFirstConnectLookNs;
@@ -393,7 +391,6 @@ std::int64_t look_at_connects(std::int64_t now, const config::Policy& policy) {
 
 // The worker's tasks, in the order they run on each wake-up.
 std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
-  constexpr std::int64_t kWhenWoken = std::numeric_limits<std::int64_t>::max();
   auto calibrator = std::make_shared<WriteClockCalibrator>(g_write_clock, tsc_trusted());
   auto next_textfile_ns = std::make_shared<std::int64_t>(0);
   return {
@@ -402,12 +399,12 @@ std::vector<WorkerThread::Task> worker_tasks(const Runtime& runtime) {
       },
       [calibrator](std::int64_t now) {
         calibrator->tick(now);
-        return kWhenWoken;
+        return kDueWhenWoken;
       },
       [](std::int64_t now) {
         g_acks->poll(now);
         g_acks->sweep_closed(now);
-        return g_acks->has_outstanding() ? now + kAckPollNs : kWhenWoken;
+        return g_acks->has_outstanding() ? now + kAckPollNs : kDueWhenWoken;
       },
       [&runtime, next_textfile_ns](std::int64_t now) {
         if (now >= *next_textfile_ns) {

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <ctime>
-#include <limits>
 
 #include "monotonic_clock.hpp"
 
@@ -38,7 +37,7 @@ void* WorkerThread::run(void* self) {
   }
   while (thread.running_.load(std::memory_order_acquire)) {
     const std::uint32_t seen = thread.wake_.load(std::memory_order_acquire);
-    std::int64_t due = std::numeric_limits<std::int64_t>::max();
+    std::int64_t due = kDueWhenWoken;
     for (const Task& task : thread.tasks_) {
       try {
         due = std::min(due, task(monotonic_ns()));
@@ -47,9 +46,8 @@ void* WorkerThread::run(void* self) {
       }
     }
     const std::int64_t now = monotonic_ns();
-    const std::int64_t sleep_ns = due == std::numeric_limits<std::int64_t>::max()
-                                      ? kIdleSleepNs
-                                      : std::clamp(due - now, std::int64_t{1}, kIdleSleepNs);
+    const std::int64_t sleep_ns =
+        due == kDueWhenWoken ? kIdleSleepNs : std::clamp(due - now, std::int64_t{1}, kIdleSleepNs);
     thread.sleep(seen, sleep_ns);
   }
   return nullptr;

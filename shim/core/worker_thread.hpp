@@ -9,17 +9,20 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <vector>
 
 namespace tcptune::shim {
 
 // How long the thread sleeps when no task is due sooner.
 inline constexpr std::int64_t kIdleSleepNs = 20'000'000;
+// What a task returns when it needs to run again only once the thread is woken.
+inline constexpr std::int64_t kDueWhenWoken = std::numeric_limits<std::int64_t>::max();
 
 class WorkerThread {
  public:
-  // Does what is due at now_ns (monotonic) and returns when it next needs to run, INT64_MAX
-  // for "only when woken". An exception ends that task's turn, not the thread.
+  // Does what is due at now_ns (monotonic) and returns when it next needs to run, or
+  // kDueWhenWoken. An exception ends that task's turn, not the thread.
   using Task = std::function<std::int64_t(std::int64_t now_ns)>;
 
   // Starts the thread with every signal blocked (the app's signals are the app's), named

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "worker_thread.hpp"
+
 namespace tcptune::shim {
 namespace {
 
@@ -10,13 +12,13 @@ constexpr std::int64_t kMs = 1'000'000;
 
 TEST(DrainPacer, TheFirstDrainWaitsToBeWoken) {
   DrainPacer pacer(kWakeAt);
-  EXPECT_EQ(pacer.next_due(5 * kMs, 1000), DrainPacer::kWhenWoken);  // no rate yet
+  EXPECT_EQ(pacer.next_due(5 * kMs, 1000), kDueWhenWoken);  // no rate yet
 }
 
 TEST(DrainPacer, AFewEventsWaitToBeWoken) {
   DrainPacer pacer(kWakeAt);
   (void)pacer.next_due(1 * kMs, 0);
-  EXPECT_EQ(pacer.next_due(21 * kMs, kWakeAt / 8 - 1), DrainPacer::kWhenWoken);
+  EXPECT_EQ(pacer.next_due(21 * kMs, kWakeAt / 8 - 1), kDueWhenWoken);
 }
 
 TEST(DrainPacer, AtAFastRateDueWhenHalfTheWakeBacklogHasArrived) {
@@ -37,7 +39,7 @@ TEST(DrainPacer, NeverSoonerThanTheShortestPace) {
 TEST(DrainPacer, AClockThatDidNotMoveWaitsToBeWoken) {
   DrainPacer pacer(kWakeAt);
   (void)pacer.next_due(10 * kMs, 0);
-  EXPECT_EQ(pacer.next_due(10 * kMs, 500), DrainPacer::kWhenWoken);
+  EXPECT_EQ(pacer.next_due(10 * kMs, 500), kDueWhenWoken);
 }
 
 }  // namespace
