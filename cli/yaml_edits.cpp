@@ -8,6 +8,9 @@ bool is_blank(char c) {
   return c == ' ' || c == '\t';
 }
 
+constexpr std::string_view kCoreTagPrefix = "tag:yaml.org,2002:";  // what "!!" stands for
+constexpr std::string_view kStringTag = "tag:yaml.org,2002:str";
+
 }  // namespace
 
 std::size_t YamlEditor::line_start(std::size_t position) const {
@@ -36,26 +39,12 @@ bool YamlEditor::starts_line(const YamlNode& node) const {
   return starts_line_at(node.start);
 }
 
-// A block sequence's node starts at its tag or anchor when it has one ("env: !!seq" or
-// "env: &e", the items on the lines below): its first '-' is past them, and past the blanks,
-// comments and line ends that follow.
-std::size_t YamlEditor::first_dash(std::size_t start) const {
-  std::size_t at = start;
-  while (at < text_.size() && (text_[at] == '!' || text_[at] == '&')) {
-    while (at < text_.size() && !is_blank(text_[at]) && text_[at] != '\n' && text_[at] != '\r') {
-      ++at;
-    }
-    for (;;) {
-      while (at < text_.size() && (is_blank(text_[at]) || text_[at] == '\n' || text_[at] == '\r')) {
-        ++at;
-      }
-      if (at >= text_.size() || text_[at] != '#') {
-        break;
-      }
-      at = through_line_end(at + 1);
-    }
+// Just past an empty flow collection's '[' or '{'.
+std::size_t YamlEditor::after_bracket(const YamlNode& node) const {
+  if (node.content >= text_.size() || (text_[node.content] != '[' && text_[node.content] != '{')) {
+    throw ManifestError(document_, node, "a flow collection whose opening bracket cannot be found");
   }
-  return at < text_.size() ? at : start;
+  return node.content + 1;
 }
 
 // The '-' of a block sequence item: the first thing before its content other than white space.
@@ -92,12 +81,12 @@ TextEdit YamlEditor::insert_first_items(int sequence, const std::vector<Snippet>
       text += (text.empty() ? "" : ", ") + yaml_flow(item);
     }
     if (node.children.empty()) {
-      return {node.start + 1, node.start + 1, text};
+      return {after_bracket(node), after_bracket(node), text};
     }
     const std::size_t first = document_.node(node.children.front()).start;
     return {first, first, text + ", "};
   }
-  const std::size_t dash = first_dash(node.start);
+  const std::size_t dash = node.content;
   const std::size_t line = line_start(dash);
   if (text_[dash] != '-' || !starts_line_at(dash)) {
     throw ManifestError(document_, node, "a block sequence that does not start its own line");
@@ -115,7 +104,7 @@ TextEdit YamlEditor::insert_entry(int mapping, const std::string& key, const Sni
   if (node.style == YamlNode::Style::flow) {
     const std::string text = Snippet(key).dump() + ": " + yaml_flow(value);
     if (node.children.empty()) {
-      return {node.start + 1, node.start + 1, text};
+      return {after_bracket(node), after_bracket(node), text};
     }
     const std::size_t first = document_.node(node.children.front()).start;
     return {first, first, text + ", "};
@@ -187,14 +176,20 @@ TextEdit YamlEditor::prefix_scalar(int scalar, const std::string& prefix) const 
     throw ManifestError(document_, node,
                         "a block scalar (| or >), which kube-inject does not edit; write this value on one line");
   }
-  const std::size_t at = node.start + (quoted ? 1 : 0);
+  if (!node.tag.empty() && node.tag != "!" && node.tag != kStringTag) {
+    const std::string shown =
+        node.tag.starts_with(kCoreTagPrefix) ? "!!" + node.tag.substr(kCoreTagPrefix.size()) : node.tag;
+    throw ManifestError(document_, node,
+                        "a value tagged " + shown + ", which kube-inject does not edit; write it untagged");
+  }
+  const std::size_t at = node.content + (quoted ? 1 : 0);
   return {at, at, prefix};
 }
 
 bool YamlEditor::unprefix_scalar(int scalar, const std::string& prefix, TextEdit& edit) const {
   const YamlNode& node = document_.node(scalar);
   const bool quoted = node.style == YamlNode::Style::single_quoted || node.style == YamlNode::Style::double_quoted;
-  const std::size_t at = node.start + (quoted ? 1 : 0);
+  const std::size_t at = node.content + (quoted ? 1 : 0);
   if (node.kind != YamlNode::Kind::scalar || text_.substr(at, prefix.size()) != prefix ||
       node.value.rfind(prefix, 0) != 0) {
     return false;

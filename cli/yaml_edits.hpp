@@ -41,7 +41,7 @@ class YamlEditor {
   std::size_t through_line_end(std::size_t position) const;
   bool starts_line(const YamlNode& node) const;
   bool starts_line_at(std::size_t position) const;
-  std::size_t first_dash(std::size_t start) const;
+  std::size_t after_bracket(const YamlNode& node) const;
   std::size_t dash_of(const YamlNode& item) const;
   std::size_t above_comments(std::size_t line, std::size_t column) const;
 

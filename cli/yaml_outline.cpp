@@ -64,6 +64,42 @@ YamlNode::Style scalar_style(yaml_scalar_style_t style) {
   }
 }
 
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+// Where a node's own text starts: past its properties (a tag "!x", an anchor "&x") and the
+// blanks, line ends and comments after each, which may put it on a later line ("env: !!seq",
+// the items below). Never past `limit`, the node's end (a tagged empty scalar has no text).
+std::size_t past_properties(std::string_view text, std::size_t start, std::size_t limit) {
+  std::size_t at = start;
+  while (at < text.size() && (text[at] == '!' || text[at] == '&')) {
+    while (at < text.size() && !is_blank(text[at])) {
+      ++at;
+    }
+    for (;;) {
+      while (at < text.size() && is_blank(text[at])) {
+        ++at;
+      }
+      if (at >= text.size() || text[at] != '#') {
+        break;
+      }
+      at = text.find('\n', at);
+      at = at == std::string_view::npos ? text.size() : at;
+    }
+  }
+  return std::min(at, limit);
+}
+
+const yaml_char_t* tag_of(const yaml_event_t& e) {
+  switch (e.type) {
+    case YAML_SCALAR_EVENT: return e.data.scalar.tag;
+    case YAML_SEQUENCE_START_EVENT: return e.data.sequence_start.tag;
+    case YAML_MAPPING_START_EVENT: return e.data.mapping_start.tag;
+    default: return nullptr;
+  }
+}
+
 std::string describe_problem(const yaml_parser_t& parser) {
   std::string problem = parser.problem != nullptr ? parser.problem : "cannot be read as YAML";
   if (parser.context != nullptr) {
@@ -259,6 +295,10 @@ std::vector<YamlDocument> read_yaml_outline(std::string_view text) {
         opens = true;
         break;
       default: continue;
+    }
+    node.content = past_properties(text, node.start, opens ? text.size() : node.end);
+    if (const yaml_char_t* tag = tag_of(e); tag != nullptr) {
+      node.tag = reinterpret_cast<const char*>(tag);
     }
     const int index = static_cast<int>(document.nodes.size());
     document.nodes.push_back(std::move(node));

@@ -17,7 +17,11 @@ struct YamlNode {
   Kind kind = Kind::scalar;
   Style style = Style::plain;  // scalars: their quoting; collections: block or flow
   std::string value;           // a scalar's value
-  std::size_t start = 0;       // byte offset of the first character (a block sequence: its first '-')
+  std::size_t start = 0;       // byte offset of the first character, its tag or anchor if it has one
+  // Byte offset of the node's own text, past its tag and anchor and the blanks, line ends and
+  // comments after them: a quote, a bracket, a block sequence's first '-'. `start` without them.
+  std::size_t content = 0;
+  std::string tag;  // an explicit tag as libyaml resolves it ("!!str" is "tag:yaml.org,2002:str"), or empty
   // Byte offset just past the last character of the node's own text: a scalar's end, a flow
   // collection's closing bracket; for a block collection, the end of the last such thing in it
   // (libyaml's own end mark of a block collection lies at the next token, past comments).
