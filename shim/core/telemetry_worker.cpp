@@ -591,13 +591,19 @@ bool post_idle_restart_check(int fd, std::uint32_t generation) noexcept {
 
 namespace {
 
-// A conn_open's cell, filled in place (it is the second largest event).
+// A conn_open's cell, filled in place (it is the second largest event). A full ring is waited
+// on as a close waits: written at once instead, it would go ahead of the records that wait
+// there (a reused address pair's previous conn_close among them).
 bool post_opened(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer,
                  int connect_error, bool completed) noexcept {
   if (g_state.load(std::memory_order_acquire) != WorkerState::running) {
     return false;
   }
-  const std::optional<Ring::Claim> cell = g_ring.try_claim(/*counted=*/false);
+  const ErrnoSaver saver;  // a wait's nanosleep
+  std::optional<Ring::Claim> cell = g_ring.try_claim(/*counted=*/false);
+  while (!cell.has_value() && wait_for_room()) {
+    cell = g_ring.try_claim(/*counted=*/false);
+  }
   if (!cell.has_value()) {
     return false;
   }

@@ -1,7 +1,8 @@
-/* stopped_burst_app THREADS PAIRS BYTES: THREADS threads each open PAIRS loopback connection
- * pairs and write BYTES on each client; then the process prints "READY <pid>", waits 0.3 s (the
- * harness stops it during the burst that follows) and every thread closes its sockets at once.
- * Prints "done" at the end. */
+/* stopped_burst_app THREADS PAIRS BYTES AFTER: THREADS threads each open PAIRS loopback
+ * connection pairs and write BYTES on each client; then the process prints "READY <pid>", waits
+ * 0.3 s (the harness stops it during the burst that follows) and every thread closes its sockets
+ * at once, then opens and closes AFTER more pairs one by one (their descriptors are those just
+ * closed, whose conn_close records may still wait in a full ring). Prints "done" at the end. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,10 +14,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int threads, pairs, bytes_each, listener;
+static int threads, pairs, bytes_each, after, listener;
 static struct sockaddr_in address;
 static pthread_barrier_t ready, go;
 static pthread_mutex_t accepting = PTHREAD_MUTEX_INITIALIZER;
+
+static void open_pair(int* client, int* server) {
+  *client = socket(AF_INET, SOCK_STREAM, 0);
+  if (*client < 0 || connect(*client, (const struct sockaddr*)&address, sizeof address) != 0) {
+    exit(2);
+  }
+  pthread_mutex_lock(&accepting);
+  *server = accept(listener, NULL, NULL);
+  pthread_mutex_unlock(&accepting);
+  if (*server < 0) {
+    exit(2);
+  }
+}
 
 static void* open_then_close(void* unused) {
   (void)unused;
@@ -24,16 +38,8 @@ static void* open_then_close(void* unused) {
   static char data[65536];
   int count = 0;
   for (int i = 0; i < pairs; ++i) {
-    const int client = socket(AF_INET, SOCK_STREAM, 0);
-    if (client < 0 || connect(client, (const struct sockaddr*)&address, sizeof address) != 0) {
-      exit(2);
-    }
-    pthread_mutex_lock(&accepting);
-    const int server = accept(listener, NULL, NULL);
-    pthread_mutex_unlock(&accepting);
-    if (server < 0) {
-      exit(2);
-    }
+    int client, server;
+    open_pair(&client, &server);
     for (int left = bytes_each; left > 0;) {
       const ssize_t written = write(client, data, left < (int)sizeof data ? (size_t)left : sizeof data);
       if (written <= 0) {
@@ -49,17 +55,24 @@ static void* open_then_close(void* unused) {
   for (int i = 0; i < count; ++i) {
     close(fds[i]);
   }
+  for (int i = 0; i < after; ++i) {
+    int client, server;
+    open_pair(&client, &server);
+    close(client);
+    close(server);
+  }
   free(fds);
   return NULL;
 }
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
+  if (argc != 5) {
     return 2;
   }
   threads = atoi(argv[1]);
   pairs = atoi(argv[2]);
   bytes_each = atoi(argv[3]);
+  after = atoi(argv[4]);
   const struct rlimit files = {65536, 65536};
   (void)setrlimit(RLIMIT_NOFILE, &files);
   listener = socket(AF_INET, SOCK_STREAM, 0);
