@@ -87,11 +87,6 @@ struct KnownState {
 bool open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int rule, ApplyPhase phase,
                      ApplyReport&& report, const CallSite& site, const config::Endpoint& connect_peer,
                      const KnownState& known) {
-  warn_refusals_once(policy, rule, report);
-  count_option_misses(rule, report);
-  if (!log_enabled(LogLevel::info)) {
-    return false;
-  }
   const SocketRole role = slot.role.load(std::memory_order_relaxed);
   const std::uint32_t generation = slot.generation.load(std::memory_order_acquire);
   if (phase == ApplyPhase::before_connect) {
@@ -154,9 +149,9 @@ bool listener_address(const SocketSlot& listener, config::Endpoint& local) {
          local.family != 0 && local.port != 0;
 }
 
-// Connections (not listeners) are measured when there is a log for their conn_close record.
+// Connections (not listeners) are measured for their conn_close record.
 void start_measuring(SocketSlot& slot, bool is_listener) {
-  if (is_listener || !log_enabled(LogLevel::info)) {
+  if (is_listener) {
     return;
   }
   slot.stats.reset(monotonic_ns());
@@ -274,15 +269,21 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
     slot.set_flag(flag_callsite);
     capture_callsite(site);
   }
-  // A client's is parked for the worker, which must run first; another's written before it
-  // starts, so that a process's first one goes straight to the log.
+  warn_refusals_once(*runtime.policy, rule, report);
+  count_option_misses(rule, report);
+  // Records when there is a log for them, decided once for both: a connection set up once exit()
+  // has begun writing the last records gets none (they would come after the summary, if at all).
+  // A client's conn_open is parked for the worker, which must run first; another's written
+  // before it starts, so that a process's first one goes straight to the log.
   bool handed_over = false;
-  if (phase == ApplyPhase::before_connect) {
-    start_measuring(slot, is_listener);
-    handed_over = open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
-  } else {
-    handed_over = open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
-    start_measuring(slot, is_listener);
+  if (log_enabled(LogLevel::info) && !exit_records_begun()) {
+    if (phase == ApplyPhase::before_connect) {
+      start_measuring(slot, is_listener);
+      handed_over = open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
+    } else {
+      handed_over = open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
+      start_measuring(slot, is_listener);
+    }
   }
   find_out_idle_restart(fd, slot, handed_over);
 }

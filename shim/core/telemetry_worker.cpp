@@ -165,7 +165,18 @@ std::atomic<std::uint64_t> g_events_taken{0};
 
 // exec_pending: stopped for an exec of the process (flush_telemetry_before_exec), until it fails.
 // writing_before_exit: stopped by a thread's _exit, which writes what is pending, then stopped.
-enum class WorkerState : int { not_started, starting, running, stopped, exec_pending, writing_before_exit };
+// writing_at_exit: stopped by exit(), whose thread writes the last records and the summary, then
+// written_at_exit (flush_telemetry_at_exit).
+enum class WorkerState : int {
+  not_started,
+  starting,
+  running,
+  stopped,
+  exec_pending,
+  writing_before_exit,
+  writing_at_exit,
+  written_at_exit
+};
 std::atomic<WorkerState> g_state{WorkerState::not_started};
 WorkerThread g_thread;
 
@@ -176,15 +187,20 @@ void handle_idle_restart(const IdleRestart& idle, const Runtime& runtime) {
   log_record(LogLevel::info, idle_restart_record(idle, *runtime.policy));
 }
 
-void handle(ConnectionSnapshot& snapshot, const Runtime& runtime) {
+// A closed connection's records: its conn_open if it still waits, and its conn_close.
+void write_closed_records(ConnectionSnapshot& snapshot, const telemetry::AckLatency& acks, const Runtime& runtime) {
   if (snapshot.pending_open != nullptr) {
     // Its connect never completed while the hooks looked: named with what the close saw.
     write_pending_open(std::exchange(snapshot.pending_open, nullptr), *runtime.policy, snapshot.local, snapshot.peer);
   }
-  const telemetry::AckLatency acks = g_acks->take(snapshot.fd, snapshot.generation);
   if (runtime.policy->log.summary) {
     log_record(LogLevel::info, conn_close_record(snapshot, acks, *runtime.policy));
   }
+}
+
+void handle(ConnectionSnapshot& snapshot, const Runtime& runtime) {
+  const telemetry::AckLatency acks = g_acks->take(snapshot.fd, snapshot.generation);
+  write_closed_records(snapshot, acks, runtime);
   g_totals->add_closed(snapshot, acks);
 }
 
@@ -486,6 +502,11 @@ bool telemetry_running() noexcept {
   return g_state.load(std::memory_order_acquire) == WorkerState::running;
 }
 
+bool exit_records_begun() noexcept {
+  const WorkerState state = g_state.load(std::memory_order_acquire);
+  return state == WorkerState::writing_at_exit || state == WorkerState::written_at_exit;
+}
+
 void post_pending_open(int fd, std::uint32_t generation) noexcept {
   if (telemetry_running()) {
     // A full ring: not looked at, written by SO_ERROR, the close or the exit instead.
@@ -534,6 +555,50 @@ bool wait_for_room() noexcept {
   return false;
 }
 
+// Waits while the worker's state is `state` (another thread writing the last records), at most
+// kMostWaitNs (a log that hangs).
+void wait_while(WorkerState state) noexcept {
+  const std::int64_t since = monotonic_ns();
+  const timespec pause{0, 1'000'000};
+  while (g_state.load(std::memory_order_acquire) == state && monotonic_ns() - since < kMostWaitNs) {
+    (void)nanosleep(&pause, nullptr);
+  }
+}
+
+// A close while another thread's exit() writes the last records. That thread summarizes every
+// connection still measured as it goes (this one too, open_at_exit, should it get there before
+// this close ends) and marks it done: this close waits until it has, and if its connection was
+// not among them, writes its conn_close itself. The summary, written by then, does not count it.
+void write_close_during_exit(int fd, SocketSlot& slot, std::uint32_t generation) noexcept {
+  if (t_worker_thread || in_signal_handler()) {
+    return;  // the interrupted code may be the exit's own
+  }
+  wait_while(WorkerState::writing_at_exit);
+  const Runtime* runtime = active_runtime();
+  if (g_state.load(std::memory_order_acquire) != WorkerState::written_at_exit || runtime == nullptr ||
+      !slot.has_flag(flag_measured)) {
+    return;
+  }
+  const ErrnoSaver saver;
+  ConnectionSnapshot snapshot;
+  take_snapshot(fd, slot, generation, false, snapshot, nullptr);
+  try {
+    write_closed_records(snapshot, {}, *runtime);
+  } catch (...) {
+    // Out of memory while formatting: the record is lost, the app is not.
+  }
+}
+
+// A close that found the worker stopping for exit() (or stopped by it) while it waited for room,
+// or at once: its record goes the exit's way. False: the worker stopped otherwise.
+bool exit_took_over(int fd, SocketSlot& slot, std::uint32_t generation) noexcept {
+  if (!exit_records_begun()) {
+    return false;
+  }
+  write_close_during_exit(fd, slot, generation);
+  return true;
+}
+
 }  // namespace
 
 void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) noexcept {
@@ -543,6 +608,8 @@ void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) 
       // it fail, as a record lost.
       g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
       count_unrecorded(slot);
+    } else {
+      (void)exit_took_over(fd, slot, generation);
     }
     return;
   }
@@ -554,8 +621,10 @@ void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) 
       write_latency = g_histograms.acquire();
     }
     if (write_latency == nullptr) {
-      g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
-      count_unrecorded(slot);  // a pending conn_open stays in the slot, written at the exit
+      if (!exit_took_over(fd, slot, generation)) {
+        g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
+        count_unrecorded(slot);  // a pending conn_open stays in the slot, written at the exit
+      }
       return;
     }
   }
@@ -565,11 +634,13 @@ void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) 
     cell = g_ring.try_claim(/*counted=*/false);
   }
   if (!cell.has_value()) {
-    g_ring.count_dropped();
     if (write_latency != nullptr) {
       g_histograms.release(write_latency);
     }
-    count_unrecorded(slot);  // the ring counted the drop; a pending conn_open stays in the slot, written at the exit
+    if (!exit_took_over(fd, slot, generation)) {
+      g_ring.count_dropped();
+      count_unrecorded(slot);  // a pending conn_open stays in the slot, written at the exit
+    }
     return;
   }
   TelemetryEvent& closed = *cell->event;
@@ -696,10 +767,15 @@ void flush_telemetry_at_exit() noexcept {
     return;  // _Fork, clone or a raw fork: the state is the parent's, and its worker not this process's
   }
   WorkerState expected = WorkerState::running;
-  if (!g_state.compare_exchange_strong(expected, WorkerState::stopped, std::memory_order_acq_rel)) {
+  if (!g_state.compare_exchange_strong(expected, WorkerState::writing_at_exit, std::memory_order_acq_rel)) {
     return;  // nothing was measured, or another thread is already flushing
   }
   const ErrnoSaver saver;
+  // Other threads' closes wait for this (post_closed_connection), at most kMostWaitNs. The exit
+  // does not wait for them in turn: they would open more connections meanwhile.
+  struct Written {
+    ~Written() { g_state.store(WorkerState::written_at_exit, std::memory_order_release); }
+  } const written;
   set_line_deferrer(nullptr);  // from now on lines go straight to the log, after what is queued
   g_thread.stop();
   mark_log_worker_thread();  // the exiting thread drains the rest itself
@@ -711,13 +787,15 @@ void flush_telemetry_at_exit() noexcept {
     drain(*runtime);
     // Before the open connections join the closed totals, which would count them twice.
     write_prometheus_textfile(*runtime, true, kExitLockWait);
-    // Connections still open at exit are summarized too, marked open_at_exit.
+    // Connections still open at exit are summarized too, marked open_at_exit, and marked done:
+    // a close on another thread waiting meanwhile then writes nothing more.
     fd_table().for_each_tcp([&](int fd, SocketSlot& slot) {
       if (slot.has_flag(flag_measured)) {
         static ConnectionSnapshot snapshot;  // not on a possibly small exit-time stack
         static telemetry::LatencyHistogram write_latency;
         take_snapshot(fd, slot, slot.generation.load(std::memory_order_acquire), true, snapshot, &write_latency);
         handle(snapshot, *runtime);
+        slot.clear_flag(flag_measured);
       }
     });
     write_pending_opens(*runtime);
@@ -729,29 +807,16 @@ void flush_telemetry_at_exit() noexcept {
   }
 }
 
-namespace {
-
-// Another thread's _exit is writing what was pending: this thread's _exit would end the process
-// under it, and the records with it. Waits for it, at most kMostWaitNs (a log that hangs).
-void wait_for_exit_writer() noexcept {
-  const std::int64_t since = monotonic_ns();
-  const timespec pause{0, 1'000'000};
-  while (g_state.load(std::memory_order_acquire) == WorkerState::writing_before_exit &&
-         monotonic_ns() - since < kMostWaitNs) {
-    (void)nanosleep(&pause, nullptr);
-  }
-}
-
-}  // namespace
-
 void flush_telemetry_before_quick_exit() noexcept {
   if (in_signal_handler() || in_any_child_sharing_memory()) {
     return;  // the interrupted code may hold the log's lock or malloc's; a vfork child's records are its parent's
   }
   WorkerState expected = WorkerState::running;
   if (!g_state.compare_exchange_strong(expected, WorkerState::writing_before_exit, std::memory_order_acq_rel)) {
-    if (expected == WorkerState::writing_before_exit) {
-      wait_for_exit_writer();
+    if (expected == WorkerState::writing_before_exit || expected == WorkerState::writing_at_exit) {
+      // Another thread's _exit or exit() is writing what was pending: this thread's _exit would
+      // end the process under it, and the records with it.
+      wait_while(expected);
     }
     return;  // nothing measured, or another thread is flushing
   }
