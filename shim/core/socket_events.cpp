@@ -92,7 +92,7 @@ bool open_connection(int fd, SocketSlot& slot, const config::Policy& policy, int
   if (phase == ApplyPhase::before_connect) {
     // Parked only where something will write it: the worker runs (it polls a connect still
     // under way when connect() returns, and writes what the close or the exit hands it).
-    if (slot.has_flag(flag_measured) && telemetry_running()) {
+    if (telemetry_running()) {
       PendingOpen contents{fd, generation, rule, role, phase, connect_peer, site};
       keep_report(contents, std::move(report));
       PendingOpen* open = new_pending_open(contents);
@@ -271,19 +271,18 @@ void choose_and_apply(int fd, SocketSlot& slot, const Runtime& runtime, config::
   }
   warn_refusals_once(*runtime.policy, rule, report);
   count_option_misses(rule, report);
-  // Records when there is a log for them, decided once for both: a connection set up once exit()
-  // has begun writing the last records gets none (they would come after the summary, if at all).
-  // A client's conn_open is parked for the worker, which must run first; another's written
-  // before it starts, so that a process's first one goes straight to the log.
+  // Records when there is a log for them: a connection set up once exit() has begun writing the
+  // last records gets none (they would come after the summary, if at all). A client's conn_open
+  // is parked for the worker, which must run first; another's written before it starts, so that a
+  // process's first one goes straight to the log. Measured only then: the exit's last records,
+  // should they be under way, summarize no connection whose conn_open is nowhere yet.
   bool handed_over = false;
   if (log_enabled(LogLevel::info) && !exit_records_begun()) {
     if (phase == ApplyPhase::before_connect) {
-      start_measuring(slot, is_listener);
-      handed_over = open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
-    } else {
-      handed_over = open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
-      start_measuring(slot, is_listener);
+      ensure_telemetry_worker();
     }
+    handed_over = open_connection(fd, slot, *runtime.policy, rule, phase, std::move(report), site, facts.peer, known);
+    start_measuring(slot, is_listener);
   }
   find_out_idle_restart(fd, slot, handed_over);
 }
