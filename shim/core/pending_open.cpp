@@ -53,12 +53,17 @@ constinit ReservedOpens g_reserved_opens;
 // A completed connect's conn_open goes to the worker, which formats and writes it with the
 // other records (and, should the process _exit, the exiting thread: telemetry_worker.hpp) and
 // finds out whether the connection may restart after idle; both done by this thread when the
-// worker cannot take it.
-void hand_over_or_write(PendingOpen* open, const config::Policy& policy, const config::Endpoint& local,
-                        const config::Endpoint& peer, int connect_error) noexcept {
+// worker cannot take it. While exit() writes the last records it goes back in the slot, where
+// the exit finds it in its place among them: written here, it could go ahead of its
+// descriptor's earlier records that the exit is still writing.
+void hand_over_or_write(SocketSlot& slot, PendingOpen* open, const config::Policy& policy,
+                        const config::Endpoint& local, const config::Endpoint& peer, int connect_error) noexcept {
   if (post_completed_connect(*open, local, peer, connect_error)) {
     open->owns_report = false;  // its report went with the copy handed over
     free_pending_open(open);
+    return;
+  }
+  if (connect_error == 0 && exit_writing_records() && park_pending_open(slot, open)) {
     return;
   }
   const int fd = open->fd;
@@ -196,7 +201,7 @@ void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& polic
     local = local_endpoint(fd);
     peer = names_an_end(open->connect_peer) ? open->connect_peer : peer_endpoint(fd);
     names->store(generation, local, peer);
-    hand_over_or_write(open, policy, local, peer, 0);
+    hand_over_or_write(slot, open, policy, local, peer, 0);
     return;
   }
   if (connect_error == 0) {
@@ -215,7 +220,7 @@ void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& polic
     // Never connected: no local end (the kernel let its port go), the peer it was meant for.
     names->store(generation, config::Endpoint{}, open->connect_peer);
   }
-  hand_over_or_write(open, policy, local, peer, connect_error);
+  hand_over_or_write(slot, open, policy, local, peer, connect_error);
 }
 
 bool poll_pending_open(int fd, std::uint32_t generation, const config::Policy& policy) noexcept {

@@ -507,6 +507,10 @@ bool exit_records_begun() noexcept {
   return state == WorkerState::writing_at_exit || state == WorkerState::written_at_exit;
 }
 
+bool exit_writing_records() noexcept {
+  return g_state.load(std::memory_order_acquire) == WorkerState::writing_at_exit;
+}
+
 void post_pending_open(int fd, std::uint32_t generation) noexcept {
   if (telemetry_running()) {
     // A full ring: not looked at, written by SO_ERROR, the close or the exit instead.
@@ -749,6 +753,21 @@ namespace {
 // conn_opens no snapshot took: at _exit, which summarizes no connection, connects still under
 // way, whose descriptors name their local end; or ones whose close record was lost (counted),
 // whose descriptor may name another socket since (its generation moved on at the close).
+// The generation of a measured slot's connection as the exit summarizes it. A close under way on
+// another thread (waiting for the exit's records) has moved it on by one already
+// (end_connection): the connection it closes is the one before, whose ends are kept under that
+// generation (a new connection on the descriptor would be two on, past the close's retire).
+std::uint32_t generation_at_exit(const SocketSlot& slot) noexcept {
+  const std::uint32_t generation = slot.generation.load(std::memory_order_acquire);
+  const ConnectionNames* names = names_if_any(slot);
+  config::Endpoint local;
+  config::Endpoint peer;
+  if (names != nullptr && !names->load(generation, local, peer) && names->load(generation - 1, local, peer)) {
+    return generation - 1;
+  }
+  return generation;
+}
+
 void write_pending_opens(const Runtime& runtime) {
   fd_table().for_each_slot([&](int fd, SocketSlot& slot) {
     if (ConnectionNames* names = names_if_any(slot)) {
@@ -793,7 +812,7 @@ void flush_telemetry_at_exit() noexcept {
       if (slot.has_flag(flag_measured)) {
         static ConnectionSnapshot snapshot;  // not on a possibly small exit-time stack
         static telemetry::LatencyHistogram write_latency;
-        take_snapshot(fd, slot, slot.generation.load(std::memory_order_acquire), true, snapshot, &write_latency);
+        take_snapshot(fd, slot, generation_at_exit(slot), true, snapshot, &write_latency);
         handle(snapshot, *runtime);
         slot.clear_flag(flag_measured);
       }

@@ -24,6 +24,8 @@ bool telemetry_running() noexcept;
 // exit() has begun writing the process's last records: a connection set up from now on gets
 // none (they would come after the summary, if the process's end left time for them at all).
 bool exit_records_begun() noexcept;
+// exit() is writing them now (exit_records_begun, and not done yet).
+bool exit_writing_records() noexcept;
 // A client's conn_open waits for its connect (pending_open.hpp), still under way when connect()
 // returned: the worker looks at the connection until it is established, from 1 ms after, then
 // less and less often. Lock-free.
