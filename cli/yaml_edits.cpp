@@ -39,10 +39,28 @@ bool YamlEditor::starts_line(const YamlNode& node) const {
   return starts_line_at(node.start);
 }
 
-// Just past an empty flow collection's '[' or '{'.
+// Whether a scalar's text starts at its `content` as its style says (its quote, or for a plain
+// one a character that is neither a quote nor a blank), apart from its tag or anchor: "&a:b" is
+// the scalar ":b", whose text cannot take a prefix (the anchor must end at a blank or ':').
+bool YamlEditor::starts_as_styled(const YamlNode& node) const {
+  if (node.content >= text_.size() ||
+      (node.content > node.start && !is_blank(text_[node.content - 1]) && text_[node.content - 1] != '\n')) {
+    return false;
+  }
+  const char first = text_[node.content];
+  switch (node.style) {
+    case YamlNode::Style::double_quoted: return first == '"';
+    case YamlNode::Style::single_quoted: return first == '\'';
+    default: return first != '"' && first != '\'' && !is_blank(first) && first != '\n' && first != '\r';
+  }
+}
+
+// Just past a flow collection's '[' or '{'.
 std::size_t YamlEditor::after_bracket(const YamlNode& node) const {
   if (node.content >= text_.size() || (text_[node.content] != '[' && text_[node.content] != '{')) {
-    throw ManifestError(document_, node, "a flow collection whose opening bracket cannot be found");
+    throw ManifestError(document_, node,
+                        "a flow collection whose opening bracket cannot be found (a mapping in a list written "
+                        "without braces, [a: b], is edited only as [{a: b}])");
   }
   return node.content + 1;
 }
@@ -80,8 +98,9 @@ TextEdit YamlEditor::insert_first_items(int sequence, const std::vector<Snippet>
     for (const Snippet& item : items) {
       text += (text.empty() ? "" : ", ") + yaml_flow(item);
     }
+    const std::size_t inside = after_bracket(node);
     if (node.children.empty()) {
-      return {after_bracket(node), after_bracket(node), text};
+      return {inside, inside, text};
     }
     const std::size_t first = document_.node(node.children.front()).start;
     return {first, first, text + ", "};
@@ -103,8 +122,9 @@ TextEdit YamlEditor::insert_entry(int mapping, const std::string& key, const Sni
   const YamlNode& node = document_.node(mapping);
   if (node.style == YamlNode::Style::flow) {
     const std::string text = Snippet(key).dump() + ": " + yaml_flow(value);
+    const std::size_t inside = after_bracket(node);
     if (node.children.empty()) {
-      return {after_bracket(node), after_bracket(node), text};
+      return {inside, inside, text};
     }
     const std::size_t first = document_.node(node.children.front()).start;
     return {first, first, text + ", "};
@@ -181,6 +201,9 @@ TextEdit YamlEditor::prefix_scalar(int scalar, const std::string& prefix) const 
         node.tag.starts_with(kCoreTagPrefix) ? "!!" + node.tag.substr(kCoreTagPrefix.size()) : node.tag;
     throw ManifestError(document_, node,
                         "a value tagged " + shown + ", which kube-inject does not edit; write it untagged");
+  }
+  if (!starts_as_styled(node)) {
+    throw ManifestError(document_, node, "a value whose text cannot be found past its tag or anchor");
   }
   const std::size_t at = node.content + (quoted ? 1 : 0);
   return {at, at, prefix};

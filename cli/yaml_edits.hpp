@@ -42,6 +42,7 @@ class YamlEditor {
   bool starts_line(const YamlNode& node) const;
   bool starts_line_at(std::size_t position) const;
   std::size_t after_bracket(const YamlNode& node) const;
+  bool starts_as_styled(const YamlNode& node) const;
   std::size_t dash_of(const YamlNode& item) const;
   std::size_t above_comments(std::size_t line, std::size_t column) const;
 

@@ -3,6 +3,7 @@
 #include <yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <set>
 
@@ -68,14 +69,33 @@ bool is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+// An anchor's name, as libyaml reads it: letters, digits, '-' and '_' (what follows is the
+// node's text, even without a blank between: "&a:b" is the scalar ":b" anchored "a").
+bool is_anchor_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_';
+}
+
+// A shorthand tag's characters, as libyaml reads them ("!x!y", "!!str"): a URI's, less the flow
+// indicators ",[]" that a verbatim tag "!<...>" may hold.
+bool is_tag_char(char c) {
+  return is_anchor_char(c) || std::string_view(";/?:@&=+$.%!~*'()").find(c) != std::string_view::npos;
+}
+
 // Where a node's own text starts: past its properties (a tag "!x", an anchor "&x") and the
 // blanks, line ends and comments after each, which may put it on a later line ("env: !!seq",
 // the items below). Never past `limit`, the node's end (a tagged empty scalar has no text).
 std::size_t past_properties(std::string_view text, std::size_t start, std::size_t limit) {
   std::size_t at = start;
   while (at < text.size() && (text[at] == '!' || text[at] == '&')) {
-    while (at < text.size() && !is_blank(text[at])) {
-      ++at;
+    if (text[at] == '&') {
+      for (++at; at < text.size() && is_anchor_char(text[at]); ++at) {
+      }
+    } else if (text.substr(at, 2) == "!<") {
+      const std::size_t close = text.find('>', at);
+      at = close == std::string_view::npos ? text.size() : close + 1;
+    } else {
+      for (++at; at < text.size() && is_tag_char(text[at]); ++at) {
+      }
     }
     for (;;) {
       while (at < text.size() && is_blank(text[at])) {
