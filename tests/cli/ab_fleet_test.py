@@ -232,7 +232,7 @@ def main():
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        stack.stop()
+        stack.close()
     checks.finish()
 
 

@@ -78,29 +78,68 @@ class PrometheusStack:
     `rules` (a rule file) when given; their output goes to files in `work_dir`."""
 
     def __init__(self, binaries, work_dir, textfiles, env, rules=None):
-        exporter_bin, prometheus_bin = binaries
-        exporter_port, prometheus_port = free_port(), free_port()
-        config = os.path.join(work_dir, "prometheus.yml")
+        self.binaries, self.work_dir, self.textfiles, self.env, self.rules = binaries, work_dir, textfiles, env, rules
+        # Appended to, so that a restart keeps what the first start said.
+        self.logs = [open(os.path.join(work_dir, name), "a") for name in ("node_exporter.log", "prometheus.log")]
+        for log in self.logs:
+            log.truncate(0)
+        self.processes = []
+        self.start()
+
+    def start(self):
+        exporter_bin, prometheus_bin = self.binaries
+        exporter_port = free_port()
+        prometheus_port = free_port()
+        while prometheus_port == exporter_port:
+            prometheus_port = free_port()
+        config = os.path.join(self.work_dir, "prometheus.yml")
         with open(config, "w") as f:
             f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                    + (f"rule_files: [{json.dumps(os.path.abspath(rules))}]\n" if rules else "")
+                    + (f"rule_files: [{json.dumps(os.path.abspath(self.rules))}]\n" if self.rules else "")
                     + "scrape_configs:\n  - job_name: node\n    static_configs:\n"
                     f"      - targets: ['127.0.0.1:{exporter_port}']\n")
-        self.logs = [open(os.path.join(work_dir, name), "w+") for name in ("node_exporter.log", "prometheus.log")]
         self.processes = [
             subprocess.Popen([exporter_bin, "--collector.disable-defaults", "--collector.textfile",
-                              f"--collector.textfile.directory={textfiles}",
+                              f"--collector.textfile.directory={self.textfiles}",
                               f"--web.listen-address=127.0.0.1:{exporter_port}"],
-                             stdout=self.logs[0], stderr=subprocess.STDOUT, env=env),
+                             stdout=self.logs[0], stderr=subprocess.STDOUT, env=self.env),
             subprocess.Popen([prometheus_bin, f"--config.file={config}",
-                              f"--storage.tsdb.path={os.path.join(work_dir, 'tsdb')}",
+                              f"--storage.tsdb.path={os.path.join(self.work_dir, 'tsdb')}",
                               f"--web.listen-address=127.0.0.1:{prometheus_port}"],
-                             stdout=self.logs[1], stderr=subprocess.STDOUT, env=env),
+                             stdout=self.logs[1], stderr=subprocess.STDOUT, env=self.env),
         ]
         self.url = f"http://127.0.0.1:{prometheus_port}"
 
-    def wait_ready(self, limit_s):
-        return bool(wait_for(lambda: "Ready" in http_get(f"{self.url}/-/ready"), limit_s))
+    def wait_ready(self, limit_s, attempts=3):
+        """Waits for Prometheus to say it is ready. A port is only free until something else takes
+        it (a parallel test's connection can get it as its source port), so a stack of which a
+        process has exited is started again on new ports, `attempts` times in all. On failure,
+        prints the end of each log."""
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end:
+            exited = [p.args[0] for p in self.processes if p.poll() is not None]
+            if exited:
+                attempts -= 1
+                print(f"{', '.join(exited)} exited at start-up; {self.log_tails()}", flush=True)
+                self.stop()
+                if attempts == 0:
+                    return False
+                self.start()
+            try:
+                if "Ready" in http_get(f"{self.url}/-/ready"):
+                    return True
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.2)
+        print(f"Prometheus not ready after {limit_s:.0f} s; {self.log_tails()}", flush=True)
+        return False
+
+    def log_tails(self, lines=5):
+        tails = []
+        for log in self.logs:
+            with open(log.name, errors="replace") as f:
+                tails.append(f"{os.path.basename(log.name)} ends: " + " | ".join(f.read().splitlines()[-lines:]))
+        return "; ".join(tails)
 
     def query(self, expression):
         """{labels-as-frozenset: value} of an instant query."""
@@ -123,5 +162,8 @@ class PrometheusStack:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
+
+    def close(self):
+        self.stop()
         for log in self.logs:
             log.close()

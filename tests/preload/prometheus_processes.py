@@ -153,7 +153,7 @@ def main():
             if app.poll() is None:
                 app.kill()
                 app.wait()
-        prometheus.stop()
+        prometheus.close()
     with open(os.path.join(args.work_dir, "node_exporter.log")) as f:
         exporter_output = f.read()
     duplicates = [line for line in exporter_output.splitlines()
