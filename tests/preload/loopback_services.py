@@ -11,11 +11,7 @@ import time
 import urllib.parse
 import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from testlib import free_port  # noqa: F401 (the tests take it from here too)
 
 
 def http_get(url, timeout=2):

@@ -2,6 +2,7 @@
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import socket
@@ -153,6 +154,25 @@ def run_logged_python(args, checks, name, program):
             app.kill()
             app.wait()
     return out, log
+
+
+def free_port():
+    """A loopback port nobody has bound now, for a server started next. It is taken below the
+    ephemeral range, so that no client's connect() (a parallel test's) gets it as its source port
+    before the server binds it."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    for _ in range(100):
+        port = random.randrange(10000, max(10001, low))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run(cmd, env, timeout=60, **kwargs):

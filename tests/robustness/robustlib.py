@@ -10,7 +10,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
-from testlib import SKIP, Checks, clean_env, records, run  # noqa: E402,F401
+from testlib import SKIP, Checks, clean_env, free_port, records, run  # noqa: E402,F401
 
 
 def parse_args():
@@ -198,13 +198,6 @@ def shim_env(args, policy, log):
 def heartbeats_sent(log):
     """The heartbeats the shim counted in the conn_close records of a jsonl log."""
     return sum(r.get("heartbeats", 0) for r in records(log) if r.get("event") == "conn_close")
-
-
-def free_port():
-    """A loopback TCP port nobody listens on now (for programs that take a port number)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_until(condition, timeout):

@@ -22,18 +22,16 @@ import argparse
 import json
 import os
 import queue
-import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "preload"))
-from testlib import SKIP, Checks, clean_env, records  # noqa: E402
+from testlib import SKIP, Checks, clean_env, free_port, records  # noqa: E402
 
 RULE = "supervised-probe"
 REQUESTED_BUFFER = 4 * 1024 * 1024  # rcvbuf and sndbuf, "4MiB" in the policy
@@ -147,23 +145,6 @@ def expected_buffer(requested, core_max, autotune_max, privileged):
     if 2 * core_max > autotune_max:
         return 2 * core_max
     return None
-
-
-def free_port():
-    """A free port below the ephemeral range, so no client's connect() takes it before the server
-    binds it again (the policy names it, and the control and the tuned run both listen on it)."""
-    low = read_words("/proc/sys/net/ipv4/ip_local_port_range")[0]
-    for _ in range(100):
-        port = random.randrange(10000, max(10001, int(low)))
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Probe:
