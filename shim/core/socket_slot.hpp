@@ -49,6 +49,9 @@ enum SlotFlag : std::uint16_t {
   // nodelay = "on-wait" with Nagle on: writes are noted, and pushed when the thread waits
   // (wait_push.hpp). Cleared when the app sets TCP_NODELAY itself.
   flag_push_on_wait = 1U << 13,
+  // A close's snapshot or a conn_open being handed to the worker: an exit or exec waits for it
+  // before its last drain (telemetry_worker.cpp, begin_hand_over).
+  flag_handing_over = 1U << 14,
 };
 
 struct SocketSlot {

@@ -603,11 +603,32 @@ bool exit_took_over(int fd, SocketSlot& slot, std::uint32_t generation) noexcept
   return true;
 }
 
+void end_hand_over(SocketSlot& slot) noexcept;
+
+// A hand-over to the worker (a close's snapshot, a conn_open) marks its slot for as long as it
+// fills its cell. The mark is set before the worker's state is read, and an exit or exec changes
+// the state before it looks at the marks (all seq_cst): either the hand-over finds the worker
+// stopping and goes that way, or the exit finds the mark and waits (wait_for_hand_overs), so
+// that no cell is published after the last drain, to stay in the ring for good. True, marked,
+// when the worker runs; end it with end_hand_over.
+bool begin_hand_over(SocketSlot& slot) noexcept {
+  slot.flags.fetch_or(flag_handing_over, std::memory_order_seq_cst);
+  if (g_state.load(std::memory_order_seq_cst) == WorkerState::running) {
+    return true;
+  }
+  end_hand_over(slot);
+  return false;
+}
+// Release: an exit that sees the mark gone sees the cell published.
+void end_hand_over(SocketSlot& slot) noexcept {
+  slot.flags.fetch_and(static_cast<std::uint16_t>(~flag_handing_over), std::memory_order_release);
+}
+
 }  // namespace
 
 void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) noexcept {
-  if (const WorkerState state = g_state.load(std::memory_order_acquire); state != WorkerState::running) {
-    if (state == WorkerState::exec_pending) {
+  if (!begin_hand_over(slot)) {
+    if (g_state.load(std::memory_order_acquire) == WorkerState::exec_pending) {
       // Another thread's close while an exec runs: counted for the image that goes on should
       // it fail, as a record lost.
       g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
@@ -625,6 +646,7 @@ void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) 
       write_latency = g_histograms.acquire();
     }
     if (write_latency == nullptr) {
+      end_hand_over(slot);
       if (!exit_took_over(fd, slot, generation)) {
         g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
         count_unrecorded(slot);  // a pending conn_open stays in the slot, written at the exit
@@ -641,6 +663,7 @@ void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) 
     if (write_latency != nullptr) {
       g_histograms.release(write_latency);
     }
+    end_hand_over(slot);
     if (!exit_took_over(fd, slot, generation)) {
       g_ring.count_dropped();
       count_unrecorded(slot);  // a pending conn_open stays in the slot, written at the exit
@@ -651,6 +674,8 @@ void post_closed_connection(int fd, SocketSlot& slot, std::uint32_t generation) 
   closed.kind = TelemetryEvent::Kind::closed;
   take_snapshot(fd, slot, generation, false, *new (&closed.closed_connection) ConnectionSnapshot, write_latency);
   g_ring.publish(*cell);
+  slot.clear_flag(flag_measured);  // handed over: an exit's walk must not summarize it again
+  end_hand_over(slot);
   const bool histograms_crowded =
       write_latency != nullptr && g_histograms_waiting.fetch_add(1, std::memory_order_acq_rel) + 1 >= kWakeAtHistograms;
   if (histograms_crowded || g_ring.backlog_at_least(kWakeAtEvents)) {
@@ -671,7 +696,8 @@ namespace {
 // there (a reused address pair's previous conn_close among them).
 bool post_opened(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer,
                  int connect_error, bool completed) noexcept {
-  if (g_state.load(std::memory_order_acquire) != WorkerState::running) {
+  SocketSlot* slot = fd_table().find(open.fd);
+  if (slot == nullptr || !begin_hand_over(*slot)) {
     return false;
   }
   const ErrnoSaver saver;  // a wait's nanosleep
@@ -679,13 +705,13 @@ bool post_opened(const PendingOpen& open, const config::Endpoint& local, const c
   while (!cell.has_value() && wait_for_room()) {
     cell = g_ring.try_claim(/*counted=*/false);
   }
-  if (!cell.has_value()) {
-    return false;
+  if (cell.has_value()) {
+    cell->event->kind = TelemetryEvent::Kind::opened;
+    new (&cell->event->opened) OpenedConnection{open, local, peer, connect_error, completed};
+    g_ring.publish(*cell);
   }
-  cell->event->kind = TelemetryEvent::Kind::opened;
-  new (&cell->event->opened) OpenedConnection{open, local, peer, connect_error, completed};
-  g_ring.publish(*cell);
-  return true;
+  end_hand_over(*slot);
+  return cell.has_value();
 }
 
 }  // namespace
@@ -768,6 +794,24 @@ std::uint32_t generation_at_exit(const SocketSlot& slot) noexcept {
   return generation;
 }
 
+// Hand-overs that found the worker running just before an exit or exec stopped it
+// (begin_hand_over): their cells are published before the last drain. Each ends within a look
+// of a wait for room at most; kMostWaitNs bounds them all. Not from a signal handler, which
+// may have interrupted a hand-over of its own thread.
+void wait_for_hand_overs() noexcept {
+  if (in_signal_handler()) {
+    return;
+  }
+  const std::int64_t since = monotonic_ns();
+  const timespec pause{0, kWaitLookNs};
+  fd_table().for_each_tcp([&](int, const SocketSlot& slot) {
+    while ((slot.flags.load(std::memory_order_seq_cst) & flag_handing_over) != 0 &&
+           monotonic_ns() - since < kMostWaitNs) {
+      (void)nanosleep(&pause, nullptr);
+    }
+  });
+}
+
 void write_pending_opens(const Runtime& runtime) {
   fd_table().for_each_slot([&](int fd, SocketSlot& slot) {
     if (ConnectionNames* names = names_if_any(slot)) {
@@ -786,7 +830,7 @@ void flush_telemetry_at_exit() noexcept {
     return;  // _Fork, clone or a raw fork: the state is the parent's, and its worker not this process's
   }
   WorkerState expected = WorkerState::running;
-  if (!g_state.compare_exchange_strong(expected, WorkerState::writing_at_exit, std::memory_order_acq_rel)) {
+  if (!g_state.compare_exchange_strong(expected, WorkerState::writing_at_exit, std::memory_order_seq_cst)) {
     return;  // nothing was measured, or another thread is already flushing
   }
   const ErrnoSaver saver;
@@ -797,6 +841,7 @@ void flush_telemetry_at_exit() noexcept {
   } const written;
   set_line_deferrer(nullptr);  // from now on lines go straight to the log, after what is queued
   g_thread.stop();
+  wait_for_hand_overs();
   mark_log_worker_thread();  // the exiting thread drains the rest itself
   const Runtime* runtime = active_runtime();
   if (runtime == nullptr || g_totals == nullptr) {
@@ -831,7 +876,7 @@ void flush_telemetry_before_quick_exit() noexcept {
     return;  // the interrupted code may hold the log's lock or malloc's; a vfork child's records are its parent's
   }
   WorkerState expected = WorkerState::running;
-  if (!g_state.compare_exchange_strong(expected, WorkerState::writing_before_exit, std::memory_order_acq_rel)) {
+  if (!g_state.compare_exchange_strong(expected, WorkerState::writing_before_exit, std::memory_order_seq_cst)) {
     if (expected == WorkerState::writing_before_exit || expected == WorkerState::writing_at_exit) {
       // Another thread's _exit or exit() is writing what was pending: this thread's _exit would
       // end the process under it, and the records with it.
@@ -842,6 +887,7 @@ void flush_telemetry_before_quick_exit() noexcept {
   const ErrnoSaver saver;
   set_line_deferrer(nullptr);
   g_thread.stop();
+  wait_for_hand_overs();
   mark_log_worker_thread();  // the exiting thread writes the rest itself
   const Runtime* runtime = active_runtime();
   if (runtime != nullptr && g_totals != nullptr) {
@@ -891,12 +937,13 @@ void start_counting_again() {
 
 bool flush_telemetry_before_exec() noexcept {
   WorkerState expected = WorkerState::running;
-  if (!g_state.compare_exchange_strong(expected, WorkerState::exec_pending, std::memory_order_acq_rel)) {
+  if (!g_state.compare_exchange_strong(expected, WorkerState::exec_pending, std::memory_order_seq_cst)) {
     return false;  // nothing measured, or the process is exiting
   }
   const ErrnoSaver saver;
   set_line_deferrer(nullptr);  // from now on lines go straight to the log, after what is queued
   g_thread.stop();
+  wait_for_hand_overs();
   const Runtime* runtime = active_runtime();
   if (runtime == nullptr || g_totals == nullptr) {
     return true;

@@ -10,8 +10,9 @@ own conn_close if the exit did not summarize its connection, and a connection se
 exit has begun gets no records. exit_churn_app.c: 4 threads open and close loopback connection
 pairs without pause, and the main thread calls exit(0) after 0.3 s. In each of 3 runs the
 summary counts every conn_close written before it (and any it says were dropped); over the 3
-runs at most MOST_ORPHANS connections have a conn_open and no conn_close (a close that had
-found the worker running as the exit stopped it: 0 or 1 in a run here, 1 to 169 before).
+runs at most MOST_ORPHANS connections have a conn_open and no conn_close (1 to 169 a run before;
+0 or 1 while a close that was handing its record to the worker as the exit stopped it could lose
+it; 0 in 30 runs since the exit waits for such hand-overs).
 """
 import json
 import os
@@ -22,7 +23,7 @@ from robustlib import Checks, clean_env, compile_c, fresh, parse_args, run  # no
 
 RUNS = 3
 THREADS, MS = 4, 300
-MOST_ORPHANS = 3
+MOST_ORPHANS = 1
 
 
 def orphans(records):
