@@ -1009,10 +1009,12 @@ void telemetry_after_fork_in_child() noexcept {
     g_textfile = nullptr;  // the parent's (possibly half-updated) state stays unused; the child starts from zero
   }
   // The parent's connections are the parent's to summarize (and their conn_opens to write):
-  // not measured here.
+  // not measured here. Nor is a hand-over under way: one the fork caught half done, on a thread
+  // the child does not have, would hold up the child's exit (wait_for_hand_overs).
   fd_table().for_each_tcp([](int /*fd*/, SocketSlot& slot) {
-    if (slot.has_flag(flag_measured)) {
-      slot.clear_flag(flag_measured);
+    constexpr auto kParents = static_cast<std::uint16_t>(flag_measured | flag_handing_over);
+    if ((slot.flags.load(std::memory_order_relaxed) & kParents) != 0) {
+      slot.flags.fetch_and(static_cast<std::uint16_t>(~kParents), std::memory_order_relaxed);
     }
   });
   fd_table().for_each_slot([](int /*fd*/, SocketSlot& slot) {
