@@ -74,5 +74,5 @@ int main(int argc, char** argv) {
   }
   printf("children %d slowest_ms %.1f\n", forks, slowest);
   fflush(stdout);
-  _exit(0);  /* the churning threads go with the process */
+  _exit(0); /* the churning threads go with the process */
 }
