@@ -160,8 +160,16 @@ std::atomic<std::uint32_t> g_histograms_waiting{0};
 // the process's exit is held that long at most, and only where the reader keeps up.
 constexpr int kSummaryStderrPatienceMs = 200;
 constexpr std::uint32_t kWakeAtHistograms = kHistograms / 4;
-// Events the worker has taken from the ring so far: a waiting producer sees it move.
-std::atomic<std::uint64_t> g_events_taken{0};
+// A value alone on its cache line: one that app threads read on every connection, apart from
+// what the worker writes all the time, each write of which takes the line from them.
+template <typename T>
+struct alignas(64) AloneOnLine {
+  T value;
+};
+// Events the worker has taken from the ring so far: a waiting producer sees it move. Written
+// for every event.
+AloneOnLine<std::atomic<std::uint64_t>> g_events_taken_line{0};
+std::atomic<std::uint64_t>& g_events_taken = g_events_taken_line.value;
 
 // exec_pending: stopped for an exec of the process (flush_telemetry_before_exec), until it fails.
 // writing_before_exit: stopped by a thread's _exit, which writes what is pending, then stopped.
@@ -177,7 +185,10 @@ enum class WorkerState : int {
   writing_at_exit,
   written_at_exit
 };
-std::atomic<WorkerState> g_state{WorkerState::not_started};
+// Read by every hand-over; changed only when the worker starts or stops (its neighbours were
+// the count of events taken and the worker's sleep).
+AloneOnLine<std::atomic<WorkerState>> g_state_line{WorkerState::not_started};
+std::atomic<WorkerState>& g_state = g_state_line.value;
 WorkerThread g_thread;
 
 std::uint64_t g_dropped_total = 0;
