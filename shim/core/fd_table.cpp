@@ -98,7 +98,9 @@ void FdTable::copy(int from, int to) noexcept {
   }
   target->role.store(source->role.load(std::memory_order_relaxed), std::memory_order_relaxed);
   target->rule_index.store(source->rule_index.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  target->flags.store(source->flags.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  // Not a hand-over under way on the source: nothing would end it on the copy.
+  target->flags.store(static_cast<std::uint16_t>(source->flags.load(std::memory_order_relaxed) & ~flag_handing_over),
+                      std::memory_order_relaxed);
   target->app_options.store(source->app_options.load(std::memory_order_relaxed), std::memory_order_relaxed);
   target->held_sndbuf.store(source->held_sndbuf.load(std::memory_order_relaxed), std::memory_order_relaxed);
   target->held_rcvbuf.store(source->held_rcvbuf.load(std::memory_order_relaxed), std::memory_order_relaxed);

@@ -19,6 +19,7 @@
 #include "callsite.hpp"
 #include "connection_names.hpp"
 #include "connection_summary.hpp"
+#include "cancellation_held_off.hpp"
 #include "connection_totals.hpp"
 #include "drain_pacer.hpp"
 #include "errno_saver.hpp"
@@ -552,6 +553,7 @@ bool wait_for_room() noexcept {
   if (taken == g_gave_up_at_taken.load(std::memory_order_relaxed)) {
     return false;
   }
+  const CancellationHeldOff held_off;
   const std::int64_t since = monotonic_ns();
   const timespec pause{0, kWaitLookNs};
   std::int64_t looks = 0;
@@ -573,6 +575,7 @@ bool wait_for_room() noexcept {
 // Waits while the worker's state is `state` (another thread writing the last records), at most
 // kMostWaitNs (a log that hangs).
 void wait_while(WorkerState state) noexcept {
+  const CancellationHeldOff held_off;
   const std::int64_t since = monotonic_ns();
   const timespec pause{0, 1'000'000};
   while (g_state.load(std::memory_order_acquire) == state && monotonic_ns() - since < kMostWaitNs) {
@@ -807,20 +810,36 @@ std::uint32_t generation_at_exit(const SocketSlot& slot) noexcept {
 
 // Hand-overs that found the worker running just before an exit or exec stopped it
 // (begin_hand_over): their cells are published before the last drain. Each ends within a look
-// of a wait for room at most; kMostWaitNs bounds them all. Not from a signal handler, which
-// may have interrupted a hand-over of its own thread.
+// of a wait for room at most, unless its thread is not running; kMostHandOverWaitNs bounds them
+// all, for a mark that nothing will clear (a signal handler that left a close by longjmp). Such
+// marks are said in a warning. Not from a signal handler, which may have interrupted a
+// hand-over of its own thread.
+constexpr std::int64_t kMostHandOverWaitNs = 100'000'000;
 void wait_for_hand_overs() noexcept {
   if (in_signal_handler()) {
     return;
   }
+  const CancellationHeldOff held_off;
   const std::int64_t since = monotonic_ns();
   const timespec pause{0, kWaitLookNs};
+  int unfinished = 0;
   fd_table().for_each_tcp([&](int, const SocketSlot& slot) {
-    while ((slot.flags.load(std::memory_order_seq_cst) & flag_handing_over) != 0 &&
-           monotonic_ns() - since < kMostWaitNs) {
+    while ((slot.flags.load(std::memory_order_seq_cst) & flag_handing_over) != 0) {
+      if (monotonic_ns() - since >= kMostHandOverWaitNs) {
+        ++unfinished;
+        return;
+      }
       (void)nanosleep(&pause, nullptr);
     }
   });
+  if (unfinished != 0) {
+    try {
+      log_message(LogLevel::warn, std::to_string(unfinished) +
+                                      " hand-over(s) of a record to the telemetry worker did not finish before the "
+                                      "process's records ended; their records may be lost");
+    } catch (...) {
+    }
+  }
 }
 
 void write_pending_opens(const Runtime& runtime) {
