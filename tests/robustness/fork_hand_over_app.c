@@ -4,34 +4,10 @@
  * writes its records, and calls exit(0). Prints the number of children and how long the slowest
  * took from fork() to its reaping, in milliseconds: "children N slowest_ms M". */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <sys/wait.h>
 #include <time.h>
 
-#include "loopback_pair.h"
-
-static struct loopback_listener listener;
-static struct sockaddr_in address;
-static pthread_mutex_t accepting = PTHREAD_MUTEX_INITIALIZER;
-
-static void* churn(void* unused) {
-  (void)unused;
-  for (;;) {
-    const int client = socket(AF_INET, SOCK_STREAM, 0);
-    if (client < 0 || connect(client, (const struct sockaddr*)&address, sizeof address) != 0) {
-      _exit(2);
-    }
-    pthread_mutex_lock(&accepting);
-    const int server = accept(listener.fd, NULL, NULL);
-    pthread_mutex_unlock(&accepting);
-    if (server < 0) {
-      _exit(2);
-    }
-    close(client);
-    close(server);
-  }
-  return NULL;
-}
+#include "churn_pairs.h"
 
 static double now_ms(void) {
   struct timespec t;
@@ -44,13 +20,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int forks = atoi(argv[1]);
-  listener = loopback_listen();
-  address.sin_family = AF_INET;
-  address.sin_port = htons((unsigned short)listener.port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  churn_listen();
   pthread_t churners[2];
   for (int i = 0; i < 2; ++i) {
-    pthread_create(&churners[i], NULL, churn, NULL);
+    pthread_create(&churners[i], NULL, churn_pairs, NULL);
   }
   usleep(50 * 1000);
   double slowest = 0;

@@ -7,49 +7,15 @@
  *           (with the worker held up) is often waiting for room in the worker's ring.
  * Prints "cancels N" in mode cancel. */
 #define _GNU_SOURCE
-#include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
-#include "loopback_pair.h"
-
-static struct loopback_listener listener;
-static struct sockaddr_in address;
-static pthread_mutex_t accepting = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int closing_fd = -1;
-
-static void* churn(void* unused) {
-  (void)unused;
-  for (;;) {
-    const int client = socket(AF_INET, SOCK_STREAM, 0);
-    if (client < 0) {
-      _exit(2);
-    }
-    if (connect(client, (const struct sockaddr*)&address, sizeof address) != 0) {
-      close(client);
-      continue;  // a cancelled thread's half-made connection can take the listener's backlog
-    }
-    int state = 0;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);  // not while holding the mutex
-    pthread_mutex_lock(&accepting);
-    const int server = accept(listener.fd, NULL, NULL);
-    pthread_mutex_unlock(&accepting);
-    pthread_setcancelstate(state, NULL);
-    atomic_store(&closing_fd, client);
-    close(client);
-    if (server >= 0) {
-      close(server);
-    }
-    pthread_testcancel();
-  }
-  return NULL;
-}
+#include "churn_pairs.h"
 
 static void* duplicate(void* unused) {
   (void)unused;
   for (int kept = 0; kept < 600;) {
-    const int fd = atomic_load(&closing_fd);
+    const int fd = atomic_load(&churn_closing_fd);
     if (fd >= 0 && dup(fd) >= 0) {
       ++kept;
     }
@@ -69,13 +35,10 @@ int main(int argc, char** argv) {
   }
   const char* mode = argv[1];
   const double end = now_s() + atoi(argv[2]) / 1000.0;
-  listener = loopback_listen();
-  address.sin_family = AF_INET;
-  address.sin_port = htons((unsigned short)listener.port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  churn_listen();
   pthread_t threads[3];
   for (int i = 0; i < 2; ++i) {
-    pthread_create(&threads[i], NULL, churn, NULL);
+    pthread_create(&threads[i], NULL, churn_pairs, NULL);
   }
   if (strcmp(mode, "dup") == 0) {
     pthread_create(&threads[2], NULL, duplicate, NULL);
@@ -89,7 +52,7 @@ int main(int argc, char** argv) {
       const int i = rand_r(&seed) % 2;
       pthread_cancel(threads[i]);
       pthread_join(threads[i], NULL);
-      pthread_create(&threads[i], NULL, churn, NULL);
+      pthread_create(&threads[i], NULL, churn_pairs, NULL);
     }
     printf("cancels %d\n", cancels);
     fflush(stdout);
