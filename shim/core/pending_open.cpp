@@ -189,19 +189,33 @@ void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& polic
     return;
   }
   const std::uint32_t generation = slot.generation.load(std::memory_order_acquire);
+  // Unmarked: an exit is writing the last records, and takes the conn_open with its
+  // connection. Only the connection's ends are kept for it then.
+  const bool taking = mark_completing_open(slot);
+  struct Unmark {
+    SocketSlot& slot;
+    bool marked;
+    ~Unmark() {
+      if (marked) {
+        unmark_completing_open(slot);
+      }
+    }
+  } const unmark{slot, taking};
   config::Endpoint local;
   config::Endpoint peer;
   if (established) {
     // connect() returned 0: its peer is the address it was given (the kernel names an
     // unspecified one after the address it chose: asked then).
-    PendingOpen* open = take_pending_open(slot, generation);
-    if (open == nullptr) {
-      return;
+    PendingOpen* open = taking ? take_pending_open(slot, generation) : nullptr;
+    if (taking && open == nullptr) {
+      return;  // written already
     }
     local = local_endpoint(fd);
-    peer = names_an_end(open->connect_peer) ? open->connect_peer : peer_endpoint(fd);
+    peer = open != nullptr && names_an_end(open->connect_peer) ? open->connect_peer : peer_endpoint(fd);
     names->store(generation, local, peer);
-    hand_over_or_write(slot, open, policy, local, peer, 0);
+    if (open != nullptr) {
+      hand_over_or_write(slot, open, policy, local, peer, 0);
+    }
     return;
   }
   if (connect_error == 0) {
@@ -212,15 +226,15 @@ void complete_pending_open(int fd, SocketSlot& slot, const config::Policy& polic
     }
     names->store(generation, local, peer);
   }
-  PendingOpen* open = take_pending_open(slot, generation);
-  if (open == nullptr) {
-    return;
-  }
+  PendingOpen* open = taking ? take_pending_open(slot, generation) : nullptr;
   if (connect_error != 0) {
-    // Never connected: no local end (the kernel let its port go), the peer it was meant for.
-    names->store(generation, config::Endpoint{}, open->connect_peer);
+    // Never connected: no local end (the kernel let its port go), the peer it was meant for
+    // (the exit's record falls back to it too).
+    names->store(generation, config::Endpoint{}, open != nullptr ? open->connect_peer : config::Endpoint{});
   }
-  hand_over_or_write(slot, open, policy, local, peer, connect_error);
+  if (open != nullptr) {
+    hand_over_or_write(slot, open, policy, local, peer, connect_error);
+  }
 }
 
 bool poll_pending_open(int fd, std::uint32_t generation, const config::Policy& policy) noexcept {

@@ -17,9 +17,9 @@
 
 #include "ack_sampler.hpp"
 #include "callsite.hpp"
+#include "cancellation_held_off.hpp"
 #include "connection_names.hpp"
 #include "connection_summary.hpp"
-#include "cancellation_held_off.hpp"
 #include "connection_totals.hpp"
 #include "drain_pacer.hpp"
 #include "errno_saver.hpp"
@@ -711,7 +711,9 @@ namespace {
 bool post_opened(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer,
                  int connect_error, bool completed) noexcept {
   SocketSlot* slot = fd_table().find(open.fd);
-  if (slot == nullptr || !begin_hand_over(*slot)) {
+  // A completed connect's slot is marked already (mark_completing_open), for longer.
+  if (slot == nullptr ||
+      (completed ? g_state.load(std::memory_order_seq_cst) != WorkerState::running : !begin_hand_over(*slot))) {
     return false;
   }
   const ErrnoSaver saver;  // a wait's nanosleep
@@ -724,7 +726,9 @@ bool post_opened(const PendingOpen& open, const config::Endpoint& local, const c
     new (&cell->event->opened) OpenedConnection{open, local, peer, connect_error, completed};
     g_ring.publish(*cell);
   }
-  end_hand_over(*slot);
+  if (!completed) {
+    end_hand_over(*slot);
+  }
   return cell.has_value();
 }
 
@@ -732,6 +736,19 @@ bool post_opened(const PendingOpen& open, const config::Endpoint& local, const c
 
 bool post_conn_open(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer) noexcept {
   return post_opened(open, local, peer, 0, false);
+}
+
+bool mark_completing_open(SocketSlot& slot) noexcept {
+  slot.flags.fetch_or(flag_handing_over, std::memory_order_seq_cst);
+  if (g_state.load(std::memory_order_seq_cst) == WorkerState::writing_at_exit) {
+    end_hand_over(slot);
+    return false;
+  }
+  return true;
+}
+
+void unmark_completing_open(SocketSlot& slot) noexcept {
+  end_hand_over(slot);
 }
 
 bool post_completed_connect(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer,

@@ -45,9 +45,17 @@ bool post_idle_restart_check(int fd, std::uint32_t generation) noexcept;
 bool post_conn_open(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer) noexcept;
 // A client's conn_open whose connect ended (`connect_error`, 0 when established), with the
 // endpoints it ended with: the worker writes it as write_pending_open would, from a copy that
-// owns what `open` owned. False as above.
+// owns what `open` owned. False as above. The caller holds the slot's mark
+// (mark_completing_open).
 bool post_completed_connect(const PendingOpen& open, const config::Endpoint& local, const config::Endpoint& peer,
                             int connect_error) noexcept;
+// Marks the slot while the caller completes its client's parked conn_open (takes it, then hands
+// it over, writes it or parks it again), so that an exit() that begins meanwhile waits for that
+// before it summarizes the connections, which takes a parked conn_open with them. False, with no
+// mark, when an exit is writing the last records already: the conn_open is then left parked,
+// for the exit to write with its connection. Else unmark_completing_open when done.
+bool mark_completing_open(SocketSlot& slot) noexcept;
+void unmark_completing_open(SocketSlot& slot) noexcept;
 // A measured write that returned after another thread closed its descriptor: counted in its
 // rule's totals, since its connection's record is already taken. Lock-free; async-signal-safe.
 void count_write_after_close(std::int16_t rule_index, ssize_t result, std::size_t offered, int error) noexcept;

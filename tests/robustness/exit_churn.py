@@ -10,9 +10,12 @@ own conn_close if the exit did not summarize its connection, and a connection se
 exit has begun gets no records. exit_churn_app.c: 4 threads open and close loopback connection
 pairs without pause, and the main thread calls exit(0) after 0.3 s. In each of 3 runs the
 summary counts every conn_close written before it (and any it says were dropped); over the 3
-runs at most MOST_ORPHANS connections have a conn_open and no conn_close (1 to 169 a run before;
-0 or 1 while a close that was handing its record to the worker as the exit stopped it could lose
-it; 0 in 30 runs since the exit waits for such hand-overs).
+runs at most MOST_UNPAIRED records are without their pair: a conn_open without its conn_close
+(1 to 169 a run before; 0 or 1 while a close that was handing its record to the worker as the
+exit stopped it could lose it), or a conn_close without a conn_open before it (a client whose
+connect completed as the exit began: its conn_open was taken from the slot as the exit
+summarized the connection, and written after it: 4 in 60 runs of a churn like this one, which
+this test's 3 runs seldom meet). None in 100 such runs since.
 """
 import json
 import os
@@ -23,12 +26,14 @@ from robustlib import Checks, clean_env, compile_c, fresh, parse_args, run  # no
 
 RUNS = 3
 THREADS, MS = 4, 300
-MOST_ORPHANS = 1
+MOST_UNPAIRED = 1
 
 
-def orphans(records):
-    """conn_open records left without a conn_close, each connection keyed by its ends."""
+def unpaired(records):
+    """Connections whose records are not a conn_open followed by its conn_close, each keyed by its
+    role and ends: a conn_open left without one, and a conn_close with no conn_open before it."""
     waiting = {}
+    unopened = 0
     for record in records:
         event = record.get("event")
         if event in ("conn_open", "conn_close") and record.get("role") != "listener":
@@ -37,7 +42,9 @@ def orphans(records):
                 waiting[key] = waiting.get(key, 0) + 1
             elif waiting.get(key):
                 waiting[key] -= 1
-    return sum(waiting.values())
+            else:
+                unopened += 1
+    return sum(waiting.values()) + unopened
 
 
 def main():
@@ -61,9 +68,9 @@ def main():
         counted, dropped = summary.get("connections"), summary.get("dropped_records")
         checks.check(counted == closes + dropped, f"run {attempt}: the summary counts the {closes} conn_close "
                      f"records written before it and the {dropped} dropped ({counted})")
-        left.append(orphans(records))
-    checks.check(sum(left) <= MOST_ORPHANS, f"at most {MOST_ORPHANS} connections without a conn_close over "
-                 f"{RUNS} runs of about 20,000 each ({' + '.join(map(str, left))})")
+        left.append(unpaired(records))
+    checks.check(sum(left) <= MOST_UNPAIRED, f"at most {MOST_UNPAIRED} record without its pair over {RUNS} runs of "
+                 f"about 20,000 connections each ({' + '.join(map(str, left))})")
     checks.finish()
 
 
