@@ -623,11 +623,14 @@ void end_hand_over(SocketSlot& slot) noexcept;
 // fills its cell. The mark is set before the worker's state is read, and an exit or exec changes
 // the state before it looks at the marks (all seq_cst): either the hand-over finds the worker
 // stopping and goes that way, or the exit finds the mark and waits (wait_for_hand_overs), so
-// that no cell is published after the last drain, to stay in the ring for good. True, marked,
-// when the worker runs; end it with end_hand_over.
-bool begin_hand_over(SocketSlot& slot) noexcept {
+// that no cell is published after the last drain, to stay in the ring for good.
+WorkerState mark_then_read_state(SocketSlot& slot) noexcept {
   slot.flags.fetch_or(flag_handing_over, std::memory_order_seq_cst);
-  if (g_state.load(std::memory_order_seq_cst) == WorkerState::running) {
+  return g_state.load(std::memory_order_seq_cst);
+}
+// True, marked, when the worker runs; end it with end_hand_over.
+bool begin_hand_over(SocketSlot& slot) noexcept {
+  if (mark_then_read_state(slot) == WorkerState::running) {
     return true;
   }
   end_hand_over(slot);
@@ -739,12 +742,11 @@ bool post_conn_open(const PendingOpen& open, const config::Endpoint& local, cons
 }
 
 bool mark_completing_open(SocketSlot& slot) noexcept {
-  slot.flags.fetch_or(flag_handing_over, std::memory_order_seq_cst);
-  if (g_state.load(std::memory_order_seq_cst) == WorkerState::writing_at_exit) {
-    end_hand_over(slot);
-    return false;
+  if (mark_then_read_state(slot) != WorkerState::writing_at_exit) {
+    return true;
   }
-  return true;
+  end_hand_over(slot);
+  return false;
 }
 
 void unmark_completing_open(SocketSlot& slot) noexcept {
@@ -807,9 +809,6 @@ void post_idle_restart(const IdleRestart& event) noexcept {
 
 namespace {
 
-// conn_opens no snapshot took: at _exit, which summarizes no connection, connects still under
-// way, whose descriptors name their local end; or ones whose close record was lost (counted),
-// whose descriptor may name another socket since (its generation moved on at the close).
 // The generation of a measured slot's connection as the exit summarizes it. A close under way on
 // another thread (waiting for the exit's records) has moved it on by one already
 // (end_connection): the connection it closes is the one before, whose ends are kept under that
@@ -859,6 +858,9 @@ void wait_for_hand_overs() noexcept {
   }
 }
 
+// conn_opens no snapshot took: at _exit, which summarizes no connection, connects still under
+// way, whose descriptors name their local end; or ones whose close record was lost (counted),
+// whose descriptor may name another socket since (its generation moved on at the close).
 void write_pending_opens(const Runtime& runtime) {
   fd_table().for_each_slot([&](int fd, SocketSlot& slot) {
     if (ConnectionNames* names = names_if_any(slot)) {
